@@ -1,0 +1,44 @@
+// tpo: plans compute/communication overlap for tensor-parallel LLM inference.
+// Only main decides exit codes: 0 ok, 2 bad input (options, configs), 1 any other failure.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "sim/error.h"
+#include "sim/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tpo — plans and checks computation/communication overlap (ISO, ladder residual, ...)\n"
+      "for tensor-parallel LLM inference. Numbers from `simulate` are predictions.",
+      "tpo"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(tpo::tool_version()) + " (" + tpo::git_sha() + ")");
+  app.footer(
+      "Examples:\n"
+      "  tpo simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare\n"
+      "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
+      "Run `tpo SUBCOMMAND --help` for a subcommand's options.");
+  auto run_simulate = tpo::cli::add_simulate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (app.got_subcommand("simulate")) return run_simulate();
+    return 2;
+  } catch (const tpo::InputError& e) {
+    std::cerr << "tpo: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tpo: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

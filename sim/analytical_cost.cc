@@ -1,0 +1,107 @@
+// The analytical cost model. GEMMs: the output is cut into tiles that run in waves over the
+// SMs (so 2253 tokens cost a whole extra wave, not 0.55 x 4096), each tile at a per-SM peak
+// times an efficiency that falls with small K, bounded below by the time to move the bytes.
+// Attention: exact causal-with-prefix FLOPs and bytes, roofline. Norms and elementwise ops:
+// bytes / bandwidth. All-reduce: latency + bus bytes / bus bandwidth, hierarchical across
+// nodes. A launch overhead is added to every kernel. Efficiencies are the hardware file's.
+#include "sim/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tpo::sim {
+
+OpCosts cost_schedule(const Schedule& s, const CostModel& cm) {
+  OpCosts c;
+  c.standalone_ns.reserve(s.ops.size());
+  c.slowdown.reserve(s.ops.size());
+  for (const auto& op : s.ops) {
+    c.standalone_ns.push_back(cm.standalone_ns(op));
+    c.slowdown.push_back({cm.overlap_slowdown(op, OpKind::Gemm),
+                          cm.overlap_slowdown(op, OpKind::Attention),
+                          cm.overlap_slowdown(op, OpKind::Elementwise)});
+  }
+  return c;
+}
+
+AnalyticalCostModel::AnalyticalCostModel(HardwareConfig hw, std::int64_t tp)
+    : hw_(std::move(hw)), tp_(tp) {}
+
+double AnalyticalCostModel::memory_ns(double bytes) const {
+  return bytes / (hw_.memory_bandwidth_gbps * hw_.memory_efficiency);  // GB/s = bytes/ns
+}
+
+double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k,
+                                    double bytes) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const std::int64_t tiles =
+      ((m + hw_.gemm_tile_m - 1) / hw_.gemm_tile_m) * ((n + hw_.gemm_tile_n - 1) / hw_.gemm_tile_n);
+  const std::int64_t waves = (tiles + hw_.sms - 1) / hw_.sms;
+  const double kd = static_cast<double>(k);
+  const double eff = hw_.gemm_max_efficiency * kd / (kd + hw_.gemm_k_half);
+  const double tile_flops = 2.0 * static_cast<double>(hw_.gemm_tile_m * hw_.gemm_tile_n) * kd;
+  const double sm_flops_per_ns = hw_.bf16_dense_tflops * 1e3 / static_cast<double>(hw_.sms);
+  const double compute = static_cast<double>(waves) * tile_flops / (sm_flops_per_ns * eff);
+  return std::max(compute, memory_ns(bytes));
+}
+
+double AnalyticalCostModel::attention_ns(const Op& op) const {
+  // Work is spread over (128-query block x head x request) tiles that run in waves over the
+  // SMs; a launch with fewer tiles than SMs (short chunks, decode) leaves SMs idle.
+  const std::int64_t q = op.seq_end - op.seq_begin;
+  const std::int64_t reqs = op.req_end - op.req_begin;
+  const std::int64_t tiles = std::max<std::int64_t>(1, ((q + 127) / 128) * op.n * reqs);
+  const std::int64_t waves = (tiles + hw_.sms - 1) / hw_.sms;
+  const double util = static_cast<double>(tiles) / static_cast<double>(waves * hw_.sms);
+  const double peak = hw_.bf16_dense_tflops * 1e3 * hw_.attention_max_efficiency;  // flops/ns
+  return std::max(op.flops / (peak * util), memory_ns(op.bytes));
+}
+
+double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
+  if (c.ranks <= 1 || c.bytes <= 0) return 0;
+  const double bytes = static_cast<double>(c.bytes);
+  const std::int64_t g = std::min(c.ranks, hw_.gpus_per_node);
+  const std::int64_t nodes = (c.ranks + g - 1) / g;
+  Collective intra{c.kind, c.bytes, g};
+  double t = hw_.intra.allreduce_latency_us * 1e3 + intra.bus_bytes() / hw_.intra.busbw_gbps;
+  if (nodes > 1) {
+    // Reduce-scatter inside the node, all-reduce of 1/g of the data across nodes on each
+    // GPU's own NIC, all-gather inside the node (the intra part is the ring's 2(g-1)/g).
+    Collective inter{c.kind, static_cast<std::int64_t>(bytes / static_cast<double>(g)), nodes};
+    t += hw_.inter.allreduce_latency_us * 1e3 + inter.bus_bytes() / hw_.inter.busbw_gbps;
+  }
+  return t;
+}
+
+std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
+  double t = 0;
+  switch (op.kind) {
+    case OpKind::Gemm: t = gemm_ns(op.m, op.n, op.k, op.bytes); break;
+    case OpKind::Attention: t = attention_ns(op); break;
+    case OpKind::Norm:
+    case OpKind::Elementwise: t = memory_ns(op.bytes); break;
+    case OpKind::AllReduce:
+      t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
+      break;
+  }
+  return static_cast<std::int64_t>(std::llround(t + hw_.launch_overhead_us * 1e3));
+}
+
+double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
+  if (op.kind == OpKind::AllReduce) {  // comm slows by what computes beside it
+    const SlowdownByKind& s = hw_.comm_under_compute;
+    switch (beside) {
+      case OpKind::Gemm: return s.gemm;
+      case OpKind::Attention: return s.attention;
+      default: return s.memory;
+    }
+  }
+  const SlowdownByKind& s = hw_.compute_under_comm;
+  switch (op.kind) {
+    case OpKind::Gemm: return s.gemm;
+    case OpKind::Attention: return s.attention;
+    default: return s.memory;
+  }
+}
+
+}  // namespace tpo::sim

@@ -1,0 +1,45 @@
+// Shipped-config lookup shared by the model, hardware (and later profile) loaders.
+#include "sim/config_paths.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "sim/error.h"
+#include "tpo/config.h"
+
+namespace tpo::sim {
+
+namespace fs = std::filesystem;
+
+std::string config_dir() {
+  if (const char* env = std::getenv("TPO_CONFIG_DIR"); env && *env) return env;
+  return TPO_SOURCE_CONFIG_DIR;
+}
+
+std::vector<std::string> list_shipped(const std::string& sub) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(config_dir()) / sub, ec)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string resolve_config(const std::string& sub, const std::string& spec,
+                           const std::string& option) {
+  if (spec.find('/') != std::string::npos || spec.ends_with(".json")) return spec;
+  const std::string path = (fs::path(config_dir()) / sub / (spec + ".json")).string();
+  if (fs::exists(path)) return path;
+  std::string names;
+  for (const auto& n : list_shipped(sub)) {
+    if (!names.empty()) names += ", ";
+    names += n;
+  }
+  throw InputError(option, spec,
+                   "no shipped " + sub + " config of that name (shipped: " + names +
+                       "); or pass a path to a JSON file");
+}
+
+}  // namespace tpo::sim

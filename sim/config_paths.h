@@ -1,0 +1,17 @@
+// Where shipped configs live and how a --model/--hardware argument becomes a file path:
+// a name is looked up in configs/SUB/NAME.json, anything with a '/' or ending in .json is a path.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tpo::sim {
+
+// $TPO_CONFIG_DIR if set, else the source tree's configs/.
+std::string config_dir();
+std::vector<std::string> list_shipped(const std::string& sub);
+// Throws InputError naming `option` and listing the shipped names when the name is unknown.
+std::string resolve_config(const std::string& sub, const std::string& spec,
+                           const std::string& option);
+
+}  // namespace tpo::sim

@@ -1,0 +1,62 @@
+// The cost model interface: an op's standalone duration, and how much it slows while it
+// overlaps an op on the other stream of its rank. The analytical model (roofline with
+// efficiency curves, from the hardware file) implements it now; a profile-based model
+// (measured tables) will implement the same interface.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/collective.h"
+#include "sim/hardware.h"
+#include "sim/schedule.h"
+
+namespace tpo::sim {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Duration of the op alone on the machine, integer nanoseconds, launch overhead included.
+  virtual std::int64_t standalone_ns(const Op& op) const = 0;
+  // Multiplier (>= 1) on the op's duration while an op of kind `beside` runs on the other
+  // stream of its rank.
+  virtual double overlap_slowdown(const Op& op, OpKind beside) const = 0;
+  virtual std::string name() const = 0;
+  // Where the op's cost came from ("analytical", "measured", ...), for the report.
+  virtual std::string origin(const Op& /*op*/) const { return name(); }
+};
+
+// Costs of a whole schedule, one entry per op, as the engine consumes them.
+struct OpCosts {
+  std::vector<std::int64_t> standalone_ns;
+  // Per op, the slowdown while the op beside it is a GEMM [0], attention [1], or anything
+  // else [2] (norms, elementwise ops, all-reduces); see slowdown_class().
+  std::vector<std::array<double, 3>> slowdown;
+};
+inline int slowdown_class(OpKind k) {
+  return k == OpKind::Gemm ? 0 : (k == OpKind::Attention ? 1 : 2);
+}
+OpCosts cost_schedule(const Schedule& s, const CostModel& cm);
+
+class AnalyticalCostModel final : public CostModel {
+ public:
+  AnalyticalCostModel(HardwareConfig hw, std::int64_t tp);
+  std::int64_t standalone_ns(const Op& op) const override;
+  double overlap_slowdown(const Op& op, OpKind beside) const override;
+  std::string name() const override { return "analytical"; }
+
+  // Building blocks, exposed for tests and for the report's explanations (all in ns).
+  double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;
+  double attention_ns(const Op& op) const;
+  double memory_ns(double bytes) const;
+  double allreduce_ns(const Collective& c) const;
+
+ private:
+  HardwareConfig hw_;
+  std::int64_t tp_;
+};
+
+}  // namespace tpo::sim

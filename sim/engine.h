@@ -1,0 +1,68 @@
+// The discrete-event engine: integer nanoseconds, deterministic (ties broken by insertion
+// order). Each rank has a compute and a comm stream; an op starts when it heads its stream
+// and its dependencies are done. While ops of different streams of one rank overlap, each
+// runs at 1/slowdown of its standalone rate; whenever the set of running ops changes, the
+// remaining work is carried over and finish times are recomputed (a fluid model).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/schedule.h"
+
+namespace tpo::sim {
+
+struct Timeline {
+  std::vector<std::int64_t> start_ns;
+  std::vector<std::int64_t> end_ns;
+  std::int64_t total_ns = 0;
+  // Of rank 0 (builders emit one representative rank):
+  std::int64_t compute_busy_ns = 0;
+  std::int64_t comm_busy_ns = 0;
+  std::int64_t hidden_comm_ns = 0;   // comm time during which the compute stream was busy
+  std::int64_t exposed_comm_ns = 0;  // comm time with the compute stream idle
+  double overlap_efficiency = 0;     // hidden / comm busy (0 when there is no comm)
+};
+
+class Engine {
+ public:
+  // Runs the schedule; keeps its buffers for the next run (the planner runs many graphs).
+  // Throws std::logic_error if the graph deadlocks (a dependency cycle or a dependency on a
+  // later op of the same stream), naming an op that never started.
+  const Timeline& run(const Schedule& s, const OpCosts& costs);
+  // Finish events pushed by the last run (one per op plus one per re-rating).
+  std::uint64_t events_pushed() const { return seq_; }
+
+ private:
+  struct Event {
+    std::int64_t time_ns;
+    std::uint64_t seq;
+    std::int32_t op;
+    std::uint32_t version;
+  };
+  void start(std::int32_t op, std::int64_t now);
+  void try_start(std::int32_t stream, std::int64_t now);
+  void rerate(std::int32_t rank, std::int64_t now);
+  void push(std::int64_t time_ns, std::int32_t op);
+
+  const Schedule* s_ = nullptr;
+  const OpCosts* c_ = nullptr;
+  Timeline tl_;
+  std::vector<Event> heap_;
+  std::uint64_t seq_ = 0;
+  std::vector<std::int32_t> succ_offset_, succ_;
+  std::vector<std::int32_t> pending_;
+  std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_, running_;
+  std::vector<std::int32_t> op_stream_;
+  std::vector<double> remaining_ns_, factor_;
+  std::vector<std::int64_t> last_update_ns_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::uint8_t> rank_dirty_;
+  std::vector<std::int32_t> dirty_ranks_;
+};
+
+// Statistics over a finished timeline (compute/comm busy, hidden and exposed comm).
+void summarize(const Schedule& s, Timeline& tl);
+
+}  // namespace tpo::sim

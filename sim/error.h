@@ -1,0 +1,34 @@
+// Errors in what the user gave us (a config file, an option). The library throws; only `main`
+// decides the exit code: InputError -> 2, anything else -> 1. Every message names where
+// (a file or an option) and which field, so the user knows what to fix.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tpo {
+
+class InputError : public std::runtime_error {
+ public:
+  // where: a file path or a command-line option such as "--split"; field: the JSON key or
+  // option value at fault (may be empty); what: what is wrong and, ideally, how to fix it.
+  InputError(std::string where, std::string field, const std::string& what)
+      : std::runtime_error(format(where, field, what)),
+        where_(std::move(where)),
+        field_(std::move(field)) {}
+
+  const std::string& where() const { return where_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  static std::string format(const std::string& where, const std::string& field,
+                            const std::string& what) {
+    std::string s = where;
+    if (!field.empty()) s += ": field '" + field + "'";
+    return s + ": " + what;
+  }
+  std::string where_;
+  std::string field_;
+};
+
+}  // namespace tpo

@@ -1,0 +1,88 @@
+// Hardware loading with file + field error messages.
+#include "sim/hardware.h"
+
+#include <filesystem>
+
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/config_paths.h"
+
+namespace tpo::sim {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> shipped_hardware() { return list_shipped("hardware"); }
+
+std::int64_t HardwareConfig::max_tp() const {
+  // Without an inter-node link, one node; with one, we allow up to 64 nodes.
+  return inter.cls == "none" ? gpus_per_node : gpus_per_node * 64;
+}
+
+namespace {
+
+LinkConfig parse_link(const JsonObject& o) {
+  LinkConfig l;
+  l.cls = o.string("class");
+  if (l.cls == "none") return l;
+  l.allreduce_latency_us = o.number("allreduce_latency_us", /*positive=*/false);
+  l.busbw_gbps = o.number("busbw_gbps");
+  return l;
+}
+
+SlowdownByKind parse_slowdown(const JsonObject& o) {
+  SlowdownByKind s;
+  s.gemm = o.number("gemm");
+  s.attention = o.number("attention");
+  s.memory = o.number("memory");
+  for (const char* k : {"gemm", "attention", "memory"}) {
+    if (o.number(k) < 1.0) {
+      throw InputError(o.file(), o.field(k), "a slowdown factor must be >= 1.0");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+HardwareConfig load_hardware(const std::string& spec) {
+  const std::string path = resolve_config("hardware", spec, "--hardware");
+  const nlohmann::json j = read_json_file(path);
+  const JsonObject o(j, path, "");
+  if (o.string("schema") != "tpo.hardware/1") {
+    throw InputError(path, "schema", "expected \"tpo.hardware/1\"");
+  }
+  HardwareConfig h;
+  h.origin = path;
+  h.name = o.string_or("name", fs::path(path).stem().string());
+  h.description = o.string_or("description", "");
+  const JsonObject gpu = o.object("gpu");
+  h.gpu_name = gpu.string("name");
+  h.sms = gpu.integer("sms");
+  h.bf16_dense_tflops = gpu.number("bf16_dense_tflops");
+  h.memory_bandwidth_gbps = gpu.number("memory_bandwidth_gbps");
+  h.memory_gib = gpu.number("memory_gib");
+  h.launch_overhead_us = gpu.number("launch_overhead_us", /*positive=*/false);
+  const JsonObject eff = o.object("efficiency");
+  h.gemm_max_efficiency = eff.number("gemm_max");
+  h.gemm_tile_m = eff.integer("gemm_tile_m");
+  h.gemm_tile_n = eff.integer("gemm_tile_n");
+  h.gemm_k_half = eff.number("gemm_k_half", /*positive=*/false);
+  h.attention_max_efficiency = eff.number("attention_max");
+  h.memory_efficiency = eff.number("memory");
+  for (const char* k : {"gemm_max", "attention_max", "memory"}) {
+    if (eff.number(k) > 1.0) throw InputError(path, eff.field(k), "an efficiency must be <= 1.0");
+  }
+  const JsonObject node = o.object("node");
+  h.gpus_per_node = node.integer("gpus_per_node");
+  h.intra = parse_link(node.object("link"));
+  if (h.intra.cls == "none") {
+    throw InputError(path, "node.link.class", "a node needs a link between its GPUs");
+  }
+  h.inter = parse_link(o.object("inter_node"));
+  const JsonObject inter = o.object("interference");
+  h.compute_under_comm = parse_slowdown(inter.object("compute_slowdown_under_comm"));
+  h.comm_under_compute = parse_slowdown(inter.object("comm_slowdown_under_compute"));
+  return h;
+}
+
+}  // namespace tpo::sim

@@ -1,0 +1,55 @@
+// A target machine: the GPU, the links inside a node and between nodes, and how overlapped
+// ops slow each other. Loaded from configs/hardware/*.json ("tpo.hardware/1"); every number
+// in those files cites its source, and interference factors are assumptions until a profile
+// measures them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpo::sim {
+
+struct LinkConfig {
+  std::string cls;  // nvlink | pcie | pcie-no-p2p | host-shm | infiniband | none
+  double allreduce_latency_us = 0;
+  double busbw_gbps = 0;  // nccl-tests bus bandwidth, 1e9 bytes/s
+};
+
+// Multipliers (>= 1) on an op's duration while it overlaps an op on the other stream.
+struct SlowdownByKind {
+  double gemm = 1;
+  double attention = 1;
+  double memory = 1;  // norms, elementwise ops
+};
+
+struct HardwareConfig {
+  std::string name;
+  std::string origin;
+  std::string description;
+  std::string gpu_name;
+  std::int64_t sms = 0;
+  double bf16_dense_tflops = 0;
+  double memory_bandwidth_gbps = 0;
+  double memory_gib = 0;
+  double launch_overhead_us = 0;
+  // Efficiency assumptions of the analytical cost model.
+  double gemm_max_efficiency = 0;
+  std::int64_t gemm_tile_m = 128;
+  std::int64_t gemm_tile_n = 128;
+  double gemm_k_half = 0;  // GEMM efficiency factor K / (K + k_half)
+  double attention_max_efficiency = 0;
+  double memory_efficiency = 0;
+  std::int64_t gpus_per_node = 0;
+  LinkConfig intra;
+  LinkConfig inter;  // cls == "none" for single-node machines
+  SlowdownByKind compute_under_comm;
+  SlowdownByKind comm_under_compute;
+
+  std::int64_t max_tp() const;  // GPUs in the machine (one node unless inter-node is given)
+};
+
+HardwareConfig load_hardware(const std::string& spec);
+std::vector<std::string> shipped_hardware();
+
+}  // namespace tpo::sim

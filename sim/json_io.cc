@@ -1,0 +1,131 @@
+// Config reading with precise error messages (file + dotted field path).
+#include "sim/json_io.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim/error.h"
+
+namespace tpo {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
+  }
+}
+
+JsonObject::JsonObject(const nlohmann::json& j, std::string file, std::string path)
+    : j_(j), file_(std::move(file)), path_(std::move(path)) {
+  if (!j_.is_object()) {
+    throw InputError(file_, path_.empty() ? "(top level)" : path_, "must be a JSON object");
+  }
+}
+
+std::string JsonObject::field(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+bool JsonObject::has(const std::string& key) const {
+  return j_.contains(key) && !j_.at(key).is_null();
+}
+
+const nlohmann::json& JsonObject::get(const std::string& key) const {
+  if (!has(key)) throw InputError(file_, field(key), "is missing");
+  return j_.at(key);
+}
+
+JsonObject JsonObject::object(const std::string& key) const {
+  return JsonObject(get(key), file_, field(key));
+}
+
+std::string JsonObject::string(const std::string& key) const {
+  const auto& v = get(key);
+  if (!v.is_string()) throw InputError(file_, field(key), "must be a string");
+  return v.get<std::string>();
+}
+
+std::string JsonObject::string_or(const std::string& key, const std::string& fallback) const {
+  return has(key) ? string(key) : fallback;
+}
+
+double JsonObject::number(const std::string& key, bool positive) const {
+  const auto& v = get(key);
+  if (!v.is_number()) {
+    throw InputError(file_, field(key), "must be a number, got " + std::string(v.type_name()));
+  }
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) throw InputError(file_, field(key), "must be finite");
+  if (positive && !(x > 0)) {
+    throw InputError(file_, field(key), "must be > 0, got " + v.dump());
+  }
+  if (!positive && x < 0) throw InputError(file_, field(key), "must be >= 0, got " + v.dump());
+  return x;
+}
+
+double JsonObject::number_or(const std::string& key, double fallback, bool positive) const {
+  return has(key) ? number(key, positive) : fallback;
+}
+
+std::int64_t JsonObject::integer(const std::string& key) const {
+  const auto& v = get(key);
+  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) ==
+                                                             v.get<double>())) {
+    throw InputError(file_, field(key), "must be an integer, got " + v.dump());
+  }
+  const auto x = v.is_number_integer() ? v.get<std::int64_t>()
+                                       : static_cast<std::int64_t>(v.get<double>());
+  if (x <= 0) throw InputError(file_, field(key), "must be a positive integer, got " + v.dump());
+  return x;
+}
+
+std::int64_t JsonObject::integer_or(const std::string& key, std::int64_t fallback) const {
+  return has(key) ? integer(key) : fallback;
+}
+
+}  // namespace tpo
+
+#include <filesystem>
+
+namespace tpo {
+
+void check_writable(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(option, path, "folder '" + dir.string() + "' does not exist");
+  }
+  if (fs::is_directory(p, ec)) throw InputError(option, path, "is a folder, give a file name");
+}
+
+void write_file_atomic(const std::string& path, const std::string& content,
+                       const std::string& option) {
+  check_writable(path, option);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(option, path, "cannot open for writing");
+    out << content;
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw InputError(option, path, "write failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw InputError(option, path, "cannot rename into place: " + ec.message());
+  }
+}
+
+}  // namespace tpo

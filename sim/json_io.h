@@ -1,0 +1,50 @@
+// Reading config JSON with errors that name the file and the field. Used by the model and
+// hardware loaders (and later by profile and plan loaders) so every config error reads alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tpo {
+
+// Parses a whole file; a missing file or malformed JSON throws InputError naming the file.
+nlohmann::json read_json_file(const std::string& path);
+
+// A view of one JSON object inside a file; `path` is the dotted field path used in messages.
+class JsonObject {
+ public:
+  JsonObject(const nlohmann::json& j, std::string file, std::string path);
+
+  bool has(const std::string& key) const;
+  JsonObject object(const std::string& key) const;
+  std::string string(const std::string& key) const;
+  std::string string_or(const std::string& key, const std::string& fallback) const;
+  // Numbers must be finite; `positive` requires > 0.
+  double number(const std::string& key, bool positive = true) const;
+  double number_or(const std::string& key, double fallback, bool positive = true) const;
+  std::int64_t integer(const std::string& key) const;  // a positive integer
+  std::int64_t integer_or(const std::string& key, std::int64_t fallback) const;
+
+  const nlohmann::json& raw() const { return j_; }
+  const std::string& file() const { return file_; }
+  std::string field(const std::string& key) const;  // "gpu.sms"
+
+ private:
+  const nlohmann::json& get(const std::string& key) const;
+  const nlohmann::json& j_;
+  std::string file_;
+  std::string path_;
+};
+
+}  // namespace tpo
+
+namespace tpo {
+// Writes `content` to `path` through a temporary file and a rename, so a failed run never
+// leaves a half-written output. `option` names the command-line option for error messages.
+void write_file_atomic(const std::string& path, const std::string& content,
+                       const std::string& option);
+// Checks up front that `path` can be written (its folder exists), before any long work.
+void check_writable(const std::string& path, const std::string& option);
+}  // namespace tpo

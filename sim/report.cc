@@ -1,0 +1,281 @@
+// JSON report, Chrome trace and console output for `tpo simulate`.
+#include "sim/report.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "sim/version.h"
+
+namespace tpo::sim {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+}  // namespace
+
+ojson options_json(const SimulateOptions& o) {
+  return ojson{{"model", o.model},         {"hardware", o.hardware},
+               {"tp", o.tp},               {"phase", o.phase},
+               {"batch", o.batch},         {"seq", o.seq},
+               {"context", o.context},     {"strategy", o.strategy},
+               {"chunks", o.chunks},       {"split", o.split},
+               {"ladder_layers", o.ladder_layers}, {"pieces", o.pieces},
+               {"layers", o.layers},       {"embed_head", o.embed_head},
+               {"compare", o.compare}};
+}
+
+ojson model_json(const ModelConfig& m) {
+  return ojson{{"name", m.name},         {"file", m.origin},
+               {"num_layers", m.num_layers}, {"hidden_size", m.hidden},
+               {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads},
+               {"head_dim", m.head_dim}, {"intermediate_size", m.ffn},
+               {"vocab_size", m.vocab}};
+}
+
+ojson hardware_json(const HardwareConfig& h) {
+  auto link = [](const LinkConfig& l) {
+    ojson j{{"class", l.cls}};
+    if (l.cls != "none") {
+      j["allreduce_latency_us"] = l.allreduce_latency_us;
+      j["busbw_gbps"] = l.busbw_gbps;
+    }
+    return j;
+  };
+  return ojson{{"name", h.name},
+               {"file", h.origin},
+               {"gpu", h.gpu_name},
+               {"sms", h.sms},
+               {"bf16_dense_tflops", h.bf16_dense_tflops},
+               {"memory_bandwidth_gbps", h.memory_bandwidth_gbps},
+               {"gpus_per_node", h.gpus_per_node},
+               {"intra_node", link(h.intra)},
+               {"inter_node", link(h.inter)}};
+}
+
+std::string chunks_text(const StrategySpec& spec, const Schedule& s) {
+  if (spec.kind == StrategyKind::Iso || spec.kind == StrategyKind::IsoLadder) {
+    std::string t;
+    for (auto c : s.chunk_tokens) {
+      if (!t.empty()) t += ',';
+      t += std::to_string(c);
+    }
+    return t;
+  }
+  if (spec.kind == StrategyKind::GemmSplit) return std::to_string(spec.pieces) + " pieces";
+  if (spec.kind == StrategyKind::Microbatch) return "2 groups";
+  if (spec.kind == StrategyKind::Ladder || spec.kind == StrategyKind::IsoLadder) {
+    if (spec.ladder_layers == 0) return "all layers";
+    std::string t = "last ";
+    t += std::to_string(spec.ladder_layers);
+    return t;
+  }
+  return "-";
+}
+
+std::string workload_line(const Workload& w) {
+  std::ostringstream os;
+  os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
+     << phase_name(w.phase) << ", batch " << w.batch;
+  if (w.phase == Phase::Prefill) {
+    os << " x " << w.seq << " tokens";
+    if (w.context > 0) os << " after " << w.context << " cached";
+  } else {
+    os << ", context " << w.context;
+  }
+  os << ", " << w.layers;
+  if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
+  os << " layers";
+  return os.str();
+}
+
+ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResult& r,
+                      std::int64_t baseline_ns, const std::string& cost_model) {
+  const Timeline& tl = r.timeline;
+  const Schedule& s = r.schedule;
+  ojson params{{"ladder_layers", r.spec.ladder_layers}, {"pieces", r.spec.pieces}};
+  ojson strategy{{"name", s.strategy},
+                 {"params", params},
+                 {"chunks", s.chunk_tokens},
+                 {"preserves_function", s.preserves_function}};
+  if (!s.preserves_function) {
+    strategy["note"] =
+        "changes the model architecture: needs a model trained (or converted) for it";
+  }
+  ojson j;
+  j["schema"] = "tpo.simulate/1";
+  j["tool_version"] = tool_version();
+  j["git_sha"] = git_sha();
+  j["kind"] = "predicted";
+  j["cost_model"] = cost_model;
+  j["options"] = options_json(o);
+  j["model"] = model_json(w.model);
+  j["hardware"] = hardware_json(w.hardware);
+  j["tp"] = w.tp;
+  j["phase"] = phase_name(w.phase);
+  j["batch"] = w.batch;
+  j["seq_len"] = w.seq;
+  j["context"] = w.context;
+  j["num_layers"] = w.layers;
+  j["strategy"] = strategy;
+  j["total_us"] = us(tl.total_ns);
+  j["baseline_us"] = us(baseline_ns);
+  j["speedup"] = tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
+                                       static_cast<double>(tl.total_ns)
+                                 : 0.0;
+  j["compute_busy_us"] = us(tl.compute_busy_ns);
+  j["comm_busy_us"] = us(tl.comm_busy_ns);
+  j["exposed_comm_us"] = us(tl.exposed_comm_ns);
+  j["overlap_efficiency"] = tl.overlap_efficiency;
+  ojson layers = ojson::array();
+  for (std::int32_t l = 0; l < s.num_layers; ++l) layers.push_back(ojson{{"layer", l}, {"ops", ojson::array()}});
+  ojson other = ojson::array();
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    ojson e{{"name", op_code_name(op.code)},
+            {"kind", op_kind_name(op.kind)},
+            {"layer", op.layer},
+            {"chunk", op.chunk}};
+    if (op.piece >= 0) e["piece"] = op.piece;
+    e["stream"] = op.stream == StreamKind::Compute ? "compute" : "comm";
+    e["tokens"] = op.tokens();
+    if (op.kind == OpKind::Gemm) {
+      e["m"] = op.m;
+      e["n"] = op.n;
+      e["k"] = op.k;
+    }
+    if (op.kind == OpKind::Attention) {
+      e["q_tokens"] = op.seq_end - op.seq_begin;
+      e["kv_prefix"] = op.kv_prefix;
+    }
+    e["flops"] = op.flops;
+    e["bytes"] = op.bytes;
+    e["standalone_us"] = us(r.costs.standalone_ns[i]);
+    e["start_us"] = us(tl.start_ns[i]);
+    e["end_us"] = us(tl.end_ns[i]);
+    if (op.layer >= 0) {
+      layers[static_cast<std::size_t>(op.layer)]["ops"].push_back(std::move(e));
+    } else {
+      other.push_back(std::move(e));
+    }
+  }
+  j["layers"] = std::move(layers);
+  j["other_ops"] = std::move(other);
+  return j;
+}
+
+void append_trace(ojson& events, int pid, const std::string& process_name, const Schedule& s,
+                  const std::vector<std::int64_t>& start_ns,
+                  const std::vector<std::int64_t>& end_ns) {
+  events.push_back(ojson{{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
+                         {"args", ojson{{"name", process_name}}}});
+  for (std::int32_t r = 0; r < s.num_ranks; ++r) {
+    for (int st = 0; st < kStreamsPerRank; ++st) {
+      const int tid = r * kStreamsPerRank + st;
+      const std::string name =
+          "rank " + std::to_string(r) + (st == 0 ? " compute" : " comm");
+      events.push_back(ojson{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                             {"args", ojson{{"name", name}}}});
+    }
+  }
+  // Colours from the trace viewer's fixed palette, one per kind.
+  auto colour = [](OpKind k) {
+    switch (k) {
+      case OpKind::Gemm: return "thread_state_running";
+      case OpKind::Attention: return "rail_response";
+      case OpKind::Norm: return "thread_state_iowait";
+      case OpKind::Elementwise: return "grey";
+      case OpKind::AllReduce: return "terrible";
+    }
+    return "grey";
+  };
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    ojson args{{"layer", op.layer}, {"chunk", op.chunk}, {"tokens", op.tokens()}};
+    if (op.piece >= 0) args["piece"] = op.piece;
+    if (op.kind == OpKind::Gemm) args["mnk"] = std::to_string(op.m) + "x" + std::to_string(op.n) +
+                                               "x" + std::to_string(op.k);
+    args["flops"] = op.flops;
+    args["bytes"] = op.bytes;
+    events.push_back(ojson{{"name", op_code_name(op.code)},
+                           {"cat", op_kind_name(op.kind)},
+                           {"ph", "X"},
+                           {"pid", pid},
+                           {"tid", s.global_stream(op)},
+                           {"ts", us(start_ns[i])},
+                           {"dur", us(end_ns[i] - start_ns[i])},
+                           {"cname", colour(op.kind)},
+                           {"args", std::move(args)}});
+  }
+}
+
+std::string chrome_trace(const Workload& w, const SimResult& r) {
+  ojson events = ojson::array();
+  append_trace(events, 0,
+               "predicted: " + r.schedule.strategy + " — " + workload_line(w), r.schedule,
+               r.timeline.start_ns, r.timeline.end_ns);
+  ojson j{{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData", ojson{{"tool", "tpo"}, {"version", tool_version()}, {"git_sha", git_sha()}}}};
+  return j.dump() + "\n";
+}
+
+void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
+                   std::int64_t baseline_ns, const std::string& cost_model) {
+  const Timeline& tl = r.timeline;
+  os << "tpo simulate — " << workload_line(w) << "\n";
+  os << "strategy " << r.schedule.strategy;
+  const std::string c = chunks_text(r.spec, r.schedule);
+  if (c != "-") os << " (" << c << ")";
+  if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
+  os << "\npredicted by the " << cost_model << " cost model (not measured)\n\n";
+  auto line = [&](const char* label, const std::string& v) {
+    os << "  " << std::left << std::setw(22) << label << v << "\n";
+  };
+  line("total", fmt("%.3f ms", us(tl.total_ns) / 1e3));
+  line("none (baseline)", fmt("%.3f ms", us(baseline_ns) / 1e3));
+  line("speedup over none",
+       fmt("%.3fx", tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
+                                           static_cast<double>(tl.total_ns)
+                                     : 0.0));
+  line("compute busy", fmt("%.3f ms", us(tl.compute_busy_ns) / 1e3));
+  line("comm busy", fmt("%.3f ms", us(tl.comm_busy_ns) / 1e3));
+  line("exposed comm", fmt("%.3f ms", us(tl.exposed_comm_ns) / 1e3) +
+                           fmt(" (%.1f%% of total)", tl.total_ns > 0
+                                                         ? 100.0 * static_cast<double>(tl.exposed_comm_ns) /
+                                                               static_cast<double>(tl.total_ns)
+                                                         : 0.0));
+  line("overlap efficiency", fmt("%.1f%% of comm hidden", 100.0 * tl.overlap_efficiency));
+  line("ops simulated", std::to_string(r.schedule.ops.size()));
+}
+
+void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
+                   std::int64_t baseline_ns, const std::string& cost_model) {
+  os << "tpo simulate --compare — " << workload_line(w) << "\n";
+  os << "predicted by the " << cost_model << " cost model (not measured)\n\n";
+  os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
+     << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)
+     << "exposed_comm_ms" << std::setw(13) << "overlap_eff" << "  model\n";
+  for (const auto& r : rows) {
+    os << std::left << std::setw(16) << r.strategy << std::setw(16) << r.chunks << std::right;
+    if (!r.skipped.empty()) {
+      os << "  n/a: " << r.skipped << "\n";
+      continue;
+    }
+    os << std::setw(12) << fmt("%.3f", us(r.total_ns) / 1e3) << std::setw(10)
+       << fmt("%.3fx", static_cast<double>(baseline_ns) / static_cast<double>(r.total_ns))
+       << std::setw(17) << fmt("%.3f", us(r.exposed_comm_ns) / 1e3) << std::setw(13)
+       << fmt("%.1f%%", 100.0 * r.overlap_efficiency) << "  "
+       << (r.preserves_function ? "same" : "changed") << "\n";
+  }
+  os << "\nmodel 'changed': ladder and parallel-block compute a different function and need a "
+        "model trained for them.\n";
+}
+
+}  // namespace tpo::sim

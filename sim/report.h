@@ -1,0 +1,48 @@
+// Reporters over plain records: the simulator returns data, these format it as the
+// "tpo.simulate/1" JSON report, a Chrome trace (Perfetto), or console text.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulate.h"
+
+namespace tpo::sim {
+
+nlohmann::ordered_json options_json(const SimulateOptions& o);
+nlohmann::ordered_json model_json(const ModelConfig& m);
+nlohmann::ordered_json hardware_json(const HardwareConfig& h);
+std::string chunks_text(const StrategySpec& spec, const Schedule& s);
+
+nlohmann::ordered_json simulate_report(const SimulateOptions& o, const Workload& w,
+                                       const SimResult& r, std::int64_t baseline_ns,
+                                       const std::string& cost_model);
+
+// Adds one process (pid) to a Chrome trace: one track per stream, slices named by op and
+// coloured by kind. The validation runtime adds its measured timeline as a second process.
+void append_trace(nlohmann::ordered_json& events, int pid, const std::string& process_name,
+                  const Schedule& s, const std::vector<std::int64_t>& start_ns,
+                  const std::vector<std::int64_t>& end_ns);
+std::string chrome_trace(const Workload& w, const SimResult& r);
+
+void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
+                   std::int64_t baseline_ns, const std::string& cost_model);
+
+struct CompareRow {
+  std::string strategy;
+  std::string chunks;
+  std::int64_t total_ns = 0;
+  std::int64_t exposed_comm_ns = 0;
+  double overlap_efficiency = 0;
+  bool preserves_function = true;
+  std::string skipped;  // why it does not apply, when it does not
+};
+void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
+                   std::int64_t baseline_ns, const std::string& cost_model);
+std::string workload_line(const Workload& w);
+
+}  // namespace tpo::sim

@@ -1,0 +1,77 @@
+// The schedule graph: the one representation shared by the simulator, the planner and the
+// validation runtime. Ops sit on a stream (compute or comm) of a rank; within a stream they
+// run in the order they appear in `ops` (like CUDA streams); `deps` add cross-op edges.
+// Builders emit one representative rank: TP ranks run identical graphs in lockstep, so the
+// all-reduce is modelled by its cost on one rank. The runtime replicates the graph per rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpo::sim {
+
+enum class OpKind : std::uint8_t { Gemm, Attention, Norm, Elementwise, AllReduce };
+enum class OpCode : std::uint8_t {
+  Embed,        // embedding lookup (memory)
+  AttnNorm,     // rmsnorm before attention
+  Qkv,          // fused Q/K/V projection
+  Attention,    // causal attention over the KV prefix and the new tokens
+  OProj,        // attention output projection (row-parallel)
+  MlpNorm,      // rmsnorm before the MLP
+  GateUp,       // fused gate and up projection (column-parallel)
+  SiluMul,      // silu(gate) * up
+  Down,         // down projection (row-parallel)
+  AllReduce,    // sum of the row-parallel partial outputs over the TP ranks
+  ResidualAdd,  // residual += reduced module output
+  FinalNorm,    // rmsnorm before the LM head
+  LmHead,       // logits for the last token of each request (vocab-parallel)
+};
+enum class StreamKind : std::uint8_t { Compute = 0, Comm = 1 };
+constexpr int kStreamsPerRank = 2;
+
+const char* op_kind_name(OpKind k);
+const char* op_code_name(OpCode c);  // "qkv", "o_proj", "gate_up", "down", ...
+OpKind op_code_kind(OpCode c);
+
+struct Op {
+  OpCode code = OpCode::Qkv;
+  OpKind kind = OpKind::Gemm;
+  StreamKind stream = StreamKind::Compute;
+  std::int32_t rank = 0;
+  std::int32_t layer = -1;   // -1 for embedding / LM head
+  std::int32_t module = -1;  // global module index: each attention and each MLP is one module
+                             // (a parallel block is one module per layer)
+  std::int32_t chunk = 0;    // segment index: ISO chunk or micro-batch group
+  std::int32_t piece = -1;   // gemm-split piece, -1 when not split
+  // The data an op covers: requests [req_begin, req_end) x positions [seq_begin, seq_end).
+  std::int64_t req_begin = 0, req_end = 0;
+  std::int64_t seq_begin = 0, seq_end = 0;
+  std::int64_t kv_prefix = 0;  // attention: KV tokens before seq_begin (cached context + earlier chunks)
+  // GEMM: shape m x n x k (m = token rows). Attention: m = query tokens, n = local query
+  // heads, k = head dim.
+  std::int64_t m = 0, n = 0, k = 0;
+  double flops = 0;
+  double bytes = 0;             // bytes moved through HBM (all-reduce: message bytes per rank)
+  std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
+  bool accumulate = false;      // GEMM adds into its output (parallel block's down projection)
+  std::vector<std::int32_t> deps;
+
+  std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }
+};
+
+struct Schedule {
+  std::vector<Op> ops;
+  std::int32_t num_ranks = 1;
+  std::string strategy;
+  bool preserves_function = true;
+  std::vector<std::int64_t> chunk_tokens;  // token counts per chunk (per request)
+  std::int32_t num_layers = 0;
+
+  std::int32_t global_stream(const Op& op) const {
+    return op.rank * kStreamsPerRank + static_cast<std::int32_t>(op.stream);
+  }
+  double total_flops() const;
+};
+
+}  // namespace tpo::sim

@@ -1,0 +1,472 @@
+// Strategy builders. All strategies share one emitter: a model is a sequence of modules
+// (attention, MLP; or one parallel block per layer), the tokens are cut into segments (ISO
+// chunks or micro-batch groups), and for each (module, segment) we emit the compute ops, the
+// all-reduce of the module's row-parallel output, and the residual add of the reduced output.
+// Strategies differ only in the segments, in whether the last GEMM is cut into pieces, and in
+// how far each residual add is delayed: 0 modules (standard), 1 module (ladder residual, where
+// module i reads the residual stream without module i-1's output so that module i-1's
+// all-reduce overlaps module i's compute).
+#include "sim/strategy.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "sim/error.h"
+
+namespace tpo::sim {
+
+const char* strategy_name(StrategyKind k) {
+  switch (k) {
+    case StrategyKind::None: return "none";
+    case StrategyKind::Iso: return "iso";
+    case StrategyKind::Ladder: return "ladder";
+    case StrategyKind::ParallelBlock: return "parallel-block";
+    case StrategyKind::GemmSplit: return "gemm-split";
+    case StrategyKind::Microbatch: return "microbatch";
+    case StrategyKind::IsoLadder: return "iso+ladder";
+  }
+  return "?";
+}
+
+std::vector<StrategyKind> all_strategies() {
+  return {StrategyKind::None,      StrategyKind::Iso,           StrategyKind::Ladder,
+          StrategyKind::GemmSplit, StrategyKind::Microbatch,    StrategyKind::ParallelBlock,
+          StrategyKind::IsoLadder};
+}
+
+std::optional<StrategyKind> parse_strategy(const std::string& name) {
+  for (auto k : all_strategies()) {
+    if (name == strategy_name(k)) return k;
+  }
+  return std::nullopt;
+}
+
+bool preserves_function(StrategyKind k) {
+  return !(k == StrategyKind::Ladder || k == StrategyKind::ParallelBlock ||
+           k == StrategyKind::IsoLadder);
+}
+
+std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
+                                         const std::string& split) {
+  std::vector<std::int64_t> tokens;
+  if (split.empty()) {
+    if (chunks < 2) throw InputError("--chunks", std::to_string(chunks), "must be >= 2");
+    if (chunks > seq) {
+      throw InputError("--chunks", std::to_string(chunks),
+                       "more chunks than tokens (--seq " + std::to_string(seq) + ")");
+    }
+    for (std::int64_t i = 0; i < chunks; ++i) {
+      tokens.push_back(seq * (i + 1) / chunks - seq * i / chunks);
+    }
+    return tokens;
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(split);
+  for (std::string p; std::getline(ss, p, ',');) parts.push_back(p);
+  if (parts.size() < 2) {
+    throw InputError("--split", split, "give at least two values separated by commas");
+  }
+  if (chunks != 0 && static_cast<std::int64_t>(parts.size()) != chunks) {
+    throw InputError("--split", split,
+                     "has " + std::to_string(parts.size()) + " values but --chunks is " +
+                         std::to_string(chunks));
+  }
+  bool ratios = split.find('.') != std::string::npos;
+  std::vector<double> vals;
+  for (const auto& p : parts) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != p.size() || !(v > 0) || !std::isfinite(v)) {
+      throw InputError("--split", split, "'" + p + "' is not a positive number");
+    }
+    vals.push_back(v);
+  }
+  if (!ratios) {
+    std::int64_t sum = 0;
+    for (double v : vals) {
+      tokens.push_back(static_cast<std::int64_t>(v));
+      sum += tokens.back();
+    }
+    if (sum != seq) {
+      throw InputError("--split", split,
+                       "token counts sum to " + std::to_string(sum) + " but --seq is " +
+                           std::to_string(seq) + " (give counts summing to --seq, or ratios "
+                           "such as 0.45,0.55)");
+    }
+    return tokens;
+  }
+  double total = 0;
+  for (double v : vals) total += v;
+  if (std::abs(total - 1.0) > 1e-6) {
+    throw InputError("--split", split, "ratios must sum to 1, they sum to " + std::to_string(total));
+  }
+  double cum = 0;
+  std::int64_t prev = 0;
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    cum += vals[i];
+    const std::int64_t b = i + 1 == vals.size() ? seq : std::llround(cum * static_cast<double>(seq));
+    if (b <= prev) {
+      throw InputError("--split", split,
+                       "chunk " + std::to_string(i + 1) + " would have no tokens at --seq " +
+                           std::to_string(seq));
+    }
+    tokens.push_back(b - prev);
+    prev = b;
+  }
+  return tokens;
+}
+
+std::string not_applicable_reason(const Workload& w, const StrategySpec& s) {
+  const std::int64_t rows = w.phase == Phase::Prefill ? w.seq : w.batch;
+  switch (s.kind) {
+    case StrategyKind::Iso:
+    case StrategyKind::IsoLadder:
+      if (w.phase != Phase::Prefill) return "iso cuts a prompt into chunks: prefill only";
+      if (w.seq < 2) return "iso needs at least 2 prompt tokens";
+      break;
+    case StrategyKind::Microbatch:
+      if (w.batch < 2) return "microbatch needs --batch >= 2";
+      break;
+    case StrategyKind::GemmSplit:
+      if (rows < s.pieces) {
+        return "gemm-split needs at least --pieces (" + std::to_string(s.pieces) + ") rows";
+      }
+      break;
+    default: break;
+  }
+  return {};
+}
+
+namespace {
+
+struct Segment {
+  std::int32_t chunk = 0;
+  std::int32_t piece = -1;
+  std::int64_t req_begin = 0, req_end = 0;
+  std::int64_t seq_begin = 0, seq_end = 0;
+  std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }
+};
+
+enum class ModuleType { Attention, Mlp, Parallel };
+
+struct Module {
+  ModuleType type;
+  std::int32_t layer;
+  std::int32_t index;
+  std::int32_t delay;  // how many modules later its residual add is applied (ladder: 1)
+};
+
+struct PendingResidual {
+  std::int32_t due;  // emit before the compute of this module index
+  std::int32_t module;
+  std::size_t segment;
+  std::vector<std::int32_t> ars;
+  std::vector<Segment> rows;
+};
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const Workload& w, const ShardDims& d, Schedule& s) : w_(w), d_(d), s_(s) {}
+
+  std::int32_t add(Op op) {
+    s_.ops.push_back(std::move(op));
+    return static_cast<std::int32_t>(s_.ops.size() - 1);
+  }
+
+  Op base(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module) const {
+    Op op;
+    op.code = code;
+    op.kind = op_code_kind(code);
+    op.stream = code == OpCode::AllReduce ? StreamKind::Comm : StreamKind::Compute;
+    op.layer = layer;
+    op.module = module;
+    op.chunk = g.chunk;
+    op.piece = g.piece;
+    op.req_begin = g.req_begin;
+    op.req_end = g.req_end;
+    op.seq_begin = g.seq_begin;
+    op.seq_end = g.seq_end;
+    op.kv_prefix = g.seq_begin;
+    return op;
+  }
+
+  std::int32_t gemm(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
+                    std::int64_t n, std::int64_t k, std::vector<std::int32_t> deps,
+                    bool accumulate = false) {
+    Op op = base(code, g, layer, module);
+    op.m = g.tokens();
+    op.n = n;
+    op.k = k;
+    const double m = static_cast<double>(op.m), nn = static_cast<double>(n),
+                 kk = static_cast<double>(k);
+    op.flops = 2.0 * m * nn * kk;
+    op.bytes = 2.0 * (m * kk + kk * nn + m * nn) + (accumulate ? 2.0 * m * nn : 0.0);
+    op.accumulate = accumulate;
+    op.deps = std::move(deps);
+    return add(std::move(op));
+  }
+
+  // Norms and elementwise ops over `width` columns of every row of the segment.
+  std::int32_t rowwise(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
+                       std::int64_t width, std::vector<std::int32_t> deps) {
+    Op op = base(code, g, layer, module);
+    const double e = static_cast<double>(g.tokens()) * static_cast<double>(width);
+    switch (code) {
+      case OpCode::AttnNorm:
+      case OpCode::MlpNorm:
+      case OpCode::FinalNorm:  // read x, write y, read the weight vector
+        op.flops = 4.0 * e;
+        op.bytes = 2.0 * (2.0 * e + static_cast<double>(width));
+        break;
+      case OpCode::ResidualAdd:  // read residual and update, write residual
+        op.flops = e;
+        op.bytes = 2.0 * 3.0 * e;
+        break;
+      case OpCode::SiluMul:  // read gate and up, write the product
+        op.flops = 4.0 * e;
+        op.bytes = 2.0 * 3.0 * e;
+        break;
+      case OpCode::Embed:  // gather rows of the table, write them
+        op.flops = 0;
+        op.bytes = 2.0 * 2.0 * e;
+        break;
+      default: break;
+    }
+    op.deps = std::move(deps);
+    return add(std::move(op));
+  }
+
+  std::int32_t attention(const Segment& g, std::int32_t layer, std::int32_t module,
+                         std::vector<std::int32_t> deps) {
+    Op op = base(OpCode::Attention, g, layer, module);
+    const double r = static_cast<double>(g.req_end - g.req_begin);
+    const double q = static_cast<double>(g.seq_end - g.seq_begin);
+    const double p = static_cast<double>(g.seq_begin);
+    const double hq = static_cast<double>(d_.q_heads), hkv = static_cast<double>(d_.kv_heads),
+                 hd = static_cast<double>(d_.head_dim);
+    // Causal, bottom-right aligned: query i of the chunk sees the prefix and queries 0..i.
+    const double pairs = q * p + q * (q + 1) / 2;
+    op.m = g.tokens();
+    op.n = d_.q_heads;
+    op.k = d_.head_dim;
+    op.flops = 4.0 * r * hq * hd * pairs;  // QK^T and PV, 2 FLOPs per multiply-add each
+    // Q read + O write, K/V of prefix and chunk read, K/V of the chunk written to the cache.
+    op.bytes = 2.0 * r * (2.0 * q * hq * hd + 2.0 * (p + q) * hkv * hd + 2.0 * q * hkv * hd);
+    op.deps = std::move(deps);
+    return add(std::move(op));
+  }
+
+  std::int32_t allreduce(const Segment& g, std::int32_t layer, std::int32_t module,
+                         std::int32_t producer) {
+    Op op = base(OpCode::AllReduce, g, layer, module);
+    op.bytes = 2.0 * static_cast<double>(g.tokens()) * static_cast<double>(d_.hidden);
+    op.deps = {producer};
+    return add(std::move(op));
+  }
+
+  const Workload& w_;
+  const ShardDims& d_;
+  Schedule& s_;
+};
+
+std::vector<Segment> split_rows(const Segment& g, std::int64_t pieces) {
+  std::vector<Segment> out;
+  const bool by_pos = g.seq_end - g.seq_begin > 1;
+  const std::int64_t len = by_pos ? g.seq_end - g.seq_begin : g.req_end - g.req_begin;
+  for (std::int64_t i = 0; i < pieces; ++i) {
+    Segment p = g;
+    p.piece = static_cast<std::int32_t>(i);
+    const std::int64_t b = len * i / pieces, e = len * (i + 1) / pieces;
+    if (by_pos) {
+      p.seq_begin = g.seq_begin + b;
+      p.seq_end = g.seq_begin + e;
+    } else {
+      p.req_begin = g.req_begin + b;
+      p.req_end = g.req_begin + e;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
+  const ShardDims d = validate_workload(w);
+  if (auto why = not_applicable_reason(w, spec); !why.empty()) {
+    throw InputError("--strategy", strategy_name(spec.kind), why);
+  }
+  Schedule s;
+  s.strategy = strategy_name(spec.kind);
+  s.preserves_function = preserves_function(spec.kind);
+  s.num_layers = static_cast<std::int32_t>(w.layers);
+  GraphBuilder b(w, d, s);
+
+  // Segments of the token matrix (requests x positions).
+  const std::int64_t pos0 = w.context;
+  const std::int64_t pos1 = w.context + w.seq;
+  std::vector<Segment> segs;
+  const bool iso = spec.kind == StrategyKind::Iso || spec.kind == StrategyKind::IsoLadder;
+  if (iso) {
+    const auto& c = spec.chunk_tokens;
+    std::int64_t sum = 0;
+    for (auto t : c) {
+      if (t < 1) throw InputError("--split", std::to_string(t), "every chunk needs >= 1 token");
+      sum += t;
+    }
+    if (c.size() < 2 || sum != w.seq) {
+      throw InputError("--split", std::to_string(sum),
+                       "iso needs >= 2 chunks whose tokens sum to --seq (" +
+                           std::to_string(w.seq) + ")");
+    }
+    std::int64_t at = pos0;
+    for (std::size_t j = 0; j < c.size(); ++j) {
+      segs.push_back({static_cast<std::int32_t>(j), -1, 0, w.batch, at, at + c[j]});
+      at += c[j];
+    }
+    s.chunk_tokens = c;
+  } else if (spec.kind == StrategyKind::Microbatch) {
+    const std::int64_t half = w.batch / 2;
+    segs.push_back({0, -1, 0, half, pos0, pos1});
+    segs.push_back({1, -1, half, w.batch, pos0, pos1});
+    s.chunk_tokens = {w.seq};
+  } else {
+    segs.push_back({0, -1, 0, w.batch, pos0, pos1});
+    s.chunk_tokens = {w.seq};
+  }
+  std::int64_t pieces = 1;
+  if (spec.kind == StrategyKind::GemmSplit) {
+    pieces = spec.pieces;
+    if (pieces < 2) throw InputError("--pieces", std::to_string(pieces), "must be >= 2");
+  }
+  const bool ladder = spec.kind == StrategyKind::Ladder || spec.kind == StrategyKind::IsoLadder;
+  if (ladder && (spec.ladder_layers < 0 || spec.ladder_layers > w.layers)) {
+    throw InputError("--ladder-layers", std::to_string(spec.ladder_layers),
+                     "must be between 0 (all layers) and --layers (" + std::to_string(w.layers) +
+                         ")");
+  }
+  const std::int64_t first_ladder_layer =
+      !ladder ? w.layers : (spec.ladder_layers == 0 ? 0 : w.layers - spec.ladder_layers);
+
+  std::vector<Module> modules;
+  for (std::int32_t l = 0; l < w.layers; ++l) {
+    const std::int32_t delay = l >= first_ladder_layer ? 1 : 0;
+    if (spec.kind == StrategyKind::ParallelBlock) {
+      modules.push_back({ModuleType::Parallel, l, static_cast<std::int32_t>(modules.size()), 0});
+    } else {
+      modules.push_back({ModuleType::Attention, l, static_cast<std::int32_t>(modules.size()), delay});
+      modules.push_back({ModuleType::Mlp, l, static_cast<std::int32_t>(modules.size()), delay});
+    }
+  }
+
+  // Per segment: the ops that last wrote its residual stream (what the next norm reads).
+  std::vector<std::vector<std::int32_t>> residual_writers(segs.size());
+  if (w.embed_head) {
+    Segment all{0, -1, 0, w.batch, pos0, pos1};
+    const auto e = b.rowwise(OpCode::Embed, all, -1, -1, d.hidden, {});
+    for (auto& rw : residual_writers) rw = {e};
+  }
+  std::vector<PendingResidual> pending;
+  auto flush = [&](std::size_t seg, std::int32_t upto_module) {
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (it->segment != seg || it->due > upto_module) {
+        ++it;
+        continue;
+      }
+      std::vector<std::int32_t> writers;
+      for (std::size_t p = 0; p < it->ars.size(); ++p) {
+        const Module& m = modules[static_cast<std::size_t>(it->module)];
+        const auto id = b.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d.hidden,
+                                  {it->ars[p]});
+        s.ops[static_cast<std::size_t>(id)].residual_of = m.index;
+        writers.push_back(id);
+      }
+      residual_writers[seg] = writers;
+      it = pending.erase(it);
+    }
+  };
+
+  // qkv ops of the current layer per segment, for attention's KV dependencies.
+  std::vector<std::int32_t> layer_qkv(segs.size(), -1);
+  std::int32_t qkv_layer = -1;
+
+  for (const Module& m : modules) {
+    for (std::size_t j = 0; j < segs.size(); ++j) {
+      const Segment& g = segs[j];
+      flush(j, m.index);
+      const auto& in = residual_writers[j];
+      std::vector<std::int32_t> outs;  // row-parallel GEMM outputs to all-reduce
+      std::vector<Segment> out_rows;
+      auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k,
+                           std::vector<std::int32_t> deps, bool acc) {
+        if (pieces <= 1) {
+          outs.push_back(b.gemm(code, g, m.layer, m.index, n, k, deps, acc));
+          out_rows.push_back(g);
+          return;
+        }
+        for (const Segment& p : split_rows(g, pieces)) {
+          outs.push_back(b.gemm(code, p, m.layer, m.index, n, k, deps, acc));
+          out_rows.push_back(p);
+        }
+      };
+      auto attention_part = [&](std::int32_t norm) {
+        const auto qkv = b.gemm(OpCode::Qkv, g, m.layer, m.index, d.qkv_n(), d.hidden, {norm});
+        if (qkv_layer != m.layer) {
+          std::fill(layer_qkv.begin(), layer_qkv.end(), -1);
+          qkv_layer = m.layer;
+        }
+        layer_qkv[j] = qkv;
+        std::vector<std::int32_t> deps = {qkv};
+        for (std::size_t i = 0; i < j; ++i) {  // KV of earlier chunks of the same requests
+          if (layer_qkv[i] >= 0 && segs[i].req_begin == g.req_begin &&
+              segs[i].seq_end <= g.seq_begin) {
+            deps.push_back(layer_qkv[i]);
+          }
+        }
+        return b.attention(g, m.layer, m.index, deps);
+      };
+      if (m.type == ModuleType::Attention) {
+        const auto norm = b.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d.hidden, in);
+        const auto attn = attention_part(norm);
+        last_gemm(OpCode::OProj, d.hidden, d.q_heads * d.head_dim, {attn}, false);
+      } else if (m.type == ModuleType::Mlp) {
+        const auto norm = b.rowwise(OpCode::MlpNorm, g, m.layer, m.index, d.hidden, in);
+        const auto gu = b.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d.ffn, d.hidden, {norm});
+        const auto act = b.rowwise(OpCode::SiluMul, g, m.layer, m.index, d.ffn, {gu});
+        last_gemm(OpCode::Down, d.hidden, d.ffn, {act}, false);
+      } else {  // parallel block: attention and MLP read one norm; down accumulates into o_proj
+        const auto norm = b.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d.hidden, in);
+        const auto attn = attention_part(norm);
+        const auto o = b.gemm(OpCode::OProj, g, m.layer, m.index, d.hidden,
+                              d.q_heads * d.head_dim, {attn});
+        const auto gu = b.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d.ffn, d.hidden, {norm});
+        const auto act = b.rowwise(OpCode::SiluMul, g, m.layer, m.index, d.ffn, {gu});
+        last_gemm(OpCode::Down, d.hidden, d.ffn, {act, o}, true);
+      }
+      PendingResidual pr{m.index + 1 + m.delay, m.index, j, {}, out_rows};
+      for (std::size_t p = 0; p < outs.size(); ++p) {
+        pr.ars.push_back(w.tp > 1 ? b.allreduce(out_rows[p], m.layer, m.index, outs[p]) : outs[p]);
+      }
+      pending.push_back(std::move(pr));
+    }
+  }
+  for (std::size_t j = 0; j < segs.size(); ++j) {
+    flush(j, std::numeric_limits<std::int32_t>::max());
+  }
+  if (w.embed_head) {
+    std::vector<std::int32_t> deps;
+    for (const auto& rw : residual_writers) deps.insert(deps.end(), rw.begin(), rw.end());
+    Segment last{0, -1, 0, w.batch, pos1 - 1, pos1};
+    const auto fn = b.rowwise(OpCode::FinalNorm, last, -1, -1, d.hidden, deps);
+    b.gemm(OpCode::LmHead, last, -1, -1, d.vocab, d.hidden, {fn});
+  }
+  return s;
+}
+
+}  // namespace tpo::sim

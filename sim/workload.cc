@@ -1,0 +1,58 @@
+// Workload validation: every impossible combination is reported with the field to fix.
+#include "sim/workload.h"
+
+#include "sim/error.h"
+
+namespace tpo::sim {
+
+const char* phase_name(Phase p) { return p == Phase::Prefill ? "prefill" : "decode"; }
+
+ShardDims validate_workload(const Workload& w) {
+  const auto& m = w.model;
+  const std::string t = std::to_string(w.tp);
+  if (w.tp < 1) throw InputError("--tp", std::to_string(w.tp), "must be >= 1");
+  if (w.tp > w.hardware.max_tp()) {
+    throw InputError("--tp", t,
+                     "exceeds the GPUs of hardware '" + w.hardware.name + "' (" +
+                         std::to_string(w.hardware.max_tp()) + ")");
+  }
+  if (w.tp > w.hardware.gpus_per_node && w.tp % w.hardware.gpus_per_node != 0) {
+    throw InputError("--tp", t,
+                     "spans nodes, so it must be a multiple of gpus_per_node (" +
+                         std::to_string(w.hardware.gpus_per_node) + ")");
+  }
+  if (m.heads % w.tp != 0) {
+    throw InputError(m.origin, "num_attention_heads",
+                     std::to_string(m.heads) + " heads cannot be split over TP " + t +
+                         "; choose a TP that divides it");
+  }
+  if (m.ffn % w.tp != 0) {
+    throw InputError(m.origin, "intermediate_size",
+                     std::to_string(m.ffn) + " is not divisible by TP " + t);
+  }
+  if (!(m.kv_heads % w.tp == 0 || w.tp % m.kv_heads == 0)) {
+    throw InputError(m.origin, "num_key_value_heads",
+                     std::to_string(m.kv_heads) + " KV heads can be neither split nor replicated "
+                     "evenly over TP " + t);
+  }
+  if (w.batch < 1) throw InputError("--batch", std::to_string(w.batch), "must be >= 1");
+  if (w.seq < 1) throw InputError("--seq", std::to_string(w.seq), "must be >= 1");
+  if (w.context < 0) throw InputError("--context", std::to_string(w.context), "must be >= 0");
+  if (w.phase == Phase::Decode && w.seq != 1) {
+    throw InputError("--seq", std::to_string(w.seq), "decode generates one token per step");
+  }
+  if (w.layers < 1 || w.layers > m.num_layers) {
+    throw InputError("--layers", std::to_string(w.layers),
+                     "must be between 1 and the model's " + std::to_string(m.num_layers));
+  }
+  ShardDims d;
+  d.q_heads = m.heads / w.tp;
+  d.kv_heads = m.kv_heads >= w.tp ? m.kv_heads / w.tp : 1;
+  d.head_dim = m.head_dim;
+  d.hidden = m.hidden;
+  d.ffn = m.ffn / w.tp;
+  d.vocab = (m.vocab + w.tp - 1) / w.tp;
+  return d;
+}
+
+}  // namespace tpo::sim
