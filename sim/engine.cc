@@ -1,5 +1,5 @@
-// Event engine. The heap holds finish events keyed on (time, insertion sequence); an event
-// whose op was re-rated since it was pushed carries an old version and is skipped.
+// Event engine. The heap holds one finish event per running op, keyed on (time, sequence of
+// its last update); re-rating an op moves its event in place.
 #include "sim/engine.h"
 
 #include <algorithm>
@@ -9,18 +9,68 @@
 
 namespace tpo::sim {
 
-namespace {
-struct Later {
-  template <class E>
-  bool operator()(const E& a, const E& b) const {
-    return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
+// The pending-finish heap is indexed: each running op has exactly one entry, whose key
+// (finish time, sequence number of its last update) is moved in place when the op is
+// re-rated, so no stale event is ever popped.
+bool Engine::before(std::int32_t a, std::int32_t b) const {
+  const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
+  return finish_ns_[ia] != finish_ns_[ib] ? finish_ns_[ia] < finish_ns_[ib]
+                                          : key_seq_[ia] < key_seq_[ib];
+}
+
+void Engine::place(std::size_t at, std::int32_t op) {
+  heap_[at] = op;
+  heap_pos_[static_cast<std::size_t>(op)] = static_cast<std::int32_t>(at);
+}
+
+void Engine::sift_up(std::size_t at) {
+  const std::int32_t op = heap_[at];
+  while (at > 0) {
+    const std::size_t parent = (at - 1) / 2;
+    if (!before(op, heap_[parent])) break;
+    place(at, heap_[parent]);
+    at = parent;
   }
-};
-}  // namespace
+  place(at, op);
+}
+
+void Engine::sift_down(std::size_t at) {
+  const std::int32_t op = heap_[at];
+  const std::size_t n = heap_.size();
+  for (;;) {
+    std::size_t child = 2 * at + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], op)) break;
+    place(at, heap_[child]);
+    at = child;
+  }
+  place(at, op);
+}
 
 void Engine::push(std::int64_t time_ns, std::int32_t op) {
-  heap_.push_back({time_ns, seq_++, op, version_[static_cast<std::size_t>(op)]});
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  const auto i = static_cast<std::size_t>(op);
+  finish_ns_[i] = time_ns;
+  key_seq_[i] = seq_++;
+  if (heap_pos_[i] < 0) {
+    heap_.push_back(op);
+    sift_up(heap_.size() - 1);
+  } else {
+    sift_up(static_cast<std::size_t>(heap_pos_[i]));
+    sift_down(static_cast<std::size_t>(heap_pos_[i]));
+  }
+}
+
+std::int32_t Engine::pop() {
+  const std::int32_t top = heap_[0];
+  heap_pos_[static_cast<std::size_t>(top)] = -1;
+  const std::int32_t last = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) {
+    heap_[0] = last;
+    sift_down(0);
+  }
+  return top;
 }
 
 void Engine::start(std::int32_t op, std::int64_t now) {
@@ -29,8 +79,9 @@ void Engine::start(std::int32_t op, std::int64_t now) {
   remaining_ns_[i] = static_cast<double>(c_->standalone_ns[i]);
   last_update_ns_[i] = now;
   factor_[i] = 0;  // forces rerate() to schedule the finish
-  running_[static_cast<std::size_t>(op_stream_[i])] = op;
-  const std::int32_t rank = s_->ops[i].rank;
+  const std::int32_t g = op_stream_[i];
+  running_[static_cast<std::size_t>(g)] = op;
+  const std::int32_t rank = g / kStreamsPerRank;
   if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
     rank_dirty_[static_cast<std::size_t>(rank)] = 1;
     dirty_ranks_.push_back(rank);
@@ -48,28 +99,36 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
   start(op, now);
 }
 
+// Sets the op's rate factor; when it changes, carries the remaining work over and schedules
+// the new finish time (rounded up to whole nanoseconds).
+void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
+  const auto i = static_cast<std::size_t>(op);
+  if (f == factor_[i]) return;
+  if (factor_[i] > 0) {
+    remaining_ns_[i] -= static_cast<double>(now - last_update_ns_[i]) / factor_[i];
+    if (remaining_ns_[i] < 0) remaining_ns_[i] = 0;
+  }
+  last_update_ns_[i] = now;
+  factor_[i] = f;
+  const double left = remaining_ns_[i] * f - 1e-6;
+  auto whole = static_cast<std::int64_t>(left);
+  if (static_cast<double>(whole) < left) ++whole;
+  push(now + (whole > 0 ? whole : 0), op);
+}
+
 void Engine::rerate(std::int32_t rank, std::int64_t now) {
-  const std::int32_t base = rank * kStreamsPerRank;
-  for (std::int32_t a = 0; a < kStreamsPerRank; ++a) {
-    const std::int32_t op = running_[static_cast<std::size_t>(base + a)];
-    if (op < 0) continue;
-    const auto i = static_cast<std::size_t>(op);
-    double f = 1.0;
-    for (std::int32_t b = 0; b < kStreamsPerRank; ++b) {
-      const std::int32_t other = running_[static_cast<std::size_t>(base + b)];
-      if (b == a || other < 0) continue;
-      f = std::max(f, c_->slowdown[i][static_cast<std::size_t>(
-                          slowdown_class(s_->ops[static_cast<std::size_t>(other)].kind))]);
-    }
-    if (f == factor_[i]) continue;
-    if (factor_[i] > 0) {
-      remaining_ns_[i] -= static_cast<double>(now - last_update_ns_[i]) / factor_[i];
-      if (remaining_ns_[i] < 0) remaining_ns_[i] = 0;
-    }
-    last_update_ns_[i] = now;
-    factor_[i] = f;
-    ++version_[i];
-    push(now + static_cast<std::int64_t>(std::ceil(remaining_ns_[i] * f - 1e-6)), op);
+  static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
+  const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
+  const std::int32_t a = running_[base], b = running_[base + 1];
+  if (a >= 0) {
+    set_factor(a, b >= 0 ? c_->slowdown[static_cast<std::size_t>(a)]
+                                       [op_class_[static_cast<std::size_t>(b)]]
+                         : 1.0, now);
+  }
+  if (b >= 0) {
+    set_factor(b, a >= 0 ? c_->slowdown[static_cast<std::size_t>(b)]
+                                       [op_class_[static_cast<std::size_t>(a)]]
+                         : 1.0, now);
   }
 }
 
@@ -81,58 +140,56 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   if (costs.standalone_ns.size() != n || costs.slowdown.size() != n) {
     throw std::logic_error("engine: costs do not match the schedule");
   }
-  tl_ = Timeline{};
   tl_.start_ns.assign(n, -1);
   tl_.end_ns.assign(n, -1);
 
-  // Successors (CSR) and dependency counts.
+  // One pass for counts and the compact per-op fields the loop reads, one to fill the
+  // successor and per-stream lists (CSR). Buffers keep their capacity between runs.
   succ_offset_.assign(n + 1, 0);
-  pending_.assign(n, 0);
+  pending_.resize(n);
+  op_stream_.resize(n);
+  op_class_.resize(n);
+  stream_offset_.assign(streams + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    for (auto d : s.ops[i].deps) {
+    const Op& op = s.ops[i];
+    for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= n) {
         throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
                                std::to_string(d));
       }
       ++succ_offset_[static_cast<std::size_t>(d) + 1];
     }
-    pending_[i] = static_cast<std::int32_t>(s.ops[i].deps.size());
-  }
-  for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
-  succ_.resize(static_cast<std::size_t>(succ_offset_[n]));
-  stream_head_.assign(n, 0);  // scratch fill pointer per op, reused below for streams
-  for (std::size_t i = 0; i < n; ++i) {
-    for (auto d : s.ops[i].deps) {
-      const auto di = static_cast<std::size_t>(d);
-      succ_[static_cast<std::size_t>(succ_offset_[di] + stream_head_[di]++)] =
-          static_cast<std::int32_t>(i);
-    }
-  }
-  // Ops per stream, in issue order (CSR).
-  stream_offset_.assign(streams + 1, 0);
-  op_stream_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t g = s.global_stream(s.ops[i]);
+    pending_[i] = static_cast<std::int32_t>(op.deps.size());
+    const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
       throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
     }
     op_stream_[i] = g;
+    op_class_[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
     ++stream_offset_[static_cast<std::size_t>(g) + 1];
   }
+  for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
   for (std::size_t g = 0; g < streams; ++g) stream_offset_[g + 1] += stream_offset_[g];
+  succ_.resize(static_cast<std::size_t>(succ_offset_[n]));
   stream_ops_.resize(n);
-  stream_head_.assign(streams, 0);
+  fill_.assign(succ_offset_.begin(), succ_offset_.end() - 1);
+  stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
   for (std::size_t i = 0; i < n; ++i) {
+    for (auto d : s.ops[i].deps) {
+      succ_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(d)]++)] =
+          static_cast<std::int32_t>(i);
+    }
     const auto g = static_cast<std::size_t>(op_stream_[i]);
-    stream_ops_[static_cast<std::size_t>(stream_offset_[g] + stream_head_[g]++)] =
-        static_cast<std::int32_t>(i);
+    stream_ops_[static_cast<std::size_t>(stream_head_[g]++)] = static_cast<std::int32_t>(i);
   }
   for (std::size_t g = 0; g < streams; ++g) stream_head_[g] = stream_offset_[g];
   running_.assign(streams, -1);
   remaining_ns_.assign(n, 0);
   factor_.assign(n, 0);
   last_update_ns_.assign(n, 0);
-  version_.assign(n, 0);
+  finish_ns_.assign(n, -1);
+  key_seq_.assign(n, 0);
+  heap_pos_.assign(n, -1);
   rank_dirty_.assign(static_cast<std::size_t>(s.num_ranks), 0);
   dirty_ranks_.clear();
   heap_.clear();
@@ -152,17 +209,13 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   std::size_t done = 0;
   std::int64_t now = 0;
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Event e = heap_.back();
-    heap_.pop_back();
-    const auto i = static_cast<std::size_t>(e.op);
-    if (e.version != version_[i]) continue;  // re-rated since
-    now = e.time_ns;
+    const auto i = static_cast<std::size_t>(pop());
+    now = finish_ns_[i];
     tl_.end_ns[i] = now;
     ++done;
     const std::int32_t g = op_stream_[i];
     running_[static_cast<std::size_t>(g)] = -1;
-    const std::int32_t rank = s.ops[i].rank;
+    const std::int32_t rank = g / kStreamsPerRank;
     if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
       rank_dirty_[static_cast<std::size_t>(rank)] = 1;
       dirty_ranks_.push_back(rank);
@@ -185,27 +238,27 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
     }
   }
   tl_.total_ns = now;
-  summarize(s, tl_);
+  // Busy and hidden time of rank 0 from its two streams' ops, which are in issue order and
+  // so sorted and disjoint per stream.
+  const Span comp{stream_ops_.data() + stream_offset_[0], stream_ops_.data() + stream_offset_[1]};
+  const Span comm{stream_ops_.data() + stream_offset_[1], stream_ops_.data() + stream_offset_[2]};
+  overlap_stats(comp, comm, tl_);
   return tl_;
 }
 
-void summarize(const Schedule& s, Timeline& tl) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> comp, comm;
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
-    const Op& op = s.ops[i];
-    if (op.rank != 0) continue;
-    auto& v = op.stream == StreamKind::Compute ? comp : comm;
-    v.emplace_back(tl.start_ns[i], tl.end_ns[i]);
-  }
-  // Each stream runs one op at a time, in issue order: its intervals are sorted and disjoint.
+void Engine::overlap_stats(Span comp, Span comm, Timeline& tl) {
   std::int64_t cb = 0, mb = 0, hidden = 0;
-  for (auto [a, b] : comp) cb += b - a;
-  for (auto [a, b] : comm) mb += b - a;
-  std::size_t j = 0;
-  for (auto [a, b] : comm) {
-    while (j < comp.size() && comp[j].second <= a) ++j;
-    for (std::size_t k = j; k < comp.size() && comp[k].first < b; ++k) {
-      hidden += std::min(b, comp[k].second) - std::max(a, comp[k].first);
+  const auto& st = tl.start_ns;
+  const auto& en = tl.end_ns;
+  auto at = [](const std::int32_t* p) { return static_cast<std::size_t>(*p); };
+  for (const std::int32_t* p = comp.begin; p != comp.end; ++p) cb += en[at(p)] - st[at(p)];
+  const std::int32_t* j = comp.begin;
+  for (const std::int32_t* p = comm.begin; p != comm.end; ++p) {
+    const std::int64_t a = st[at(p)], b = en[at(p)];
+    mb += b - a;
+    while (j != comp.end && en[at(j)] <= a) ++j;
+    for (const std::int32_t* k = j; k != comp.end && st[at(k)] < b; ++k) {
+      hidden += std::min(b, en[at(k)]) - std::max(a, st[at(k)]);
     }
   }
   tl.compute_busy_ns = cb;

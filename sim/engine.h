@@ -31,38 +31,42 @@ class Engine {
   // Throws std::logic_error if the graph deadlocks (a dependency cycle or a dependency on a
   // later op of the same stream), naming an op that never started.
   const Timeline& run(const Schedule& s, const OpCosts& costs);
-  // Finish events pushed by the last run (one per op plus one per re-rating).
+  // Finish-time updates in the last run (one per op plus one per re-rating).
   std::uint64_t events_pushed() const { return seq_; }
 
  private:
-  struct Event {
-    std::int64_t time_ns;
-    std::uint64_t seq;
-    std::int32_t op;
-    std::uint32_t version;
-  };
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
-  void push(std::int64_t time_ns, std::int32_t op);
+  void set_factor(std::int32_t op, double f, std::int64_t now);
+  void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
+  std::int32_t pop();                                // the op that finishes first
+  bool before(std::int32_t a, std::int32_t b) const;
+  void place(std::size_t at, std::int32_t op);
+  void sift_up(std::size_t at);
+  void sift_down(std::size_t at);
+  struct Span {
+    const std::int32_t* begin;
+    const std::int32_t* end;
+  };
+  static void overlap_stats(Span compute, Span comm, Timeline& tl);
 
   const Schedule* s_ = nullptr;
   const OpCosts* c_ = nullptr;
   Timeline tl_;
-  std::vector<Event> heap_;
-  std::uint64_t seq_ = 0;
+  std::vector<std::int32_t> heap_, heap_pos_;
+  std::vector<std::uint32_t> key_seq_;
+  std::uint32_t seq_ = 0;
   std::vector<std::int32_t> succ_offset_, succ_;
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_, running_;
-  std::vector<std::int32_t> op_stream_;
+  std::vector<std::int32_t> op_stream_, fill_;
+  std::vector<std::uint8_t> op_class_;
   std::vector<double> remaining_ns_, factor_;
   std::vector<std::int64_t> last_update_ns_;
-  std::vector<std::uint32_t> version_;
+  std::vector<std::int64_t> finish_ns_;
   std::vector<std::uint8_t> rank_dirty_;
   std::vector<std::int32_t> dirty_ranks_;
 };
-
-// Statistics over a finished timeline (compute/comm busy, hidden and exposed comm).
-void summarize(const Schedule& s, Timeline& tl);
 
 }  // namespace tpo::sim
