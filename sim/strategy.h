@@ -22,6 +22,10 @@ std::vector<StrategyKind> all_strategies();
 bool preserves_function(StrategyKind k);
 
 struct StrategySpec {
+  StrategySpec() = default;
+  StrategySpec(StrategyKind k, std::vector<std::int64_t> chunks = {})  // NOLINT: implicit
+      : kind(k), chunk_tokens(std::move(chunks)) {}
+
   StrategyKind kind = StrategyKind::None;
   std::vector<std::int64_t> chunk_tokens;  // iso / iso+ladder: tokens per chunk, summing to seq
   std::int64_t ladder_layers = 0;          // ladder: last N layers use ladder residual; 0 = all

@@ -1,0 +1,150 @@
+// CLI tests: run the real `tpo` binary as a user would and check exit codes, messages,
+// outputs, and that bad input never leaves a file behind.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+fs::path scratch() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("tpo_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+Result tpo(const std::string& args) {
+  const fs::path out = scratch() / "out.txt";
+  const std::string cmd = std::string(TPO_BIN) + " " + args + " > " + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string data = TPO_TEST_DATA;
+const std::string small = "simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 1024 ";
+
+}  // namespace
+
+TEST_CASE("help explains every option and exits 0") {
+  auto r = tpo("--help");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("simulate") != std::string::npos);
+  r = tpo("simulate --help");
+  CHECK(r.code == 0);
+  for (const char* opt : {"--model", "--hardware", "--tp", "--phase", "--batch", "--seq",
+                          "--context", "--strategy", "--chunks", "--split", "--ladder-layers",
+                          "--layers", "--compare", "--json", "--trace", "--pieces"}) {
+    CAPTURE(opt);
+    CHECK(r.out.find(opt) != std::string::npos);
+  }
+}
+
+TEST_CASE("simulate prints a summary with the speedup over none") {
+  const auto r = tpo(small + "--strategy iso --split 0.55,0.45");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("strategy iso (563,461)") != std::string::npos);
+  CHECK(r.out.find("speedup over none") != std::string::npos);
+  CHECK(r.out.find("not measured") != std::string::npos);
+}
+
+TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
+  const auto r = tpo(small + "--compare");
+  CHECK(r.code == 0);
+  for (const char* s : {"none", "iso", "ladder", "gemm-split", "microbatch", "parallel-block",
+                        "iso+ladder"}) {
+    CHECK(r.out.find(s) != std::string::npos);
+  }
+  CHECK(r.out.find("n/a: microbatch needs --batch >= 2") != std::string::npos);
+}
+
+TEST_CASE("two runs write byte-identical JSON; the report has the documented fields") {
+  const fs::path a = scratch() / "a.json", b = scratch() / "b.json", t = scratch() / "t.json";
+  REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + a.string()).code == 0);
+  REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + b.string() + " --trace " +
+              t.string()).code == 0);
+  const std::string ja = slurp(a);
+  CHECK(!ja.empty());
+  CHECK(ja == slurp(b));
+  for (const char* key : {"\"schema\": \"tpo.simulate/1\"", "\"tool_version\"", "\"git_sha\"",
+                          "\"options\"", "\"baseline_us\"", "\"speedup\"", "\"exposed_comm_us\"",
+                          "\"overlap_efficiency\"", "\"standalone_us\"", "\"start_us\"",
+                          "\"name\": \"qkv\"", "\"name\": \"o_proj\"", "\"name\": \"gate_up\"",
+                          "\"name\": \"down\"", "\"kind\": \"allreduce\""}) {
+    CAPTURE(key);
+    CHECK(ja.find(key) != std::string::npos);
+  }
+  const std::string tr = slurp(t);
+  CHECK(tr.find("\"traceEvents\"") != std::string::npos);
+  CHECK(tr.find("\"thread_name\"") != std::string::npos);
+}
+
+TEST_CASE("bad input exits 2 with a message naming the file or option and the field") {
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"simulate --model " + data + "/bad_malformed.json", "bad_malformed.json: malformed JSON"},
+      {"simulate --model " + data + "/bad_missing_hidden.json", "field 'hidden_size': is missing"},
+      {"simulate --model " + data + "/nope.json", "nope.json: cannot open file"},
+      {"simulate --model " + data + "/odd_heads_model.json --hardware h100x8 --tp 4",
+       "field 'num_attention_heads'"},
+      {"simulate --hardware " + data + "/bad_hw_sms.json", "field 'gpu.sms'"},
+      {small + "--strategy iso --split 100,200", "--split: field '100,200'"},
+      {small + "--strategy iso --chunks 3 --split 0.5,0.5", "has 2 values but --chunks is 3"},
+      {small + "--strategy warp", "unknown strategy"},
+      {small + "--phase decode --strategy iso", "prefill only"},
+      {"simulate --model llama2-70b --hardware rtx4090x8 --tp 3", "num_attention_heads"},
+      {small + "--tp 8", "At Most 1"},
+      {small + "--layers 81", "--layers"},
+      {small + "--phase sideways", "--phase"},
+      {small + "--strategy ladder --ladder-layers 99", "--ladder-layers"},
+      {small + "--json /no/such/dir/r.json", "folder '/no/such/dir' does not exist"},
+      {"simulate --tp notanumber", "--tp"},
+      {"simulate --frobnicate", "frobnicate"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    const auto r = tpo(c.args);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.expect) != std::string::npos);
+    CHECK(r.out.find("internal error") == std::string::npos);
+  }
+}
+
+TEST_CASE("bad input never leaves an output file behind") {
+  const fs::path j = scratch() / "never.json", t = scratch() / "never.trace.json";
+  fs::remove(j);
+  fs::remove(t);
+  const auto r = tpo(small + "--strategy iso --split 1,2 --json " + j.string() + " --trace " +
+                     t.string());
+  CHECK(r.code == 2);
+  CHECK_FALSE(fs::exists(j));
+  CHECK_FALSE(fs::exists(t));
+  CHECK_FALSE(fs::exists(j.string() + ".tmp"));
+}

@@ -1,0 +1,119 @@
+// Config loading: shipped models and hardware, Hugging Face config.json, and every kind of
+// bad input, each reported with the file and the field.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/config_paths.h"
+#include "sim/error.h"
+#include "sim/hardware.h"
+#include "sim/json_io.h"
+#include "sim/model.h"
+#include "sim/simulate.h"
+
+using namespace tpo::sim;
+
+namespace {
+const std::string data = TPO_TEST_DATA;
+
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const tpo::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("shipped models carry the published dimensions") {
+  const ModelConfig m = load_model("llama2-70b");
+  CHECK(m.num_layers == 80);
+  CHECK(m.hidden == 8192);
+  CHECK(m.heads == 64);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.head_dim == 128);
+  CHECK(m.ffn == 28672);
+  CHECK(m.vocab == 32000);
+  const ModelConfig q = load_model("qwen2.5-72b");
+  CHECK(q.ffn == 29568);
+  CHECK(q.vocab == 152064);
+  for (const char* name : {"llama-30b", "llama2-70b", "llama3-70b", "llama3.1-8b",
+                           "llama3.1-405b", "qwen2.5-72b", "ladder-1b", "ladder-3b"}) {
+    CAPTURE(name);
+    CHECK_NOTHROW(load_model(name));
+    const auto j = tpo::read_json_file(resolve_config("models", name, "--model"));
+    CHECK(j.contains("source"));
+  }
+}
+
+TEST_CASE("a Hugging Face config.json is read, with defaults for optional keys") {
+  const ModelConfig m = load_model(data + "/hf_llama_config.json");
+  CHECK(m.name == "example/tiny-llama");
+  CHECK(m.hidden == 2048);
+  CHECK(m.kv_heads == 4);
+  CHECK(m.head_dim == 64);  // hidden / heads when head_dim is absent
+  CHECK(m.num_layers == 22);
+  const ModelConfig n = load_model(data + "/hf_no_kv_config.json");
+  CHECK(n.kv_heads == 16);  // no num_key_value_heads: multi-head attention
+  CHECK(n.head_dim == 80);  // explicit head_dim wins
+}
+
+TEST_CASE("bad model files name the file and the field") {
+  auto e = error_of([] { load_model(data + "/bad_malformed.json"); });
+  CHECK(e.find("bad_malformed.json") != std::string::npos);
+  CHECK(e.find("malformed JSON") != std::string::npos);
+  e = error_of([] { load_model(data + "/bad_missing_hidden.json"); });
+  CHECK(e.find("bad_missing_hidden.json") != std::string::npos);
+  CHECK(e.find("'hidden_size'") != std::string::npos);
+  CHECK(e.find("missing") != std::string::npos);
+  e = error_of([] { load_model(data + "/bad_heads_string.json"); });
+  CHECK(e.find("'num_attention_heads'") != std::string::npos);
+  e = error_of([] { load_model(data + "/does_not_exist.json"); });
+  CHECK(e.find("does_not_exist.json") != std::string::npos);
+  CHECK(e.find("cannot open") != std::string::npos);
+  e = error_of([] { load_model("llama-9000"); });
+  CHECK(e.find("--model") != std::string::npos);
+  CHECK(e.find("llama2-70b") != std::string::npos);  // lists what is shipped
+}
+
+TEST_CASE("TP that does not divide the heads is rejected, naming the model field") {
+  SimulateOptions o;
+  o.model = data + "/odd_heads_model.json";
+  o.hardware = "h100x8";
+  o.tp = 4;
+  const auto e = error_of([&] { make_workload(o); });
+  CHECK(e.find("odd_heads_model.json") != std::string::npos);
+  CHECK(e.find("'num_attention_heads'") != std::string::npos);
+  o.model = "llama2-70b";
+  o.tp = 16;  // one node of 8
+  CHECK(error_of([&] { make_workload(o); }).find("--tp") != std::string::npos);
+}
+
+TEST_CASE("every shipped hardware file loads and cites a source for each block of numbers") {
+  const auto names = shipped_hardware();
+  CHECK(names.size() >= 7);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    const HardwareConfig h = load_hardware(name);
+    CHECK(h.sms > 0);
+    CHECK(h.intra.busbw_gbps > 0);
+    const auto j = tpo::read_json_file(resolve_config("hardware", name, "--hardware"));
+    for (const char* block : {"gpu", "efficiency", "interference"}) {
+      CHECK(j.at(block).contains("source"));
+    }
+    CHECK(j.at("node").at("link").contains("source"));
+    CHECK(j.at("inter_node").contains("source"));
+  }
+  CHECK(load_hardware("h100x16").max_tp() >= 16);
+}
+
+TEST_CASE("bad hardware files name the field") {
+  auto e = error_of([] { load_hardware(data + "/bad_hw_sms.json"); });
+  CHECK(e.find("bad_hw_sms.json") != std::string::npos);
+  CHECK(e.find("'gpu.sms'") != std::string::npos);
+  e = error_of([] { load_hardware(data + "/bad_hw_slowdown.json"); });
+  CHECK(e.find("'interference.comm_slowdown_under_compute.gemm'") != std::string::npos);
+  e = error_of([] { load_hardware("dgx-9000"); });
+  CHECK(e.find("--hardware") != std::string::npos);
+}

@@ -1,0 +1,79 @@
+// The analytical cost model's formulas on hand-made hardware where the arithmetic is exact.
+#include <doctest/doctest.h>
+
+#include "sim/cost_model.h"
+#include "toy.h"
+
+using namespace tpo::sim;
+
+TEST_CASE("GEMM time follows wave quantization of 128x128 tiles over the SMs") {
+  // 2 SMs at 1 FLOP/ns each, efficiency 1: a 128x128x1 tile takes 2*128*128 = 32768 ns.
+  const AnalyticalCostModel cm(tpo::test::toy_hardware(), 2);
+  CHECK(cm.gemm_ns(128, 128, 1, 0) == doctest::Approx(32768));
+  CHECK(cm.gemm_ns(256, 128, 1, 0) == doctest::Approx(32768));  // 2 tiles, 1 wave
+  CHECK(cm.gemm_ns(257, 128, 1, 0) == doctest::Approx(65536));  // 3 tiles, 2 waves
+  CHECK(cm.gemm_ns(1, 1, 1, 0) == doctest::Approx(32768));      // a partial tile costs a tile
+}
+
+TEST_CASE("GEMM efficiency falls for small K, and memory bounds thin GEMMs") {
+  auto hw = tpo::test::toy_hardware();
+  hw.gemm_k_half = 64;
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  const AnalyticalCostModel cm(hw, 2);
+  // K = 64: efficiency 64/(64+64) = 0.5 -> 2 * 128*128*64 / 0.5 = 4,194,304 ns.
+  CHECK(cm.gemm_ns(128, 128, 64, 0) == doctest::Approx(4194304));
+  CHECK(cm.gemm_ns(128, 128, 64, 1e7) == doctest::Approx(1e7));
+}
+
+TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nodes") {
+  auto hw = tpo::test::toy_hardware();
+  hw.intra = {"nvlink", 2.0, 100.0};  // 2 us, 100 GB/s = 100 bytes/ns
+  hw.gpus_per_node = 4;
+  hw.inter = {"infiniband", 10.0, 25.0};
+  const AnalyticalCostModel cm(hw, 4);
+  // 4 ranks, 1 MB: 2000 + 1e6 * 1.5 / 100 = 17,000 ns.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(17000));
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 1}) == 0);
+  // 8 ranks on 2 nodes of 4: intra part as above (17,000) + inter: 10,000 + (1e6/4) * 2(2-1)/2
+  // / 25 = 10,000 + 10,000.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(37000));
+}
+
+TEST_CASE("launch overhead is added once per kernel; slowdowns come from the hardware file") {
+  auto hw = tpo::test::toy_hardware();
+  hw.launch_overhead_us = 3;
+  hw.compute_under_comm = {1.1, 1.2, 1.3};
+  hw.comm_under_compute = {1.4, 1.5, 1.6};
+  const AnalyticalCostModel cm(hw, 2);
+  Op norm;
+  norm.code = OpCode::AttnNorm;
+  norm.kind = OpKind::Norm;
+  norm.bytes = 0;
+  CHECK(cm.standalone_ns(norm) == 3000);
+  CHECK(cm.overlap_slowdown(norm, OpKind::AllReduce) == doctest::Approx(1.3));
+  Op ar;
+  ar.code = OpCode::AllReduce;
+  ar.kind = OpKind::AllReduce;
+  CHECK(cm.overlap_slowdown(ar, OpKind::Gemm) == doctest::Approx(1.4));
+  CHECK(cm.overlap_slowdown(ar, OpKind::Attention) == doctest::Approx(1.5));
+  CHECK(cm.overlap_slowdown(ar, OpKind::Norm) == doctest::Approx(1.6));
+}
+
+TEST_CASE("attention: causal FLOPs at the attention efficiency, fewer tiles than SMs idle SMs") {
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 4;
+  hw.bf16_dense_tflops = 0.004;  // 4 FLOP/ns
+  const AnalyticalCostModel cm(hw, 2);
+  Op a;
+  a.code = OpCode::Attention;
+  a.kind = OpKind::Attention;
+  a.seq_begin = 0;
+  a.seq_end = 128;
+  a.req_begin = 0;
+  a.req_end = 1;
+  a.n = 2;  // 2 heads -> 2 tiles on 4 SMs: half the GPU idle
+  a.flops = 4000;
+  CHECK(cm.attention_ns(a) == doctest::Approx(2000));
+  a.n = 4;
+  CHECK(cm.attention_ns(a) == doctest::Approx(1000));
+}

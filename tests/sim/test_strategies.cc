@@ -1,0 +1,195 @@
+// Strategy builders: ISO's pipeline against a timeline derived by hand, ladder's edges, and
+// the invariants every function-preserving strategy must keep.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/strategy.h"
+#include "toy.h"
+
+using namespace tpo::sim;
+using tpo::test::ToyCost;
+using tpo::test::toy_workload;
+
+namespace {
+Timeline run(const Schedule& s, const CostModel& cm) {
+  Engine e;
+  return e.run(s, cost_schedule(s, cm));
+}
+std::int64_t end_of(const Schedule& s, const Timeline& tl, OpCode code, int chunk,
+                    int module = -1) {
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    if (op.code == code && op.chunk == chunk && (module < 0 || op.module == module)) {
+      return tl.end_ns[i];
+    }
+  }
+  FAIL("op not found");
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("none on the toy model: everything in sequence") {
+  // 8 tokens: attn part 8+16+8+16 = 48, AR 24 -> 72, residual 80, MLP 8+24+8+16 -> 136,
+  // AR -> 160, residual -> 168.
+  const auto w = toy_workload(8);
+  const Schedule s = build_schedule(w, {StrategyKind::None});
+  const Timeline tl = run(s, ToyCost());
+  CHECK(tl.total_ns == 168);
+  CHECK(tl.exposed_comm_ns == 48);
+}
+
+TEST_CASE("iso with 2 chunks of 4 tokens on the toy model matches the hand-derived timeline") {
+  // compute: n1 0-4 q1 4-12 a1 12-16 o1 16-24 | n2 24-28 q2 28-36 a2 36-40 o2 40-48 |
+  //          r(A1) 48-52 | m1: 52-56 56-68 68-72 72-80 | r(A2) 80-84 | m2: 84-88 88-100
+  //          100-104 104-112 | r(M1) 112-116 | r(M2) 124-128
+  // comm:    AR(A1) 24-36, AR(A2) 48-60, AR(M1) 80-92, AR(M2) 112-124
+  const auto w = toy_workload(8);
+  const Schedule s = build_schedule(w, {StrategyKind::Iso, {4, 4}});
+  const Timeline tl = run(s, ToyCost());
+  CHECK(end_of(s, tl, OpCode::OProj, 0) == 24);
+  CHECK(end_of(s, tl, OpCode::AllReduce, 0, 0) == 36);
+  CHECK(end_of(s, tl, OpCode::Attention, 1) == 40);
+  CHECK(end_of(s, tl, OpCode::OProj, 1) == 48);
+  CHECK(end_of(s, tl, OpCode::AllReduce, 1, 0) == 60);
+  CHECK(end_of(s, tl, OpCode::ResidualAdd, 0, 0) == 52);
+  CHECK(end_of(s, tl, OpCode::Down, 0) == 80);
+  CHECK(end_of(s, tl, OpCode::ResidualAdd, 1, 0) == 84);
+  CHECK(end_of(s, tl, OpCode::AllReduce, 0, 1) == 92);
+  CHECK(end_of(s, tl, OpCode::Down, 1) == 112);
+  CHECK(end_of(s, tl, OpCode::ResidualAdd, 0, 1) == 116);
+  CHECK(end_of(s, tl, OpCode::AllReduce, 1, 1) == 124);
+  CHECK(tl.total_ns == 128);
+  CHECK(tl.comm_busy_ns == 48);
+  // Only AR(M2) 116-124 is exposed: r(M1) covers 112-116, then compute waits for it.
+  CHECK(tl.exposed_comm_ns == 8);
+}
+
+TEST_CASE("iso: chunk j's attention depends on the qkv of every earlier chunk") {
+  const auto w = toy_workload(12);
+  const Schedule s = build_schedule(w, {StrategyKind::Iso, {4, 4, 4}});
+  for (const auto& op : s.ops) {
+    if (op.code != OpCode::Attention) continue;
+    int earlier_qkv = 0;
+    for (auto d : op.deps) {
+      const Op& dep = s.ops[static_cast<std::size_t>(d)];
+      if (dep.code == OpCode::Qkv && dep.chunk < op.chunk) ++earlier_qkv;
+    }
+    CHECK(earlier_qkv == op.chunk);
+    CHECK(op.kv_prefix == 4 * op.chunk);
+  }
+}
+
+TEST_CASE("ladder: module i reads the residual stream without module i-1's output") {
+  const auto w = toy_workload(8, 2);
+  const Schedule s = build_schedule(w, {StrategyKind::Ladder});
+  CHECK_FALSE(s.preserves_function);
+  auto pos = [&](OpCode code, int module) {
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const Op& op = s.ops[i];
+      if (op.code == code && (code == OpCode::ResidualAdd ? op.residual_of : op.module) == module)
+        return static_cast<long>(i);
+    }
+    return -1L;
+  };
+  // Modules 0..3 (attn0, mlp0, attn1, mlp1). Norm of module m comes before the residual add
+  // of module m-1 on the compute stream, and after that of module m-2.
+  const OpCode norms[] = {OpCode::AttnNorm, OpCode::MlpNorm, OpCode::AttnNorm, OpCode::MlpNorm};
+  for (int m = 1; m < 4; ++m) {
+    CHECK(pos(norms[m], m) < pos(OpCode::ResidualAdd, m - 1));
+    if (m >= 2) CHECK(pos(OpCode::ResidualAdd, m - 2) < pos(norms[m], m));
+  }
+  // Each residual add waits for the all-reduce of its own module.
+  for (const auto& op : s.ops) {
+    if (op.code != OpCode::ResidualAdd) continue;
+    REQUIRE(op.deps.size() == 1);
+    const Op& ar = s.ops[static_cast<std::size_t>(op.deps[0])];
+    CHECK(ar.code == OpCode::AllReduce);
+    CHECK(ar.module == op.residual_of);
+  }
+  // The last two residual adds come after all compute (the final wait of the paper).
+  CHECK(s.ops.back().code == OpCode::ResidualAdd);
+  CHECK(s.ops[s.ops.size() - 2].code == OpCode::ResidualAdd);
+}
+
+TEST_CASE("ladder on the last N layers only: earlier layers stay standard") {
+  const auto w = toy_workload(8, 3);
+  StrategySpec spec{StrategyKind::Ladder};
+  spec.ladder_layers = 1;
+  const Schedule s = build_schedule(w, spec);
+  // Layer 0 and 1 modules (0..3): residual add directly follows the module's all-reduce on
+  // the compute stream, i.e. before the next module's norm.
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    if (op.code != OpCode::ResidualAdd || op.residual_of > 3) continue;
+    bool next_norm_after = false;
+    for (std::size_t j = i + 1; j < s.ops.size(); ++j) {
+      if (s.ops[j].kind == OpKind::Norm) {
+        next_norm_after = s.ops[j].module == op.residual_of + 1;
+        break;
+      }
+    }
+    CHECK(next_norm_after);
+  }
+  spec.ladder_layers = 4;  // more than the 3 layers
+  CHECK_THROWS_AS(build_schedule(w, spec), tpo::InputError);
+}
+
+TEST_CASE("function-preserving strategies do the same FLOPs as none") {
+  auto w = toy_workload(1000, 2);
+  w.batch = 4;
+  const double ref = build_schedule(w, {StrategyKind::None}).total_flops();
+  CHECK(ref > 0);
+  CHECK(build_schedule(w, {StrategyKind::Iso, {500, 500}}).total_flops() == ref);
+  CHECK(build_schedule(w, {StrategyKind::Iso, {123, 400, 477}}).total_flops() == ref);
+  StrategySpec gs{StrategyKind::GemmSplit};
+  gs.pieces = 3;
+  CHECK(build_schedule(w, gs).total_flops() == ref);
+  CHECK(build_schedule(w, {StrategyKind::Microbatch}).total_flops() == ref);
+  // The model-changing ones are flagged.
+  CHECK_FALSE(build_schedule(w, {StrategyKind::ParallelBlock}).preserves_function);
+  CHECK(build_schedule(w, {StrategyKind::Iso, {500, 500}}).preserves_function);
+}
+
+TEST_CASE("every strategy builds a graph that runs to completion, prefill and decode") {
+  for (auto phase : {Phase::Prefill, Phase::Decode}) {
+    auto w = toy_workload(phase == Phase::Prefill ? 256 : 1, 3);
+    w.phase = phase;
+    w.batch = 4;
+    w.context = phase == Phase::Decode ? 100 : 0;
+    for (auto k : all_strategies()) {
+      StrategySpec spec{k};
+      spec.pieces = 2;
+      if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder) spec.chunk_tokens = {100, 156};
+      if (!not_applicable_reason(w, spec).empty()) {
+        CHECK(phase == Phase::Decode);
+        continue;
+      }
+      const Schedule s = build_schedule(w, spec);
+      const Timeline tl = run(s, ToyCost(1.2, 1.3));
+      CAPTURE(strategy_name(k));
+      CHECK(tl.total_ns > 0);
+      // Every dependency is respected.
+      for (std::size_t i = 0; i < s.ops.size(); ++i) {
+        for (auto d : s.ops[i].deps) CHECK(tl.start_ns[i] >= tl.end_ns[static_cast<std::size_t>(d)]);
+      }
+    }
+  }
+}
+
+TEST_CASE("chunk resolution: counts, ratios, even splits and the errors") {
+  CHECK(resolve_chunks(4096, 2, "") == std::vector<std::int64_t>{2048, 2048});
+  CHECK(resolve_chunks(10, 3, "") == std::vector<std::int64_t>{3, 3, 4});
+  CHECK(resolve_chunks(4096, 0, "2253,1843") == std::vector<std::int64_t>{2253, 1843});
+  CHECK(resolve_chunks(4096, 0, "0.55,0.45") == std::vector<std::int64_t>{2253, 1843});
+  CHECK_THROWS_AS(resolve_chunks(4096, 0, "100,200"), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(4096, 3, "0.5,0.5"), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(4096, 0, "0.6,0.6"), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(4096, 0, "a,b"), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(4096, 0, "4096"), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(3, 4, ""), tpo::InputError);
+  CHECK_THROWS_AS(resolve_chunks(2, 0, "0.9999,0.0001"), tpo::InputError);
+}
