@@ -88,7 +88,8 @@ void BM_BarePriorityQueuePushAllPopAll(benchmark::State& state) {
   const Fixture& f = fixture();
   const std::uint64_t n = f.events;
   std::vector<std::int64_t> times(n);
-  for (std::uint64_t i = 0; i < n; ++i) times[i] = static_cast<std::int64_t>((i * 2654435761u) % 1000003u);
+  for (std::uint64_t i = 0; i < n; ++i)
+    times[i] = static_cast<std::int64_t>((i * 2654435761u) % 1000003u);
   for (auto _ : state) {
     std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> q;
     std::uint64_t seq = 0;

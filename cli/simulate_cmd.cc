@@ -19,7 +19,8 @@ int run_simulate(const sim::SimulateOptions& o) {
   const auto kind = parse_strategy(o.strategy);
   if (!kind) {
     std::string names;
-    for (auto k : all_strategies()) names += std::string(names.empty() ? "" : ", ") + strategy_name(k);
+    for (auto k : all_strategies())
+      names += std::string(names.empty() ? "" : ", ") + strategy_name(k);
     throw InputError("--strategy", o.strategy, "unknown strategy (choose one of: " + names + ")");
   }
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
@@ -34,8 +35,8 @@ int run_simulate(const sim::SimulateOptions& o) {
     const SimResult r = *kind == StrategyKind::None ? base : simulate(w, spec, cm);
     print_summary(std::cout, w, r, baseline_ns, cm.name());
     if (!o.json_path.empty()) {
-      write_file_atomic(o.json_path, simulate_report(o, w, r, baseline_ns, cm.name()).dump(1) + "\n",
-                        "--json");
+      write_file_atomic(o.json_path,
+                        simulate_report(o, w, r, baseline_ns, cm.name()).dump(1) + "\n", "--json");
       std::cout << "\nwrote " << o.json_path << "\n";
     }
     if (!o.trace_path.empty()) {
@@ -111,8 +112,9 @@ std::function<int()> add_simulate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--tp", opts->tp, "Tensor-parallel degree (GPUs sharing each layer)")
       ->capture_default_str();
-  sub->add_option("--phase", opts->phase, "prefill (a batch of prompts) or decode (one token "
-                                          "per request)")
+  sub->add_option("--phase", opts->phase,
+                  "prefill (a batch of prompts) or decode (one token "
+                  "per request)")
       ->capture_default_str();
   sub->add_option("--batch", opts->batch, "Requests in the batch")->capture_default_str();
   sub->add_option("--seq", opts->seq,

@@ -76,10 +76,16 @@ double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
 std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
   double t = 0;
   switch (op.kind) {
-    case OpKind::Gemm: t = gemm_ns(op.m, op.n, op.k, op.bytes); break;
-    case OpKind::Attention: t = attention_ns(op); break;
+    case OpKind::Gemm:
+      t = gemm_ns(op.m, op.n, op.k, op.bytes);
+      break;
+    case OpKind::Attention:
+      t = attention_ns(op);
+      break;
     case OpKind::Norm:
-    case OpKind::Elementwise: t = memory_ns(op.bytes); break;
+    case OpKind::Elementwise:
+      t = memory_ns(op.bytes);
+      break;
     case OpKind::AllReduce:
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
@@ -91,16 +97,22 @@ double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const 
   if (op.kind == OpKind::AllReduce) {  // comm slows by what computes beside it
     const SlowdownByKind& s = hw_.comm_under_compute;
     switch (beside) {
-      case OpKind::Gemm: return s.gemm;
-      case OpKind::Attention: return s.attention;
-      default: return s.memory;
+      case OpKind::Gemm:
+        return s.gemm;
+      case OpKind::Attention:
+        return s.attention;
+      default:
+        return s.memory;
     }
   }
   const SlowdownByKind& s = hw_.compute_under_comm;
   switch (op.kind) {
-    case OpKind::Gemm: return s.gemm;
-    case OpKind::Attention: return s.attention;
-    default: return s.memory;
+    case OpKind::Gemm:
+      return s.gemm;
+    case OpKind::Attention:
+      return s.attention;
+    default:
+      return s.memory;
   }
 }
 

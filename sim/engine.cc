@@ -121,14 +121,18 @@ void Engine::rerate(std::int32_t rank, std::int64_t now) {
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
   const std::int32_t a = running_[base], b = running_[base + 1];
   if (a >= 0) {
-    set_factor(a, b >= 0 ? c_->slowdown[static_cast<std::size_t>(a)]
-                                       [op_class_[static_cast<std::size_t>(b)]]
-                         : 1.0, now);
+    set_factor(
+        a,
+        b >= 0 ? c_->slowdown[static_cast<std::size_t>(a)][op_class_[static_cast<std::size_t>(b)]]
+               : 1.0,
+        now);
   }
   if (b >= 0) {
-    set_factor(b, a >= 0 ? c_->slowdown[static_cast<std::size_t>(b)]
-                                       [op_class_[static_cast<std::size_t>(a)]]
-                         : 1.0, now);
+    set_factor(
+        b,
+        a >= 0 ? c_->slowdown[static_cast<std::size_t>(b)][op_class_[static_cast<std::size_t>(a)]]
+               : 1.0,
+        now);
   }
 }
 

@@ -3,15 +3,17 @@
 
 #include <filesystem>
 
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
-#include "sim/config_paths.h"
 
 namespace tpo::sim {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> shipped_hardware() { return list_shipped("hardware"); }
+std::vector<std::string> shipped_hardware() {
+  return list_shipped("hardware");
+}
 
 std::int64_t HardwareConfig::max_tp() const {
   // Without an inter-node link, one node; with one, we allow up to 64 nodes.

@@ -75,12 +75,12 @@ double JsonObject::number_or(const std::string& key, double fallback, bool posit
 
 std::int64_t JsonObject::integer(const std::string& key) const {
   const auto& v = get(key);
-  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) ==
-                                                             v.get<double>())) {
+  if (!v.is_number_integer() &&
+      !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
     throw InputError(file_, field(key), "must be an integer, got " + v.dump());
   }
-  const auto x = v.is_number_integer() ? v.get<std::int64_t>()
-                                       : static_cast<std::int64_t>(v.get<double>());
+  const auto x =
+      v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(v.get<double>());
   if (x <= 0) throw InputError(file_, field(key), "must be a positive integer, got " + v.dump());
   return x;
 }

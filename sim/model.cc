@@ -4,15 +4,17 @@
 
 #include <filesystem>
 
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
-#include "sim/config_paths.h"
 
 namespace tpo::sim {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> shipped_models() { return list_shipped("models"); }
+std::vector<std::string> shipped_models() {
+  return list_shipped("models");
+}
 
 ModelConfig load_model(const std::string& spec) {
   const std::string path = resolve_config("models", spec, "--model");
@@ -22,7 +24,8 @@ ModelConfig load_model(const std::string& spec) {
   m.origin = path;
   const bool ours = o.has("schema");
   if (ours && o.string("schema") != "tpo.model/1") {
-    throw InputError(path, "schema", "expected \"tpo.model/1\", got \"" + o.string("schema") + "\"");
+    throw InputError(path, "schema",
+                     "expected \"tpo.model/1\", got \"" + o.string("schema") + "\"");
   }
   m.name = o.string_or("name", o.string_or("_name_or_path", fs::path(path).stem().string()));
   if (!ours && m.name == "config") m.name = fs::path(path).parent_path().filename().string();

@@ -12,7 +12,9 @@ namespace tpo::sim {
 using ojson = nlohmann::ordered_json;
 
 namespace {
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+double us(std::int64_t ns) {
+  return static_cast<double>(ns) / 1e3;
+}
 std::string fmt(const char* f, double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, x);
@@ -21,21 +23,32 @@ std::string fmt(const char* f, double x) {
 }  // namespace
 
 ojson options_json(const SimulateOptions& o) {
-  return ojson{{"model", o.model},         {"hardware", o.hardware},
-               {"tp", o.tp},               {"phase", o.phase},
-               {"batch", o.batch},         {"seq", o.seq},
-               {"context", o.context},     {"strategy", o.strategy},
-               {"chunks", o.chunks},       {"split", o.split},
-               {"ladder_layers", o.ladder_layers}, {"pieces", o.pieces},
-               {"layers", o.layers},       {"embed_head", o.embed_head},
+  return ojson{{"model", o.model},
+               {"hardware", o.hardware},
+               {"tp", o.tp},
+               {"phase", o.phase},
+               {"batch", o.batch},
+               {"seq", o.seq},
+               {"context", o.context},
+               {"strategy", o.strategy},
+               {"chunks", o.chunks},
+               {"split", o.split},
+               {"ladder_layers", o.ladder_layers},
+               {"pieces", o.pieces},
+               {"layers", o.layers},
+               {"embed_head", o.embed_head},
                {"compare", o.compare}};
 }
 
 ojson model_json(const ModelConfig& m) {
-  return ojson{{"name", m.name},         {"file", m.origin},
-               {"num_layers", m.num_layers}, {"hidden_size", m.hidden},
-               {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads},
-               {"head_dim", m.head_dim}, {"intermediate_size", m.ffn},
+  return ojson{{"name", m.name},
+               {"file", m.origin},
+               {"num_layers", m.num_layers},
+               {"hidden_size", m.hidden},
+               {"num_attention_heads", m.heads},
+               {"num_key_value_heads", m.kv_heads},
+               {"head_dim", m.head_dim},
+               {"intermediate_size", m.ffn},
                {"vocab_size", m.vocab}};
 }
 
@@ -81,8 +94,8 @@ std::string chunks_text(const StrategySpec& spec, const Schedule& s) {
 
 std::string workload_line(const Workload& w) {
   std::ostringstream os;
-  os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
-     << phase_name(w.phase) << ", batch " << w.batch;
+  os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", " << phase_name(w.phase)
+     << ", batch " << w.batch;
   if (w.phase == Phase::Prefill) {
     os << " x " << w.seq << " tokens";
     if (w.context > 0) os << " after " << w.context << " cached";
@@ -126,15 +139,15 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
   j["strategy"] = strategy;
   j["total_us"] = us(tl.total_ns);
   j["baseline_us"] = us(baseline_ns);
-  j["speedup"] = tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
-                                       static_cast<double>(tl.total_ns)
-                                 : 0.0;
+  j["speedup"] =
+      tl.total_ns > 0 ? static_cast<double>(baseline_ns) / static_cast<double>(tl.total_ns) : 0.0;
   j["compute_busy_us"] = us(tl.compute_busy_ns);
   j["comm_busy_us"] = us(tl.comm_busy_ns);
   j["exposed_comm_us"] = us(tl.exposed_comm_ns);
   j["overlap_efficiency"] = tl.overlap_efficiency;
   ojson layers = ojson::array();
-  for (std::int32_t l = 0; l < s.num_layers; ++l) layers.push_back(ojson{{"layer", l}, {"ops", ojson::array()}});
+  for (std::int32_t l = 0; l < s.num_layers; ++l)
+    layers.push_back(ojson{{"layer", l}, {"ops", ojson::array()}});
   ojson other = ojson::array();
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
@@ -173,25 +186,34 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
 void append_trace(ojson& events, int pid, const std::string& process_name, const Schedule& s,
                   const std::vector<std::int64_t>& start_ns,
                   const std::vector<std::int64_t>& end_ns) {
-  events.push_back(ojson{{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
+  events.push_back(ojson{{"name", "process_name"},
+                         {"ph", "M"},
+                         {"pid", pid},
                          {"args", ojson{{"name", process_name}}}});
   for (std::int32_t r = 0; r < s.num_ranks; ++r) {
     for (int st = 0; st < kStreamsPerRank; ++st) {
       const int tid = r * kStreamsPerRank + st;
-      const std::string name =
-          "rank " + std::to_string(r) + (st == 0 ? " compute" : " comm");
-      events.push_back(ojson{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+      const std::string name = "rank " + std::to_string(r) + (st == 0 ? " compute" : " comm");
+      events.push_back(ojson{{"name", "thread_name"},
+                             {"ph", "M"},
+                             {"pid", pid},
+                             {"tid", tid},
                              {"args", ojson{{"name", name}}}});
     }
   }
   // Colours from the trace viewer's fixed palette, one per kind.
   auto colour = [](OpKind k) {
     switch (k) {
-      case OpKind::Gemm: return "thread_state_running";
-      case OpKind::Attention: return "rail_response";
-      case OpKind::Norm: return "thread_state_iowait";
-      case OpKind::Elementwise: return "grey";
-      case OpKind::AllReduce: return "terrible";
+      case OpKind::Gemm:
+        return "thread_state_running";
+      case OpKind::Attention:
+        return "rail_response";
+      case OpKind::Norm:
+        return "thread_state_iowait";
+      case OpKind::Elementwise:
+        return "grey";
+      case OpKind::AllReduce:
+        return "terrible";
     }
     return "grey";
   };
@@ -199,8 +221,8 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
     const Op& op = s.ops[i];
     ojson args{{"layer", op.layer}, {"chunk", op.chunk}, {"tokens", op.tokens()}};
     if (op.piece >= 0) args["piece"] = op.piece;
-    if (op.kind == OpKind::Gemm) args["mnk"] = std::to_string(op.m) + "x" + std::to_string(op.n) +
-                                               "x" + std::to_string(op.k);
+    if (op.kind == OpKind::Gemm)
+      args["mnk"] = std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k);
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;
     events.push_back(ojson{{"name", op_code_name(op.code)},
@@ -217,12 +239,12 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
 
 std::string chrome_trace(const Workload& w, const SimResult& r) {
   ojson events = ojson::array();
-  append_trace(events, 0,
-               "predicted: " + r.schedule.strategy + " — " + workload_line(w), r.schedule,
-               r.timeline.start_ns, r.timeline.end_ns);
-  ojson j{{"traceEvents", std::move(events)},
-          {"displayTimeUnit", "ns"},
-          {"otherData", ojson{{"tool", "tpo"}, {"version", tool_version()}, {"git_sha", git_sha()}}}};
+  append_trace(events, 0, "predicted: " + r.schedule.strategy + " — " + workload_line(w),
+               r.schedule, r.timeline.start_ns, r.timeline.end_ns);
+  ojson j{
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ns"},
+      {"otherData", ojson{{"tool", "tpo"}, {"version", tool_version()}, {"git_sha", git_sha()}}}};
   return j.dump() + "\n";
 }
 
@@ -240,17 +262,16 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   };
   line("total", fmt("%.3f ms", us(tl.total_ns) / 1e3));
   line("none (baseline)", fmt("%.3f ms", us(baseline_ns) / 1e3));
-  line("speedup over none",
-       fmt("%.3fx", tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
-                                           static_cast<double>(tl.total_ns)
-                                     : 0.0));
+  line("speedup over none", fmt("%.3fx", tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
+                                                               static_cast<double>(tl.total_ns)
+                                                         : 0.0));
   line("compute busy", fmt("%.3f ms", us(tl.compute_busy_ns) / 1e3));
   line("comm busy", fmt("%.3f ms", us(tl.comm_busy_ns) / 1e3));
   line("exposed comm", fmt("%.3f ms", us(tl.exposed_comm_ns) / 1e3) +
-                           fmt(" (%.1f%% of total)", tl.total_ns > 0
-                                                         ? 100.0 * static_cast<double>(tl.exposed_comm_ns) /
-                                                               static_cast<double>(tl.total_ns)
-                                                         : 0.0));
+                           fmt(" (%.1f%% of total)",
+                               tl.total_ns > 0 ? 100.0 * static_cast<double>(tl.exposed_comm_ns) /
+                                                     static_cast<double>(tl.total_ns)
+                                               : 0.0));
   line("overlap efficiency", fmt("%.1f%% of comm hidden", 100.0 * tl.overlap_efficiency));
   line("ops simulated", std::to_string(r.schedule.ops.size()));
 }
@@ -261,7 +282,8 @@ void print_compare(std::ostream& os, const Workload& w, const std::vector<Compar
   os << "predicted by the " << cost_model << " cost model (not measured)\n\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)
-     << "exposed_comm_ms" << std::setw(13) << "overlap_eff" << "  model\n";
+     << "exposed_comm_ms" << std::setw(13) << "overlap_eff"
+     << "  model\n";
   for (const auto& r : rows) {
     os << std::left << std::setw(16) << r.strategy << std::setw(16) << r.chunks << std::right;
     if (!r.skipped.empty()) {
@@ -274,8 +296,8 @@ void print_compare(std::ostream& os, const Workload& w, const std::vector<Compar
        << fmt("%.1f%%", 100.0 * r.overlap_efficiency) << "  "
        << (r.preserves_function ? "same" : "changed") << "\n";
   }
-  os << "\nmodel 'changed': ladder and parallel-block compute a different function and need a "
-        "model trained for them.\n";
+  os << "\nmodel 'changed': ladder, iso+ladder and parallel-block compute a different function "
+        "and need a model trained (or converted) for them.\n";
 }
 
 }  // namespace tpo::sim

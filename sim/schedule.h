@@ -47,14 +47,15 @@ struct Op {
   // The data an op covers: requests [req_begin, req_end) x positions [seq_begin, seq_end).
   std::int64_t req_begin = 0, req_end = 0;
   std::int64_t seq_begin = 0, seq_end = 0;
-  std::int64_t kv_prefix = 0;  // attention: KV tokens before seq_begin (cached context + earlier chunks)
+  std::int64_t kv_prefix =
+      0;  // attention: KV tokens before seq_begin (cached context + earlier chunks)
   // GEMM: shape m x n x k (m = token rows). Attention: m = query tokens, n = local query
   // heads, k = head dim.
   std::int64_t m = 0, n = 0, k = 0;
   double flops = 0;
-  double bytes = 0;             // bytes moved through HBM (all-reduce: message bytes per rank)
+  double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
-  bool accumulate = false;      // GEMM adds into its output (parallel block's down projection)
+  bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
   std::vector<std::int32_t> deps;
 
   std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }

@@ -34,7 +34,8 @@ StrategySpec make_spec(const SimulateOptions& o, const Workload& w, StrategyKind
   s.ladder_layers = o.ladder_layers;
   s.pieces = o.pieces;
   if ((kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) && w.phase == Phase::Prefill) {
-    s.chunk_tokens = resolve_chunks(w.seq, o.split.empty() && o.chunks == 0 ? 2 : o.chunks, o.split);
+    s.chunk_tokens =
+        resolve_chunks(w.seq, o.split.empty() && o.chunks == 0 ? 2 : o.chunks, o.split);
   }
   return s;
 }

@@ -18,20 +18,27 @@ namespace tpo::sim {
 
 const char* strategy_name(StrategyKind k) {
   switch (k) {
-    case StrategyKind::None: return "none";
-    case StrategyKind::Iso: return "iso";
-    case StrategyKind::Ladder: return "ladder";
-    case StrategyKind::ParallelBlock: return "parallel-block";
-    case StrategyKind::GemmSplit: return "gemm-split";
-    case StrategyKind::Microbatch: return "microbatch";
-    case StrategyKind::IsoLadder: return "iso+ladder";
+    case StrategyKind::None:
+      return "none";
+    case StrategyKind::Iso:
+      return "iso";
+    case StrategyKind::Ladder:
+      return "ladder";
+    case StrategyKind::ParallelBlock:
+      return "parallel-block";
+    case StrategyKind::GemmSplit:
+      return "gemm-split";
+    case StrategyKind::Microbatch:
+      return "microbatch";
+    case StrategyKind::IsoLadder:
+      return "iso+ladder";
   }
   return "?";
 }
 
 std::vector<StrategyKind> all_strategies() {
-  return {StrategyKind::None,      StrategyKind::Iso,           StrategyKind::Ladder,
-          StrategyKind::GemmSplit, StrategyKind::Microbatch,    StrategyKind::ParallelBlock,
+  return {StrategyKind::None,      StrategyKind::Iso,        StrategyKind::Ladder,
+          StrategyKind::GemmSplit, StrategyKind::Microbatch, StrategyKind::ParallelBlock,
           StrategyKind::IsoLadder};
 }
 
@@ -96,7 +103,8 @@ std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
     if (sum != seq) {
       throw InputError("--split", split,
                        "token counts sum to " + std::to_string(sum) + " but --seq is " +
-                           std::to_string(seq) + " (give counts summing to --seq, or ratios "
+                           std::to_string(seq) +
+                           " (give counts summing to --seq, or ratios "
                            "such as 0.45,0.55)");
     }
     return tokens;
@@ -104,13 +112,15 @@ std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
   double total = 0;
   for (double v : vals) total += v;
   if (std::abs(total - 1.0) > 1e-6) {
-    throw InputError("--split", split, "ratios must sum to 1, they sum to " + std::to_string(total));
+    throw InputError("--split", split,
+                     "ratios must sum to 1, they sum to " + std::to_string(total));
   }
   double cum = 0;
   std::int64_t prev = 0;
   for (std::size_t i = 0; i < vals.size(); ++i) {
     cum += vals[i];
-    const std::int64_t b = i + 1 == vals.size() ? seq : std::llround(cum * static_cast<double>(seq));
+    const std::int64_t b =
+        i + 1 == vals.size() ? seq : std::llround(cum * static_cast<double>(seq));
     if (b <= prev) {
       throw InputError("--split", split,
                        "chunk " + std::to_string(i + 1) + " would have no tokens at --seq " +
@@ -138,7 +148,8 @@ std::string not_applicable_reason(const Workload& w, const StrategySpec& s) {
         return "gemm-split needs at least --pieces (" + std::to_string(s.pieces) + ") rows";
       }
       break;
-    default: break;
+    default:
+      break;
   }
   return {};
 }
@@ -236,7 +247,8 @@ class GraphBuilder {
         op.flops = 0;
         op.bytes = 2.0 * 2.0 * e;
         break;
-      default: break;
+      default:
+        break;
     }
     op.deps = std::move(deps);
     return add(std::move(op));
@@ -321,9 +333,9 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
       sum += t;
     }
     if (c.size() < 2 || sum != w.seq) {
-      throw InputError("--split", std::to_string(sum),
-                       "iso needs >= 2 chunks whose tokens sum to --seq (" +
-                           std::to_string(w.seq) + ")");
+      throw InputError(
+          "--split", std::to_string(sum),
+          "iso needs >= 2 chunks whose tokens sum to --seq (" + std::to_string(w.seq) + ")");
     }
     std::int64_t at = pos0;
     for (std::size_t j = 0; j < c.size(); ++j) {
@@ -347,9 +359,9 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   }
   const bool ladder = spec.kind == StrategyKind::Ladder || spec.kind == StrategyKind::IsoLadder;
   if (ladder && (spec.ladder_layers < 0 || spec.ladder_layers > w.layers)) {
-    throw InputError("--ladder-layers", std::to_string(spec.ladder_layers),
-                     "must be between 0 (all layers) and --layers (" + std::to_string(w.layers) +
-                         ")");
+    throw InputError(
+        "--ladder-layers", std::to_string(spec.ladder_layers),
+        "must be between 0 (all layers) and --layers (" + std::to_string(w.layers) + ")");
   }
   const std::int64_t first_ladder_layer =
       !ladder ? w.layers : (spec.ladder_layers == 0 ? 0 : w.layers - spec.ladder_layers);
@@ -360,7 +372,8 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
     if (spec.kind == StrategyKind::ParallelBlock) {
       modules.push_back({ModuleType::Parallel, l, static_cast<std::int32_t>(modules.size()), 0});
     } else {
-      modules.push_back({ModuleType::Attention, l, static_cast<std::int32_t>(modules.size()), delay});
+      modules.push_back(
+          {ModuleType::Attention, l, static_cast<std::int32_t>(modules.size()), delay});
       modules.push_back({ModuleType::Mlp, l, static_cast<std::int32_t>(modules.size()), delay});
     }
   }
@@ -382,8 +395,8 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
       std::vector<std::int32_t> writers;
       for (std::size_t p = 0; p < it->ars.size(); ++p) {
         const Module& m = modules[static_cast<std::size_t>(it->module)];
-        const auto id = b.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d.hidden,
-                                  {it->ars[p]});
+        const auto id =
+            b.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d.hidden, {it->ars[p]});
         s.ops[static_cast<std::size_t>(id)].residual_of = m.index;
         writers.push_back(id);
       }
@@ -443,8 +456,8 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
       } else {  // parallel block: attention and MLP read one norm; down accumulates into o_proj
         const auto norm = b.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d.hidden, in);
         const auto attn = attention_part(norm);
-        const auto o = b.gemm(OpCode::OProj, g, m.layer, m.index, d.hidden,
-                              d.q_heads * d.head_dim, {attn});
+        const auto o =
+            b.gemm(OpCode::OProj, g, m.layer, m.index, d.hidden, d.q_heads * d.head_dim, {attn});
         const auto gu = b.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d.ffn, d.hidden, {norm});
         const auto act = b.rowwise(OpCode::SiluMul, g, m.layer, m.index, d.ffn, {gu});
         last_gemm(OpCode::Down, d.hidden, d.ffn, {act, o}, true);

@@ -5,7 +5,9 @@
 
 namespace tpo::sim {
 
-const char* phase_name(Phase p) { return p == Phase::Prefill ? "prefill" : "decode"; }
+const char* phase_name(Phase p) {
+  return p == Phase::Prefill ? "prefill" : "decode";
+}
 
 ShardDims validate_workload(const Workload& w) {
   const auto& m = w.model;
@@ -32,8 +34,10 @@ ShardDims validate_workload(const Workload& w) {
   }
   if (!(m.kv_heads % w.tp == 0 || w.tp % m.kv_heads == 0)) {
     throw InputError(m.origin, "num_key_value_heads",
-                     std::to_string(m.kv_heads) + " KV heads can be neither split nor replicated "
-                     "evenly over TP " + t);
+                     std::to_string(m.kv_heads) +
+                         " KV heads can be neither split nor replicated "
+                         "evenly over TP " +
+                         t);
   }
   if (w.batch < 1) throw InputError("--batch", std::to_string(w.batch), "must be >= 1");
   if (w.seq < 1) throw InputError("--seq", std::to_string(w.seq), "must be >= 1");

@@ -75,8 +75,8 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
   const auto r = tpo(small + "--compare");
   CHECK(r.code == 0);
-  for (const char* s : {"none", "iso", "ladder", "gemm-split", "microbatch", "parallel-block",
-                        "iso+ladder"}) {
+  for (const char* s :
+       {"none", "iso", "ladder", "gemm-split", "microbatch", "parallel-block", "iso+ladder"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
   CHECK(r.out.find("n/a: microbatch needs --batch >= 2") != std::string::npos);
@@ -85,16 +85,16 @@ TEST_CASE("compare lists every strategy, with n/a and the reason where one does 
 TEST_CASE("two runs write byte-identical JSON; the report has the documented fields") {
   const fs::path a = scratch() / "a.json", b = scratch() / "b.json", t = scratch() / "t.json";
   REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + a.string()).code == 0);
-  REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + b.string() + " --trace " +
-              t.string()).code == 0);
+  REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + b.string() + " --trace " + t.string())
+              .code == 0);
   const std::string ja = slurp(a);
   CHECK(!ja.empty());
   CHECK(ja == slurp(b));
-  for (const char* key : {"\"schema\": \"tpo.simulate/1\"", "\"tool_version\"", "\"git_sha\"",
-                          "\"options\"", "\"baseline_us\"", "\"speedup\"", "\"exposed_comm_us\"",
-                          "\"overlap_efficiency\"", "\"standalone_us\"", "\"start_us\"",
-                          "\"name\": \"qkv\"", "\"name\": \"o_proj\"", "\"name\": \"gate_up\"",
-                          "\"name\": \"down\"", "\"kind\": \"allreduce\""}) {
+  for (const char* key :
+       {"\"schema\": \"tpo.simulate/1\"", "\"tool_version\"", "\"git_sha\"", "\"options\"",
+        "\"baseline_us\"", "\"speedup\"", "\"exposed_comm_us\"", "\"overlap_efficiency\"",
+        "\"standalone_us\"", "\"start_us\"", "\"name\": \"qkv\"", "\"name\": \"o_proj\"",
+        "\"name\": \"gate_up\"", "\"name\": \"down\"", "\"kind\": \"allreduce\""}) {
     CAPTURE(key);
     CHECK(ja.find(key) != std::string::npos);
   }
@@ -141,8 +141,8 @@ TEST_CASE("bad input never leaves an output file behind") {
   const fs::path j = scratch() / "never.json", t = scratch() / "never.trace.json";
   fs::remove(j);
   fs::remove(t);
-  const auto r = tpo(small + "--strategy iso --split 1,2 --json " + j.string() + " --trace " +
-                     t.string());
+  const auto r =
+      tpo(small + "--strategy iso --split 1,2 --json " + j.string() + " --trace " + t.string());
   CHECK(r.code == 2);
   CHECK_FALSE(fs::exists(j));
   CHECK_FALSE(fs::exists(t));

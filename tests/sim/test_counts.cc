@@ -39,7 +39,7 @@ TEST_CASE("llama2-70b TP8 prefill 4096: GEMM, attention and all-reduce counts") 
   const Op& attn = find(s, OpCode::Attention, 0, 0);
   CHECK(attn.flops == 34368126976.0);  // 4 * 8 heads * 128 * 8,390,656
   CHECK(attn.bytes == 20971520.0);     // 2 * (2*4096*8*128 + 2*4096*1*128 + 2*4096*1*128)
-  CHECK(find(s, OpCode::OProj, 0, 0).flops == 68719476736.0);   // 2 * 4096 * 8192 * 1024
+  CHECK(find(s, OpCode::OProj, 0, 0).flops == 68719476736.0);    // 2 * 4096 * 8192 * 1024
   CHECK(find(s, OpCode::GateUp, 0, 0).flops == 481036337152.0);  // 2 * 4096 * 7168 * 8192
   CHECK(find(s, OpCode::Down, 0, 0).flops == 240518168576.0);    // 2 * 4096 * 8192 * 3584
   CHECK(find(s, OpCode::AllReduce, 0, 0).bytes == 67108864.0);   // 2 * 4096 * 8192
@@ -56,7 +56,7 @@ TEST_CASE("llama3.1-8b TP2 ISO chunk 2 (600 + 400 tokens): attention with a KV p
   CHECK(a2.flops == 2623078400.0);  // 4 * 16 * 128 * 320,200
   CHECK(a2.bytes == 6144000.0);     // 2 * (2*400*16*128 + 2*1000*4*128 + 2*400*4*128)
   const Op& q2 = find(s, OpCode::Qkv, 0, 1);
-  CHECK(q2.n == 3072);  // (16 + 2 * 4) * 128
+  CHECK(q2.n == 3072);               // (16 + 2 * 4) * 128
   CHECK(q2.flops == 10066329600.0);  // 2 * 400 * 3072 * 4096
   CHECK(find(s, OpCode::GateUp, 0, 1).n == 14336);
 }

@@ -11,8 +11,8 @@
 #include "toy.h"
 
 using namespace tpo::sim;
-using tpo::test::ToyCost;
 using tpo::test::toy_workload;
+using tpo::test::ToyCost;
 
 namespace {
 Timeline run(const Schedule& s, const CostModel& cm) {
@@ -174,7 +174,8 @@ TEST_CASE("every strategy builds a graph that runs to completion, prefill and de
       CHECK(tl.total_ns > 0);
       // Every dependency is respected.
       for (std::size_t i = 0; i < s.ops.size(); ++i) {
-        for (auto d : s.ops[i].deps) CHECK(tl.start_ns[i] >= tl.end_ns[static_cast<std::size_t>(d)]);
+        for (auto d : s.ops[i].deps)
+          CHECK(tl.start_ns[i] >= tl.end_ns[static_cast<std::size_t>(d)]);
       }
     }
   }

@@ -65,10 +65,15 @@ class ToyCost final : public sim::CostModel {
     switch (op.code) {
       case OpCode::Qkv:
       case OpCode::OProj:
-      case OpCode::Down: per = 2; break;
+      case OpCode::Down:
+        per = 2;
+        break;
       case OpCode::GateUp:
-      case OpCode::AllReduce: per = 3; break;
-      default: per = 1;
+      case OpCode::AllReduce:
+        per = 3;
+        break;
+      default:
+        per = 1;
     }
     return per * op.tokens();
   }
