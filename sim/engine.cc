@@ -13,14 +13,14 @@ namespace tpo::sim {
 // (finish time, sequence number of its last update) is moved in place when the op is
 // re-rated, so no stale event is ever popped.
 bool Engine::before(std::int32_t a, std::int32_t b) const {
-  const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
-  return finish_ns_[ia] != finish_ns_[ib] ? finish_ns_[ia] < finish_ns_[ib]
-                                          : key_seq_[ia] < key_seq_[ib];
+  const OpState& x = st_[static_cast<std::size_t>(a)];
+  const OpState& y = st_[static_cast<std::size_t>(b)];
+  return x.finish_ns != y.finish_ns ? x.finish_ns < y.finish_ns : x.key_seq < y.key_seq;
 }
 
 void Engine::place(std::size_t at, std::int32_t op) {
   heap_[at] = op;
-  heap_pos_[static_cast<std::size_t>(op)] = static_cast<std::int32_t>(at);
+  st_[static_cast<std::size_t>(op)].heap_pos = static_cast<std::int32_t>(at);
 }
 
 void Engine::sift_up(std::size_t at) {
@@ -49,21 +49,21 @@ void Engine::sift_down(std::size_t at) {
 }
 
 void Engine::push(std::int64_t time_ns, std::int32_t op) {
-  const auto i = static_cast<std::size_t>(op);
-  finish_ns_[i] = time_ns;
-  key_seq_[i] = seq_++;
-  if (heap_pos_[i] < 0) {
+  OpState& x = st_[static_cast<std::size_t>(op)];
+  x.finish_ns = time_ns;
+  x.key_seq = seq_++;
+  if (x.heap_pos < 0) {
     heap_.push_back(op);
     sift_up(heap_.size() - 1);
   } else {
-    sift_up(static_cast<std::size_t>(heap_pos_[i]));
-    sift_down(static_cast<std::size_t>(heap_pos_[i]));
+    sift_up(static_cast<std::size_t>(x.heap_pos));
+    sift_down(static_cast<std::size_t>(x.heap_pos));
   }
 }
 
 std::int32_t Engine::pop() {
   const std::int32_t top = heap_[0];
-  heap_pos_[static_cast<std::size_t>(top)] = -1;
+  st_[static_cast<std::size_t>(top)].heap_pos = -1;
   const std::int32_t last = heap_.back();
   heap_.pop_back();
   if (!heap_.empty()) {
@@ -76,10 +76,11 @@ std::int32_t Engine::pop() {
 void Engine::start(std::int32_t op, std::int64_t now) {
   const auto i = static_cast<std::size_t>(op);
   tl_.start_ns[i] = now;
-  remaining_ns_[i] = static_cast<double>(c_->standalone_ns[i]);
-  last_update_ns_[i] = now;
-  factor_[i] = 0;  // forces rerate() to schedule the finish
-  const std::int32_t g = op_stream_[i];
+  OpState& x = st_[i];
+  x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
+  x.last_update_ns = now;
+  x.factor = 0;  // forces rerate() to schedule the finish
+  const std::int32_t g = x.stream;
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = g / kStreamsPerRank;
   if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
@@ -94,7 +95,7 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
   const std::int32_t h = stream_head_[st];
   if (h >= stream_offset_[st + 1]) return;
   const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
-  if (pending_[static_cast<std::size_t>(op)] != 0) return;
+  if (st_[static_cast<std::size_t>(op)].pending != 0) return;
   stream_head_[st] = h + 1;
   start(op, now);
 }
@@ -102,15 +103,15 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
 // Sets the op's rate factor; when it changes, carries the remaining work over and schedules
 // the new finish time (rounded up to whole nanoseconds).
 void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
-  const auto i = static_cast<std::size_t>(op);
-  if (f == factor_[i]) return;
-  if (factor_[i] > 0) {
-    remaining_ns_[i] -= static_cast<double>(now - last_update_ns_[i]) / factor_[i];
-    if (remaining_ns_[i] < 0) remaining_ns_[i] = 0;
+  OpState& x = st_[static_cast<std::size_t>(op)];
+  if (f == x.factor) return;
+  if (x.factor > 0) {
+    x.remaining_ns -= static_cast<double>(now - x.last_update_ns) / x.factor;
+    if (x.remaining_ns < 0) x.remaining_ns = 0;
   }
-  last_update_ns_[i] = now;
-  factor_[i] = f;
-  const double left = remaining_ns_[i] * f - 1e-6;
+  x.last_update_ns = now;
+  x.factor = f;
+  const double left = x.remaining_ns * f - 1e-6;
   auto whole = static_cast<std::int64_t>(left);
   if (static_cast<double>(whole) < left) ++whole;
   push(now + (whole > 0 ? whole : 0), op);
@@ -121,23 +122,22 @@ void Engine::rerate(std::int32_t rank, std::int64_t now) {
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
   const std::int32_t a = running_[base], b = running_[base + 1];
   if (a >= 0) {
-    set_factor(
-        a,
-        b >= 0 ? c_->slowdown[static_cast<std::size_t>(a)][op_class_[static_cast<std::size_t>(b)]]
-               : 1.0,
-        now);
+    set_factor(a,
+               b >= 0
+                   ? c_->slowdown[static_cast<std::size_t>(a)][st_[static_cast<std::size_t>(b)].cls]
+                   : 1.0,
+               now);
   }
   if (b >= 0) {
-    set_factor(
-        b,
-        a >= 0 ? c_->slowdown[static_cast<std::size_t>(b)][op_class_[static_cast<std::size_t>(a)]]
-               : 1.0,
-        now);
+    set_factor(b,
+               a >= 0
+                   ? c_->slowdown[static_cast<std::size_t>(b)][st_[static_cast<std::size_t>(a)].cls]
+                   : 1.0,
+               now);
   }
 }
 
 const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
-  s_ = &s;
   c_ = &costs;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
@@ -150,9 +150,7 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   // One pass for counts and the compact per-op fields the loop reads, one to fill the
   // successor and per-stream lists (CSR). Buffers keep their capacity between runs.
   succ_offset_.assign(n + 1, 0);
-  pending_.resize(n);
-  op_stream_.resize(n);
-  op_class_.resize(n);
+  st_.resize(n);
   stream_offset_.assign(streams + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
@@ -163,13 +161,14 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
       }
       ++succ_offset_[static_cast<std::size_t>(d) + 1];
     }
-    pending_[i] = static_cast<std::int32_t>(op.deps.size());
+    OpState& x = st_[i];
+    x = OpState{0, 0, 0, -1, 0, -1, static_cast<std::int32_t>(op.deps.size()), 0, 0};
     const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
       throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
     }
-    op_stream_[i] = g;
-    op_class_[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
+    x.stream = g;
+    x.cls = static_cast<std::uint8_t>(slowdown_class(op.kind));
     ++stream_offset_[static_cast<std::size_t>(g) + 1];
   }
   for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
@@ -183,17 +182,11 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
       succ_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(d)]++)] =
           static_cast<std::int32_t>(i);
     }
-    const auto g = static_cast<std::size_t>(op_stream_[i]);
+    const auto g = static_cast<std::size_t>(st_[i].stream);
     stream_ops_[static_cast<std::size_t>(stream_head_[g]++)] = static_cast<std::int32_t>(i);
   }
   for (std::size_t g = 0; g < streams; ++g) stream_head_[g] = stream_offset_[g];
   running_.assign(streams, -1);
-  remaining_ns_.assign(n, 0);
-  factor_.assign(n, 0);
-  last_update_ns_.assign(n, 0);
-  finish_ns_.assign(n, -1);
-  key_seq_.assign(n, 0);
-  heap_pos_.assign(n, -1);
   rank_dirty_.assign(static_cast<std::size_t>(s.num_ranks), 0);
   dirty_ranks_.clear();
   heap_.clear();
@@ -214,10 +207,10 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   std::int64_t now = 0;
   while (!heap_.empty()) {
     const auto i = static_cast<std::size_t>(pop());
-    now = finish_ns_[i];
+    now = st_[i].finish_ns;
     tl_.end_ns[i] = now;
     ++done;
-    const std::int32_t g = op_stream_[i];
+    const std::int32_t g = st_[i].stream;
     running_[static_cast<std::size_t>(g)] = -1;
     const std::int32_t rank = g / kStreamsPerRank;
     if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
@@ -226,7 +219,7 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
     }
     for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
       const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
-      if (--pending_[sx] == 0) try_start(op_stream_[sx], now);
+      if (--st_[sx].pending == 0) try_start(st_[sx].stream, now);
     }
     try_start(g, now);
     settle(now);

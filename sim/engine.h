@@ -51,20 +51,26 @@ class Engine {
   };
   static void overlap_stats(Span compute, Span comm, Timeline& tl);
 
-  const Schedule* s_ = nullptr;
+  // Everything the event loop touches for one op, in one cache line.
+  struct OpState {
+    double remaining_ns;  // standalone-time work left
+    double factor;        // current slowdown (0 before the op starts)
+    std::int64_t last_update_ns;
+    std::int64_t finish_ns;  // heap key
+    std::uint32_t key_seq;   // heap tie-break: sequence number of the last key update
+    std::int32_t heap_pos;   // -1 when not in the heap
+    std::int32_t pending;    // dependencies not yet finished
+    std::int32_t stream;     // global stream index
+    std::uint8_t cls;        // slowdown_class of its kind
+  };
+
   const OpCosts* c_ = nullptr;
   Timeline tl_;
-  std::vector<std::int32_t> heap_, heap_pos_;
-  std::vector<std::uint32_t> key_seq_;
+  std::vector<OpState> st_;
+  std::vector<std::int32_t> heap_;
   std::uint32_t seq_ = 0;
-  std::vector<std::int32_t> succ_offset_, succ_;
-  std::vector<std::int32_t> pending_;
+  std::vector<std::int32_t> succ_offset_, succ_, fill_;
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_, running_;
-  std::vector<std::int32_t> op_stream_, fill_;
-  std::vector<std::uint8_t> op_class_;
-  std::vector<double> remaining_ns_, factor_;
-  std::vector<std::int64_t> last_update_ns_;
-  std::vector<std::int64_t> finish_ns_;
   std::vector<std::uint8_t> rank_dirty_;
   std::vector<std::int32_t> dirty_ranks_;
 };
