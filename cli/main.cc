@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  tpo simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare\n"
       "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
+      "  tpo plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 512:16384 --svg p.svg\n"
       "Run `tpo SUBCOMMAND --help` for a subcommand's options.");
   auto run_simulate = tpo::cli::add_simulate(app);
+  auto run_plan = tpo::cli::add_plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("simulate")) return run_simulate();
+    if (app.got_subcommand("plan")) return run_plan();
     return 2;
   } catch (const tpo::InputError& e) {
     std::cerr << "tpo: error: " << e.what() << "\n";

@@ -1,0 +1,134 @@
+// `tpo plan`: flags bound to planner::PlanOptions (or GenerateOptions for --scenario
+// generate), validated before any work; outputs written atomically at the end.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "planner/generate.h"
+#include "planner/plan.h"
+#include "planner/plan_report.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+
+namespace tpo::cli {
+
+namespace {
+
+struct PlanCli {
+  planner::PlanOptions plan;
+  std::string batch = "1";
+  std::string scenario = "sweep";
+  std::int64_t prompt = 1024;
+  std::int64_t new_tokens = 512;
+  bool seq_given = false;
+};
+
+int run_plan_cli(PlanCli& c) {
+  if (c.scenario == "generate") {
+    planner::GenerateOptions g;
+    g.model = c.plan.model;
+    g.hardware = c.plan.hardware;
+    g.tp = c.plan.tp;
+    g.prompt = c.prompt;
+    g.new_tokens = c.new_tokens;
+    g.batches = c.batch;
+    g.strategies = c.plan.strategies;
+    g.align = c.plan.align;
+    g.layers = c.plan.layers;
+    g.threads = c.plan.threads;
+    g.json_path = c.plan.json_path;
+    if (!c.plan.csv_path.empty() || !c.plan.svg_path.empty()) {
+      throw InputError("--csv/--svg", "", "are for prompt-length sweeps; --scenario generate "
+                                          "writes --json");
+    }
+    const auto r = planner::run_generate(g);
+    planner::print_generate(std::cout, r);
+    if (!g.json_path.empty()) {
+      write_file_atomic(g.json_path, planner::generate_json(r).dump(1) + "\n", "--json");
+      std::cout << "\nwrote " << g.json_path << "\n";
+    }
+    return 0;
+  }
+  if (c.scenario != "sweep") {
+    throw InputError("--scenario", c.scenario, "must be sweep (default) or generate");
+  }
+  try {
+    std::size_t used = 0;
+    c.plan.batch = std::stoll(c.batch, &used);
+    if (used != c.batch.size() || c.plan.batch < 1) throw std::invalid_argument("batch");
+  } catch (const std::exception&) {
+    throw InputError("--batch", c.batch,
+                     "must be one positive integer (lists of batch sizes are for --scenario "
+                     "generate)");
+  }
+  planner::Plan plan = planner::make_plan(c.plan);
+  planner::run_plan(plan);
+  planner::print_plan(std::cout, plan);
+  std::cout << "\n";
+  if (!c.plan.json_path.empty()) {
+    write_file_atomic(c.plan.json_path, planner::plan_json(plan).dump(1) + "\n", "--json");
+    std::cout << "wrote " << c.plan.json_path << "\n";
+  }
+  if (!c.plan.csv_path.empty()) {
+    write_file_atomic(c.plan.csv_path, planner::plan_csv(plan), "--csv");
+    std::cout << "wrote " << c.plan.csv_path << "\n";
+  }
+  if (!c.plan.svg_path.empty()) {
+    write_file_atomic(c.plan.svg_path, planner::plan_svg(plan), "--svg");
+    std::cout << "wrote " << c.plan.svg_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_plan(CLI::App& app) {
+  auto c = std::make_shared<PlanCli>();
+  auto& o = c->plan;
+  auto* sub = app.add_subcommand(
+      "plan",
+      "Find the best overlap strategy and ISO chunk split for each prompt length (predicted\n"
+      "with the analytical cost model). --scenario generate: prefill + decode tokens/s per\n"
+      "strategy and batch size, like the ladder-residual paper's benchmark.");
+  sub->add_option("--model", o.model, "Shipped model name, a tpo model JSON or a HF config.json")
+      ->capture_default_str();
+  sub->add_option("--hardware", o.hardware, "Shipped hardware name or a hardware JSON")
+      ->capture_default_str();
+  sub->add_option("--tp", o.tp, "Tensor-parallel degree")->capture_default_str();
+  sub->add_option("--seq", o.seq,
+                  "Prompt lengths: a list (1024,4096), a range doubling (512:32768) or with a "
+                  "factor (512:32768:1.5). In decode: context lengths")
+      ->capture_default_str();
+  sub->add_option("--batch", c->batch,
+                  "Requests per batch (sweep); with --scenario generate a list (1,4,16,64)")
+      ->capture_default_str();
+  sub->add_option("--phase", o.phase, "prefill or decode")->capture_default_str();
+  sub->add_option("--context", o.context, "Prefill: cached prefix tokens per request (0)");
+  sub->add_option("--strategies", o.strategies,
+                  "Comma list of strategies to consider (none is always included), or all")
+      ->capture_default_str();
+  sub->add_option("--max-chunks", o.max_chunks, "iso: try 2 .. N chunks")->capture_default_str();
+  sub->add_option("--align", o.align, "iso: chunk boundaries on multiples of this many tokens")
+      ->capture_default_str();
+  sub->add_option("--threshold", o.threshold,
+                  "Recommend overlap only if it beats none by more than this fraction")
+      ->capture_default_str();
+  sub->add_flag("--allow-arch-change", o.allow_arch_change,
+                "Let the planner choose ladder, iso+ladder and parallel-block, which change the "
+                "model (they need a model trained for them)");
+  sub->add_option("--layers", o.layers, "Plan with the first N layers only (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->capture_default_str();
+  sub->add_option("--scenario", c->scenario, "sweep (prompt lengths) or generate")
+      ->capture_default_str();
+  sub->add_option("--prompt", c->prompt, "generate: prompt tokens")->capture_default_str();
+  sub->add_option("--new-tokens", c->new_tokens, "generate: tokens generated per request")
+      ->capture_default_str();
+  sub->add_option("--json", o.json_path, "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
+  sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
+  sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");
+  sub->add_flag("--quiet", o.quiet, "No progress on stderr");
+  return [c] { return run_plan_cli(*c); };
+}
+
+}  // namespace tpo::cli

@@ -1,0 +1,239 @@
+// Generation scenario: prefill + decode steps per strategy and batch size.
+#include "planner/generate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+#include <atomic>
+#include <mutex>
+
+#include "planner/plan.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/version.h"
+
+namespace tpo::planner {
+
+using sim::StrategyKind;
+using sim::StrategySpec;
+
+namespace {
+
+std::vector<std::int64_t> parse_batches(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  for (std::string p; std::getline(ss, p, ',');) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != p.size() || v < 1) {
+      throw InputError("--batch", text, "'" + p + "' is not a positive integer");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) throw InputError("--batch", text, "give at least one batch size");
+  return out;
+}
+
+// Time of one graph, in ns.
+std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim::CostModel& cm,
+                     sim::Engine& engine) {
+  const sim::Schedule s = sim::build_schedule(w, spec);
+  return engine.run(s, sim::cost_schedule(s, cm)).total_ns;
+}
+
+GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::int64_t new_tokens,
+                       std::int64_t align, const sim::CostModel& cm) {
+  sim::Engine engine;
+  GenerateResult r;
+  r.strategy = sim::strategy_name(kind);
+  r.preserves_function = sim::preserves_function(kind);
+  // Prefill: the strategy where it applies (ISO with the planner's best 2-chunk split).
+  StrategySpec pre(kind);
+  if (kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) {
+    Evaluator ev(prefill_w, cm);
+    const SplitResult split = search_split(ev, kind, 2, align);
+    if (!split.chunks.empty()) {
+      pre.chunk_tokens = split.chunks;
+      r.detail = join_tokens(split.chunks);
+    }
+  }
+  if (!sim::not_applicable_reason(prefill_w, pre).empty() ||
+      ((kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) && pre.chunk_tokens.empty())) {
+    pre = StrategySpec(StrategyKind::None);
+  }
+  r.prefill_strategy = sim::strategy_name(pre.kind);
+  r.prefill_us = static_cast<double>(time_of(prefill_w, pre, cm, engine)) / 1e3;
+  // Decode: iso+ladder decodes with ladder; iso has nothing to cut in decode.
+  sim::Workload dw = prefill_w;
+  dw.phase = sim::Phase::Decode;
+  dw.seq = 1;
+  StrategySpec dec(kind == StrategyKind::IsoLadder ? StrategyKind::Ladder : kind);
+  dw.context = prefill_w.seq;
+  if (!sim::not_applicable_reason(dw, dec).empty()) dec = StrategySpec(StrategyKind::None);
+  r.decode_strategy = sim::strategy_name(dec.kind);
+  // Step time at context prompt + t, sampled at 9 points and interpolated linearly.
+  const std::int64_t last = new_tokens - 1;
+  std::vector<std::pair<std::int64_t, double>> samples;
+  for (int i = 0; i <= 8; ++i) {
+    const std::int64_t t = last * i / 8;
+    if (!samples.empty() && samples.back().first == t) continue;
+    dw.context = prefill_w.seq + t;
+    samples.emplace_back(t, static_cast<double>(time_of(dw, dec, cm, engine)) / 1e3);
+  }
+  double sum_us = 0;
+  std::size_t seg = 0;
+  for (std::int64_t t = 0; t <= last; ++t) {
+    while (seg + 1 < samples.size() && samples[seg + 1].first < t) ++seg;
+    if (samples.size() == 1) {
+      sum_us += samples[0].second;
+      continue;
+    }
+    const auto [t0, y0] = samples[seg];
+    const auto [t1, y1] = samples[std::min(seg + 1, samples.size() - 1)];
+    sum_us += t1 == t0 ? y0
+                       : y0 + (y1 - y0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
+  }
+  r.decode_step_us = sum_us / static_cast<double>(new_tokens);
+  r.total_us = r.prefill_us + sum_us;
+  r.tokens_per_s = static_cast<double>(prefill_w.batch * new_tokens) / (r.total_us * 1e-6);
+  return r;
+}
+
+}  // namespace
+
+GenerateReport run_generate(const GenerateOptions& o) {
+  if (o.prompt < 1) throw InputError("--prompt", std::to_string(o.prompt), "must be >= 1");
+  if (o.new_tokens < 1) {
+    throw InputError("--new-tokens", std::to_string(o.new_tokens), "must be >= 1");
+  }
+  if (!o.json_path.empty()) check_writable(o.json_path, "--json");
+  const auto batches = parse_batches(o.batches);
+  const auto kinds = parse_strategy_list(o.strategies);
+  sim::SimulateOptions so;
+  so.model = o.model;
+  so.hardware = o.hardware;
+  so.tp = o.tp;
+  so.seq = o.prompt;
+  so.layers = o.layers;
+  so.embed_head = true;  // the LM head is a real part of every decode step
+  GenerateReport rep;
+  rep.options = o;
+  std::vector<sim::Workload> ws;
+  for (auto b : batches) {
+    so.batch = b;
+    ws.push_back(sim::make_workload(so));
+    rep.batches.push_back({b, {}});
+    rep.batches.back().results.resize(kinds.size());
+  }
+  rep.model_name = ws.front().model.name;
+  rep.hardware_name = ws.front().hardware.name;
+  rep.layers = ws.front().layers;
+  const sim::AnalyticalCostModel cm(ws.front().hardware, ws.front().tp);
+  // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
+  // depend on the thread count.
+  const std::size_t jobs = batches.size() * kinds.size();
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex mu;
+  auto worker = [&] {
+    for (std::size_t j = next++; j < jobs; j = next++) {
+      const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
+      try {
+        rep.batches[bi].results[ki] = run_one(ws[bi], kinds[ki], o.new_tokens, o.align, cm);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::size_t threads = o.threads > 0 ? static_cast<std::size_t>(o.threads)
+                                      : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < std::min(threads, jobs); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  for (auto& b : rep.batches) {
+    const double base = b.results[0].tokens_per_s;
+    for (auto& r : b.results) r.speedup = base > 0 ? r.tokens_per_s / base : 0;
+  }
+  return rep;
+}
+
+void print_generate(std::ostream& os, const GenerateReport& r) {
+  const auto& o = r.options;
+  os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
+     << o.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
+     << " layers\n";
+  os << "predicted by the analytical cost model (not measured); tokens/s = batch x new tokens / "
+        "(prefill + decode)\n";
+  auto f = [](const char* fm, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fm, x);
+    return std::string(buf);
+  };
+  for (const auto& b : r.batches) {
+    os << "\nbatch " << b.batch << "\n";
+    os << std::left << std::setw(16) << "strategy" << std::setw(26) << "prefill / decode"
+       << std::right << std::setw(12) << "prefill_ms" << std::setw(16) << "decode_step_ms"
+       << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << "  model\n";
+    for (const auto& x : b.results) {
+      std::string phases = x.prefill_strategy;
+      if (!x.detail.empty() && x.prefill_strategy != "none") phases += " (" + x.detail + ")";
+      phases += " / " + x.decode_strategy;
+      os << std::left << std::setw(16) << x.strategy << std::setw(26) << phases << std::right
+         << std::setw(12) << f("%.3f", x.prefill_us / 1e3) << std::setw(16)
+         << f("%.4f", x.decode_step_us / 1e3) << std::setw(12) << f("%.1f", x.tokens_per_s)
+         << std::setw(9) << f("%.3fx", x.speedup) << "  "
+         << (x.preserves_function ? "same" : "changed") << "\n";
+    }
+  }
+}
+
+nlohmann::ordered_json generate_json(const GenerateReport& r) {
+  using ojson = nlohmann::ordered_json;
+  const auto& o = r.options;
+  ojson j;
+  j["schema"] = "tpo.generate/1";
+  j["tool_version"] = tool_version();
+  j["git_sha"] = git_sha();
+  j["kind"] = "predicted";
+  j["cost_model"] = "analytical";
+  j["options"] = ojson{{"model", o.model},           {"hardware", o.hardware},
+                       {"tp", o.tp},                 {"prompt", o.prompt},
+                       {"new_tokens", o.new_tokens}, {"batch", o.batches},
+                       {"strategies", o.strategies}, {"align", o.align},
+                       {"layers", o.layers}};
+  j["model"] = r.model_name;
+  j["hardware"] = r.hardware_name;
+  j["num_layers"] = r.layers;
+  j["embed_head"] = true;
+  ojson batches = ojson::array();
+  for (const auto& b : r.batches) {
+    ojson res = ojson::array();
+    for (const auto& x : b.results) {
+      res.push_back(ojson{{"strategy", x.strategy},
+                          {"prefill_strategy", x.prefill_strategy},
+                          {"decode_strategy", x.decode_strategy},
+                          {"detail", x.detail},
+                          {"preserves_function", x.preserves_function},
+                          {"prefill_us", x.prefill_us},
+                          {"decode_step_us", x.decode_step_us},
+                          {"total_us", x.total_us},
+                          {"tokens_per_s", x.tokens_per_s},
+                          {"speedup", x.speedup}});
+    }
+    batches.push_back(ojson{{"batch", b.batch}, {"results", std::move(res)}});
+  }
+  j["batches"] = std::move(batches);
+  return j;
+}
+
+}  // namespace tpo::planner

@@ -1,0 +1,58 @@
+// Generation scenarios like the ladder paper's benchmark: a prompt is prefilled, then
+// new tokens are decoded one step at a time; tokens/s = batch x new tokens / (prefill time +
+// all decode steps). Each strategy is used in the phases where it applies, `none` elsewhere
+// (ISO, for instance, only cuts prompts).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tpo::planner {
+
+struct GenerateOptions {
+  std::string model = "llama3-70b";
+  std::string hardware = "h100x8";
+  std::int64_t tp = 8;
+  std::int64_t prompt = 1024;
+  std::int64_t new_tokens = 512;
+  std::string batches = "1,4,16,64";
+  std::string strategies = "all";
+  std::int64_t align = 64;
+  std::int64_t layers = 0;
+  std::int64_t threads = 0;
+  std::string json_path;
+};
+
+struct GenerateResult {
+  std::string strategy;
+  std::string prefill_strategy, decode_strategy;  // what ran in each phase
+  std::string detail;                             // ISO chunks etc.
+  bool preserves_function = true;
+  double prefill_us = 0;
+  double decode_step_us = 0;  // mean over the generated tokens
+  double total_us = 0;
+  double tokens_per_s = 0;
+  double speedup = 0;  // tokens/s over none's
+};
+
+struct GenerateBatch {
+  std::int64_t batch = 1;
+  std::vector<GenerateResult> results;  // results[0] is none
+};
+
+struct GenerateReport {
+  GenerateOptions options;
+  std::string model_name, hardware_name;
+  std::int64_t layers = 0;
+  std::vector<GenerateBatch> batches;
+};
+
+GenerateReport run_generate(const GenerateOptions& o);
+void print_generate(std::ostream& os, const GenerateReport& r);
+nlohmann::ordered_json generate_json(const GenerateReport& r);
+
+}  // namespace tpo::planner

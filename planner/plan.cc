@@ -1,0 +1,373 @@
+// Planner search: candidates per point, ISO split search, the thread pool over points.
+#include "planner/plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/report.h"
+
+namespace tpo::planner {
+
+using sim::StrategyKind;
+using sim::StrategySpec;
+
+std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t align) {
+  auto num = [&](const std::string& s) -> double {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size() || !std::isfinite(v) || v <= 0) {
+      throw InputError("--seq", text, "'" + s + "' is not a positive number");
+    }
+    return v;
+  };
+  std::vector<std::int64_t> out;
+  if (text.find(':') != std::string::npos) {
+    std::vector<std::string> parts;
+    std::stringstream ss(text);
+    for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
+    if (parts.size() < 2 || parts.size() > 3) {
+      throw InputError("--seq", text, "a range is A:B (doubling) or A:B:FACTOR");
+    }
+    const double lo = num(parts[0]), hi = num(parts[1]);
+    const double f = parts.size() == 3 ? num(parts[2]) : 2.0;
+    if (lo > hi) throw InputError("--seq", text, "the range's start is above its end");
+    if (f <= 1.0) throw InputError("--seq", text, "the step factor must be > 1");
+    for (double x = lo; x <= hi * (1 + 1e-9); x *= f) {
+      auto v = static_cast<std::int64_t>(std::llround(x));
+      if (v >= align) v = (v + align / 2) / align * align;  // onto the grid
+      if (out.empty() || out.back() != v) out.push_back(v);
+      if (out.size() > 4096) throw InputError("--seq", text, "more than 4096 points");
+    }
+    // The range's end is always planned, even when the factor steps over it.
+    const auto end = static_cast<std::int64_t>(std::llround(hi));
+    if (out.back() < end) out.push_back(end);
+  } else {
+    std::stringstream ss(text);
+    for (std::string p; std::getline(ss, p, ',');) {
+      const double v = num(p);
+      if (v != std::floor(v)) throw InputError("--seq", text, "'" + p + "' is not an integer");
+      out.push_back(static_cast<std::int64_t>(v));
+    }
+  }
+  if (out.empty()) throw InputError("--seq", text, "no prompt lengths given");
+  return out;
+}
+
+std::vector<StrategyKind> parse_strategy_list(const std::string& text) {
+  if (text == "all") return sim::all_strategies();
+  std::vector<StrategyKind> out{StrategyKind::None};
+  std::stringstream ss(text);
+  for (std::string p; std::getline(ss, p, ',');) {
+    const auto k = sim::parse_strategy(p);
+    if (!k) {
+      std::string names;
+      for (auto s : sim::all_strategies()) {
+        if (!names.empty()) names += ", ";
+        names += sim::strategy_name(s);
+      }
+      throw InputError("--strategies", text, "unknown strategy '" + p + "' (choose from: " +
+                                                 names + ", or all)");
+    }
+    if (std::find(out.begin(), out.end(), *k) == out.end()) out.push_back(*k);
+  }
+  return out;
+}
+
+Evaluator::Evaluator(const sim::Workload& w, const sim::CostModel& cm) : w_(w), cm_(cm) {}
+
+std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec,
+                                std::int64_t* exposed) {
+  const sim::Schedule s = sim::build_schedule(w, spec);
+  const sim::OpCosts c = sim::cost_schedule(s, cm_);
+  const sim::Timeline& tl = engine_.run(s, c);
+  ++simulations_;
+  if (exposed) *exposed = tl.exposed_comm_ns;
+  return tl.total_ns;
+}
+
+Candidate Evaluator::full(const StrategySpec& spec) {
+  Candidate c;
+  c.spec = spec;
+  c.strategy = sim::strategy_name(spec.kind);
+  c.preserves_function = sim::preserves_function(spec.kind);
+  c.total_ns = time_ns(w_, spec, &c.exposed_comm_ns);
+  return c;
+}
+
+double Evaluator::surrogate_ns(const StrategySpec& spec) {
+  if (w_.layers <= 3) return static_cast<double>(time_ns(w_, spec, nullptr));
+  sim::Workload w = w_;
+  w.layers = 2;
+  const double t2 = static_cast<double>(time_ns(w, spec, nullptr));
+  w.layers = 3;
+  const double t3 = static_cast<double>(time_ns(w, spec, nullptr));
+  return t3 + static_cast<double>(w_.layers - 3) * (t3 - t2);
+}
+
+std::string join_tokens(const std::vector<std::int64_t>& v) {
+  std::string t;
+  for (auto x : v) {
+    if (!t.empty()) t += ',';
+    t += std::to_string(x);
+  }
+  return t;
+}
+
+namespace {
+
+std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, std::int64_t seq) {
+  std::vector<std::int64_t> c;
+  std::int64_t prev = 0;
+  for (auto b : bounds) {
+    c.push_back(b - prev);
+    prev = b;
+  }
+  c.push_back(seq - prev);
+  return c;
+}
+
+double score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& bounds) {
+  StrategySpec spec(kind, chunks_from(bounds, ev.workload().seq));
+  return ev.surrogate_ns(spec);
+}
+
+}  // namespace
+
+SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;  // boundaries align, 2 align, ... < seq
+  SplitResult best;
+  if (k < 2 || grid < k - 1) return best;
+  // Start from the grid point nearest the even split.
+  std::vector<std::int64_t> b(static_cast<std::size_t>(k - 1));
+  for (std::int64_t i = 0; i < k - 1; ++i) {
+    std::int64_t g = std::llround(static_cast<double>(seq) * static_cast<double>(i + 1) /
+                                  static_cast<double>(k) / static_cast<double>(align));
+    g = std::clamp<std::int64_t>(g, i + 1, grid - (k - 2 - i));
+    if (i > 0) g = std::max(g, b[static_cast<std::size_t>(i - 1)] / align + 1);
+    b[static_cast<std::size_t>(i)] = g * align;
+  }
+  double cur = score(ev, kind, b);
+  for (int round = 0; round < 8; ++round) {
+    bool improved = false;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
+      const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
+      std::int64_t best_pos = b[i];
+      for (std::int64_t p = lo; p <= hi; p += align) {
+        if (p == b[i]) continue;
+        auto trial = b;
+        trial[i] = p;
+        const double t = score(ev, kind, trial);
+        if (t < cur) {
+          cur = t;
+          best_pos = p;
+          improved = true;
+        }
+      }
+      b[i] = best_pos;
+    }
+    // One pass is exhaustive when there is a single boundary.
+    if (!improved || b.size() == 1) break;
+  }
+  best.chunks = chunks_from(b, seq);
+  best.score_ns = cur;
+  return best;
+}
+
+SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
+                              std::int64_t align) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;
+  SplitResult best;
+  best.score_ns = std::numeric_limits<double>::infinity();
+  if (k < 2 || grid < k - 1) return {};
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(k - 1));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i) + 1;
+  for (;;) {
+    std::vector<std::int64_t> b;
+    for (auto g : idx) b.push_back(g * align);
+    const double t = score(ev, kind, b);
+    if (t < best.score_ns) {
+      best.score_ns = t;
+      best.chunks = chunks_from(b, seq);
+    }
+    // Next combination of k-1 increasing grid indices in [1, grid].
+    std::int64_t i = static_cast<std::int64_t>(idx.size()) - 1;
+    while (i >= 0 && idx[static_cast<std::size_t>(i)] == grid - (k - 2 - i)) --i;
+    if (i < 0) break;
+    ++idx[static_cast<std::size_t>(i)];
+    for (std::size_t j = static_cast<std::size_t>(i) + 1; j < idx.size(); ++j) {
+      idx[j] = idx[j - 1] + 1;
+    }
+  }
+  return best;
+}
+
+Plan make_plan(const PlanOptions& o) {
+  if (o.align < 1) throw InputError("--align", std::to_string(o.align), "must be >= 1");
+  if (o.max_chunks < 2) {
+    throw InputError("--max-chunks", std::to_string(o.max_chunks), "must be >= 2");
+  }
+  if (o.max_chunks > 8) {
+    throw InputError("--max-chunks", std::to_string(o.max_chunks),
+                     "at most 8 (the split search grows with each chunk)");
+  }
+  if (!(o.threshold >= 0) || o.threshold >= 1) {
+    throw InputError("--threshold", std::to_string(o.threshold), "must be in [0, 1)");
+  }
+  if (o.threads < 0) throw InputError("--threads", std::to_string(o.threads), "must be >= 0");
+  parse_strategy_list(o.strategies);
+  for (const auto& [path, opt] : {std::pair{o.json_path, "--json"}, std::pair{o.csv_path, "--csv"},
+                                  std::pair{o.svg_path, "--svg"}}) {
+    if (!path.empty()) check_writable(path, opt);
+  }
+  Plan plan;
+  plan.options = o;
+  const auto seqs = parse_seq_list(o.seq, o.align);
+  sim::SimulateOptions so;
+  so.model = o.model;
+  so.hardware = o.hardware;
+  so.tp = o.tp;
+  so.phase = o.phase;
+  so.batch = o.batch;
+  so.context = o.context;
+  so.layers = o.layers;
+  for (auto s : seqs) {
+    so.seq = s;
+    const sim::Workload w = sim::make_workload(so);  // validates every point up front
+    if (plan.points.empty()) plan.workload = w;
+    PlanPoint p;
+    p.seq = s;
+    p.batch = o.batch;
+    plan.points.push_back(p);
+  }
+  plan.cost_model = "analytical";
+  return plan;
+}
+
+namespace {
+
+void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
+  const PlanOptions& o = plan.options;
+  sim::Workload w = plan.workload;
+  if (w.phase == sim::Phase::Prefill) {
+    w.seq = point.seq;
+  } else {
+    w.context = o.context < 0 ? point.seq : o.context;
+  }
+  Evaluator ev(w, cm);
+  Candidate none = ev.full(StrategySpec(StrategyKind::None));
+  none.detail.assign(1, '-');
+  point.candidates.push_back(none);
+  auto add = [&](Candidate c, std::string detail) {
+    c.detail = std::move(detail);
+    point.candidates.push_back(std::move(c));
+  };
+  for (StrategyKind k : parse_strategy_list(o.strategies)) {
+    StrategySpec spec(k);
+    switch (k) {
+      case StrategyKind::None: break;
+      case StrategyKind::Iso:
+      case StrategyKind::IsoLadder:
+        if (!sim::not_applicable_reason(w, spec).empty()) break;
+        for (std::int64_t c = 2; c <= o.max_chunks; ++c) {
+          const SplitResult r = search_split(ev, k, c, o.align);
+          if (r.chunks.empty()) continue;
+          StrategySpec s(k, r.chunks);
+          Candidate cand = ev.full(s);
+          add(cand, join_tokens(r.chunks));
+        }
+        break;
+      case StrategyKind::Ladder: {
+        add(ev.full(spec), "all layers");
+        if (w.layers >= 4) {
+          spec.ladder_layers = w.layers / 2;
+          add(ev.full(spec), "last " + std::to_string(spec.ladder_layers) + " layers");
+        }
+        break;
+      }
+      case StrategyKind::GemmSplit:
+        for (std::int64_t p : {2, 4, 8}) {
+          spec.pieces = p;
+          if (!sim::not_applicable_reason(w, spec).empty()) continue;
+          add(ev.full(spec), std::to_string(p) + " pieces");
+        }
+        break;
+      case StrategyKind::Microbatch:
+      case StrategyKind::ParallelBlock:
+        if (!sim::not_applicable_reason(w, spec).empty()) break;
+        add(ev.full(spec), k == StrategyKind::Microbatch ? "2 groups" : "-");
+        break;
+    }
+  }
+  point.none_ns = point.candidates[0].total_ns;
+  point.best = 0;
+  for (std::size_t i = 0; i < point.candidates.size(); ++i) {
+    Candidate& c = point.candidates[i];
+    c.speedup = c.total_ns > 0 ? static_cast<double>(point.none_ns) / static_cast<double>(c.total_ns)
+                               : 0;
+    c.allowed = c.preserves_function || o.allow_arch_change;
+    if (c.allowed && c.total_ns < point.candidates[point.best].total_ns) point.best = i;
+  }
+  // "Don't overlap" unless the winner beats none by more than the threshold.
+  if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
+  point.simulations = ev.simulations();
+}
+
+}  // namespace
+
+void run_plan(Plan& plan) {
+  const sim::AnalyticalCostModel cm(plan.workload.hardware, plan.workload.tp);
+  const std::size_t n = plan.points.size();
+  std::size_t threads = plan.options.threads > 0
+                            ? static_cast<std::size_t>(plan.options.threads)
+                            : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, n);
+  std::atomic<std::size_t> next{0}, done{0};
+  std::mutex err_mu;
+  std::exception_ptr error;
+  const bool progress = !plan.options.quiet && isatty(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        plan_point(plan, plan.points[i], cm);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (!error) error = std::current_exception();
+      }
+      const std::size_t d = ++done;
+      if (progress) {
+        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard<std::mutex> lock(err_mu);
+        std::fprintf(stderr, "\rplanning: %zu/%zu points, %.1f s elapsed, ETA %.1f s   ", d, n, el,
+                     el / static_cast<double>(d) * static_cast<double>(n - d));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (progress) std::fprintf(stderr, "\r%70s\r", "");
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace tpo::planner

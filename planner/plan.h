@@ -1,0 +1,110 @@
+// The planner: for each workload point (prompt length, batch), search the strategies and
+// ISO chunk splits, keep every candidate's predicted time, and pick the best one that the
+// user allows — or "don't overlap" when nothing beats `none` by the threshold.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/simulate.h"
+#include "sim/strategy.h"
+#include "sim/workload.h"
+
+namespace tpo::planner {
+
+struct PlanOptions {
+  std::string model = "llama2-70b";
+  std::string hardware = "rtx4090x8";
+  std::int64_t tp = 8;
+  std::string phase = "prefill";
+  std::string seq = "512:16384";  // a list "1024,4096" or a range "A:B" (x2) / "A:B:F" (xF)
+  std::int64_t batch = 1;
+  std::int64_t context = -1;
+  std::string strategies = "all";  // comma list of strategy names, or "all"
+  std::int64_t max_chunks = 3;
+  std::int64_t align = 64;
+  double threshold = 0.02;  // overlap must beat none by more than this fraction
+  bool allow_arch_change = false;
+  std::int64_t layers = 0;
+  std::int64_t threads = 0;  // 0: all cores
+  std::string json_path, csv_path, svg_path;
+  bool quiet = false;  // no progress on stderr
+};
+
+struct Candidate {
+  sim::StrategySpec spec;
+  std::string strategy;  // strategy name
+  std::string detail;    // "2253,1843" / "last 40 layers" / "4 pieces"
+  std::int64_t total_ns = 0;
+  std::int64_t exposed_comm_ns = 0;
+  double speedup = 0;  // none / this
+  bool preserves_function = true;
+  bool allowed = true;  // false: changes the model and --allow-arch-change is off
+};
+
+struct PlanPoint {
+  std::int64_t seq = 0;
+  std::int64_t batch = 1;
+  std::int64_t none_ns = 0;
+  std::vector<Candidate> candidates;  // candidates[0] is none
+  std::size_t best = 0;               // index into candidates; 0 means don't overlap
+  std::int64_t simulations = 0;       // graphs timed for this point
+};
+
+struct Plan {
+  PlanOptions options;
+  sim::Workload workload;  // of the first point; seq differs per point
+  std::string cost_model;
+  std::vector<PlanPoint> points;
+};
+
+// Parses --seq: "4096", "1024,2048", "512:32768" (powers of two), "512:32768:1.5" (factor,
+// rounded to the alignment grid). Throws InputError naming --seq.
+std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t align);
+std::vector<sim::StrategyKind> parse_strategy_list(const std::string& text);
+
+// Validates everything (configs, ranges, output paths) before any work.
+Plan make_plan(const PlanOptions& o);
+// Runs the search for every point, on o.threads threads; the result does not depend on the
+// thread count.
+void run_plan(Plan& plan);
+
+// Times candidates. ISO split search scores a split by its 2- and 3-layer timelines,
+// extrapolated to all layers (layers are identical, so the pipeline repeats after the first
+// layer); the best split per chunk count is then timed in full.
+class Evaluator {
+ public:
+  Evaluator(const sim::Workload& w, const sim::CostModel& cm);
+  Candidate full(const sim::StrategySpec& spec);
+  double surrogate_ns(const sim::StrategySpec& spec);
+  std::int64_t simulations() const { return simulations_; }
+  const sim::Workload& workload() const { return w_; }
+
+ private:
+  std::int64_t time_ns(const sim::Workload& w, const sim::StrategySpec& spec,
+                       std::int64_t* exposed);
+  sim::Workload w_;
+  const sim::CostModel& cm_;
+  sim::Engine engine_;
+  std::int64_t simulations_ = 0;
+};
+
+struct SplitResult {
+  std::vector<std::int64_t> chunks;
+  double score_ns = 0;
+};
+// Chunk boundaries lie on multiples of `align`. k = 2: every boundary. k > 2: coordinate
+// descent from the even split: each boundary in turn is moved to its best grid position
+// between its neighbours, until a full round improves nothing. Empty when the grid has
+// fewer than k - 1 boundaries.
+SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k,
+                         std::int64_t align);
+std::string join_tokens(const std::vector<std::int64_t>& v);  // "2253,1843"
+
+// Every combination of boundaries (for tests on small cases).
+SplitResult brute_force_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k,
+                              std::int64_t align);
+
+}  // namespace tpo::planner

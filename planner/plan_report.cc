@@ -1,0 +1,319 @@
+// Plan reporters and the plan loader.
+#include "planner/plan_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/report.h"
+#include "sim/version.h"
+
+namespace tpo::planner {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+std::string length_label(std::int64_t n) {
+  if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
+  return std::to_string(n);
+}
+const char* length_name(const Plan& p) {
+  return p.workload.phase == sim::Phase::Prefill ? "prompt" : "context";
+}
+// Best candidate that changes the model, when the user did not allow those.
+const Candidate* best_arch_change(const PlanPoint& p) {
+  const Candidate* b = nullptr;
+  for (const auto& c : p.candidates) {
+    if (!c.allowed && (!b || c.total_ns < b->total_ns)) b = &c;
+  }
+  return b;
+}
+}  // namespace
+
+void print_plan(std::ostream& os, const Plan& plan) {
+  const auto& w = plan.workload;
+  os << "tpo plan — " << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
+     << sim::phase_name(w.phase) << ", batch " << plan.options.batch << ", " << w.layers
+     << " layers\n";
+  os << "predicted by the " << plan.cost_model << " cost model (not measured); overlap must beat "
+     << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
+  os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best"
+     << std::setw(20) << "chunks" << std::right << std::setw(13) << "predicted_ms"
+     << std::setw(10) << "none_ms" << std::setw(9) << "speedup" << std::setw(17)
+     << "exposed_comm_ms";
+  const bool show_arch = !plan.options.allow_arch_change;
+  if (show_arch) os << "  if the model may change";
+  os << "\n";
+  for (const auto& p : plan.points) {
+    const Candidate& b = p.candidates[p.best];
+    os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy << std::setw(20)
+       << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
+       << fmt("%.3f", us(b.total_ns) / 1e3) << std::setw(10) << fmt("%.3f", us(p.none_ns) / 1e3)
+       << std::setw(9) << fmt("%.3fx", b.speedup) << std::setw(17)
+       << fmt("%.3f", us(b.exposed_comm_ns) / 1e3);
+    if (show_arch) {
+      if (const Candidate* a = best_arch_change(p); a && a->total_ns < b.total_ns) {
+        os << "  " << a->strategy << " " << fmt("%.3fx", a->speedup);
+      }
+    }
+    os << "\n";
+  }
+  if (show_arch) {
+    os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "
+          "shown, not chosen.\nPass --allow-arch-change to let the planner pick them.\n";
+  }
+}
+
+ojson plan_json(const Plan& plan) {
+  const auto& w = plan.workload;
+  const auto& o = plan.options;
+  auto cand_json = [](const Candidate& c) {
+    return ojson{{"strategy", c.strategy},
+                 {"detail", c.detail},
+                 {"chunks", c.spec.chunk_tokens},
+                 {"params", ojson{{"ladder_layers", c.spec.ladder_layers}, {"pieces", c.spec.pieces}}},
+                 {"total_us", us(c.total_ns)},
+                 {"speedup", c.speedup},
+                 {"exposed_comm_us", us(c.exposed_comm_ns)},
+                 {"preserves_function", c.preserves_function},
+                 {"allowed", c.allowed}};
+  };
+  ojson j;
+  j["schema"] = "tpo.plan/1";
+  j["tool_version"] = tool_version();
+  j["git_sha"] = git_sha();
+  j["kind"] = "predicted";
+  j["cost_model"] = plan.cost_model;
+  j["options"] = ojson{{"model", o.model},
+                       {"hardware", o.hardware},
+                       {"tp", o.tp},
+                       {"phase", o.phase},
+                       {"seq", o.seq},
+                       {"batch", o.batch},
+                       {"context", o.context},
+                       {"strategies", o.strategies},
+                       {"max_chunks", o.max_chunks},
+                       {"align", o.align},
+                       {"threshold", o.threshold},
+                       {"allow_arch_change", o.allow_arch_change},
+                       {"layers", o.layers}};
+  j["model"] = sim::model_json(w.model);
+  j["hardware"] = sim::hardware_json(w.hardware);
+  j["tp"] = w.tp;
+  j["phase"] = sim::phase_name(w.phase);
+  j["batch"] = o.batch;
+  j["num_layers"] = w.layers;
+  ojson lookup = ojson::array();
+  ojson points = ojson::array();
+  for (const auto& p : plan.points) {
+    const Candidate& b = p.candidates[p.best];
+    lookup.push_back(ojson{{"seq_len", p.seq},
+                           {"batch", p.batch},
+                           {"strategy", b.strategy},
+                           {"chunks", b.spec.chunk_tokens},
+                           {"params", ojson{{"ladder_layers", b.spec.ladder_layers},
+                                            {"pieces", b.spec.pieces}}},
+                           {"predicted_us", us(b.total_ns)},
+                           {"none_us", us(p.none_ns)},
+                           {"speedup", b.speedup}});
+    ojson cands = ojson::array();
+    for (const auto& c : p.candidates) cands.push_back(cand_json(c));
+    points.push_back(ojson{{"seq_len", p.seq},
+                           {"batch", p.batch},
+                           {"none_us", us(p.none_ns)},
+                           {"best", p.best},
+                           {"overlap", p.best != 0},
+                           {"simulations", p.simulations},
+                           {"candidates", std::move(cands)}});
+  }
+  j["lookup"] = std::move(lookup);
+  j["points"] = std::move(points);
+  return j;
+}
+
+std::string plan_csv(const Plan& plan) {
+  std::ostringstream os;
+  os << "seq_len,batch,strategy,detail,total_us,speedup,exposed_comm_us,preserves_function,"
+        "allowed,best\n";
+  for (const auto& p : plan.points) {
+    for (std::size_t i = 0; i < p.candidates.size(); ++i) {
+      const Candidate& c = p.candidates[i];
+      os << p.seq << ',' << p.batch << ',' << c.strategy << ",\"" << c.detail << "\","
+         << fmt("%.3f", us(c.total_ns)) << ',' << fmt("%.5f", c.speedup) << ','
+         << fmt("%.3f", us(c.exposed_comm_ns)) << ',' << (c.preserves_function ? 1 : 0) << ','
+         << (c.allowed ? 1 : 0) << ',' << (i == p.best ? 1 : 0) << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string plan_svg(const Plan& plan) {
+  // One line per strategy: its best variant's speedup at each length.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::pair<std::int64_t, double>>> lines;
+  std::map<std::string, bool> changes_model;
+  for (const auto& p : plan.points) {
+    std::map<std::string, double> best;
+    for (const auto& c : p.candidates) {
+      if (std::find(order.begin(), order.end(), c.strategy) == order.end()) {
+        order.push_back(c.strategy);
+      }
+      changes_model[c.strategy] = !c.preserves_function;
+      best[c.strategy] = std::max(best[c.strategy], c.speedup);
+    }
+    for (const auto& [s, v] : best) lines[s].emplace_back(p.seq, v);
+  }
+  const double W = 940, H = 500, L = 70, R = 270, T = 50, B = 60;
+  const double pw = W - L - R, ph = H - T - B;
+  double xmin = std::log2(static_cast<double>(plan.points.front().seq));
+  double xmax = std::log2(static_cast<double>(plan.points.back().seq));
+  if (xmax - xmin < 1e-9) {
+    xmin -= 0.5;
+    xmax += 0.5;
+  }
+  double ymin = 1.0, ymax = 1.0;
+  for (const auto& [s, pts] : lines) {
+    for (auto [x, y] : pts) {
+      ymin = std::min(ymin, y);
+      ymax = std::max(ymax, y);
+    }
+  }
+  const double step = (ymax - ymin) > 0.6 ? 0.2 : ((ymax - ymin) > 0.25 ? 0.1 : 0.05);
+  ymin = std::floor(ymin / step) * step - (ymin <= 1.0 ? 0 : 0);
+  ymax = std::ceil(ymax / step + 1e-9) * step;
+  if (ymax - ymin < step) ymax = ymin + step;
+  auto X = [&](std::int64_t n) {
+    return L + (std::log2(static_cast<double>(n)) - xmin) / (xmax - xmin) * pw;
+  };
+  auto Y = [&](double v) { return T + (ymax - v) / (ymax - ymin) * ph; };
+  const char* palette[] = {"#444444", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+                           "#8c564b", "#e377c2"};
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+     << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  const auto& w = plan.workload;
+  os << "<text x=\"" << L << "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Predicted speedup "
+     << "over no overlap — " << w.model.name << ", " << w.hardware.name << ", TP " << w.tp
+     << "</text>\n";
+  os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
+     << plan.options.batch << "; analytical cost model, not measured; best variant of each "
+     << "strategy</text>\n";
+  // Grid and y ticks.
+  for (double v = ymin; v <= ymax + 1e-9; v += step) {
+    os << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << Y(v) << "\" y2=\"" << Y(v)
+       << "\" stroke=\"" << (std::abs(v - 1.0) < 1e-9 ? "#888" : "#e5e5e5") << "\"/>\n";
+    os << "<text x=\"" << L - 8 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">"
+       << fmt("%.2f", v) << "×</text>\n";
+  }
+  for (const auto& p : plan.points) {
+    os << "<line x1=\"" << X(p.seq) << "\" x2=\"" << X(p.seq) << "\" y1=\"" << T << "\" y2=\""
+       << T + ph << "\" stroke=\"#f0f0f0\"/>\n";
+    os << "<text x=\"" << X(p.seq) << "\" y=\"" << T + ph + 18 << "\" text-anchor=\"middle\">"
+       << length_label(p.seq) << "</text>\n";
+  }
+  os << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
+     << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  os << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">"
+     << length_name(plan) << " length (tokens, log scale)</text>\n";
+  os << "<text transform=\"translate(18," << T + ph / 2
+     << ") rotate(-90)\" text-anchor=\"middle\">speedup over none (predicted)</text>\n";
+  int li = 0;
+  for (const auto& s : order) {
+    const auto& pts = lines[s];
+    const char* colour = palette[li % 8];
+    const bool dashed = changes_model[s];
+    os << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\""
+       << (dashed ? " stroke-dasharray=\"6,4\"" : "") << " points=\"";
+    for (auto [x, y] : pts) os << fmt("%.1f", X(x)) << "," << fmt("%.1f", Y(y)) << " ";
+    os << "\"/>\n";
+    for (auto [x, y] : pts) {
+      os << "<circle cx=\"" << fmt("%.1f", X(x)) << "\" cy=\"" << fmt("%.1f", Y(y))
+         << "\" r=\"3\" fill=\"" << colour << "\"><title>" << s << " at " << x << ": "
+         << fmt("%.3f", y) << "×</title></circle>\n";
+    }
+    const double ly = T + 10 + 20 * li;
+    os << "<line x1=\"" << L + pw + 15 << "\" x2=\"" << L + pw + 40 << "\" y1=\"" << ly
+       << "\" y2=\"" << ly << "\" stroke=\"" << colour << "\" stroke-width=\"2\""
+       << (dashed ? " stroke-dasharray=\"6,4\"" : "") << "/>\n";
+    os << "<text x=\"" << L + pw + 46 << "\" y=\"" << ly + 4 << "\">" << s
+       << (dashed ? " (changes model)" : "") << "</text>\n";
+    ++li;
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+const LoadedPlanEntry& LoadedPlan::lookup(std::int64_t seq) const {
+  const LoadedPlanEntry* best = &entries.front();
+  for (const auto& e : entries) {
+    if (e.seq <= seq) best = &e;
+  }
+  return *best;
+}
+
+LoadedPlan load_plan(const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  const JsonObject o(j, path, "");
+  if (o.string("schema") != "tpo.plan/1") {
+    throw InputError(path, "schema", "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
+  }
+  LoadedPlan p;
+  const JsonObject opts = o.object("options");
+  p.model = opts.string("model");
+  p.hardware = opts.string("hardware");
+  p.tp = o.integer("tp");
+  p.phase = o.string("phase");
+  if (!j.at("lookup").is_array() || j.at("lookup").empty()) {
+    throw InputError(path, "lookup", "must be a non-empty array");
+  }
+  for (std::size_t i = 0; i < j.at("lookup").size(); ++i) {
+    const JsonObject e(j.at("lookup").at(i), path, "lookup[" + std::to_string(i) + "]");
+    LoadedPlanEntry le;
+    le.seq = e.integer("seq_len");
+    le.batch = e.integer("batch");
+    le.strategy = e.string("strategy");
+    if (!sim::parse_strategy(le.strategy)) {
+      throw InputError(path, e.field("strategy"), "unknown strategy '" + le.strategy + "'");
+    }
+    if (!e.raw().contains("chunks") || !e.raw().at("chunks").is_array()) {
+      throw InputError(path, e.field("chunks"), "must be an array of token counts");
+    }
+    std::int64_t sum = 0;
+    for (const auto& c : e.raw().at("chunks")) {
+      if (!c.is_number_integer() || c.get<std::int64_t>() < 1) {
+        throw InputError(path, e.field("chunks"), "token counts must be positive integers");
+      }
+      le.chunks.push_back(c.get<std::int64_t>());
+      sum += le.chunks.back();
+    }
+    if ((le.strategy == "iso" || le.strategy == "iso+ladder") &&
+        (le.chunks.size() < 2 || sum != le.seq)) {
+      throw InputError(path, e.field("chunks"),
+                       "iso chunks must be >= 2 and sum to seq_len (" + std::to_string(le.seq) + ")");
+    }
+    const JsonObject params = e.object("params");
+    le.ladder_layers = params.raw().value("ladder_layers", std::int64_t{0});
+    le.pieces = params.raw().value("pieces", std::int64_t{4});
+    le.total_us = e.number("predicted_us");
+    le.none_us = e.number("none_us");
+    if (!p.entries.empty() && le.seq <= p.entries.back().seq) {
+      throw InputError(path, e.field("seq_len"), "lookup entries must be sorted by seq_len");
+    }
+    p.entries.push_back(std::move(le));
+  }
+  return p;
+}
+
+}  // namespace tpo::planner
