@@ -333,8 +333,10 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
 
 }  // namespace
 
-void run_plan(Plan& plan) {
-  const sim::AnalyticalCostModel cm(plan.workload.hardware, plan.workload.tp);
+void run_plan(Plan& plan, const sim::CostModel* override_cm) {
+  const sim::AnalyticalCostModel analytical(plan.workload.hardware, plan.workload.tp);
+  const sim::CostModel& cm = override_cm ? *override_cm : analytical;
+  if (override_cm) plan.cost_model = override_cm->name();
   const std::size_t n = plan.points.size();
   std::size_t threads = plan.options.threads > 0
                             ? static_cast<std::size_t>(plan.options.threads)

@@ -68,8 +68,8 @@ std::vector<sim::StrategyKind> parse_strategy_list(const std::string& text);
 // Validates everything (configs, ranges, output paths) before any work.
 Plan make_plan(const PlanOptions& o);
 // Runs the search for every point, on o.threads threads; the result does not depend on the
-// thread count.
-void run_plan(Plan& plan);
+// thread count. `cm` overrides the analytical cost model (tests, profiles).
+void run_plan(Plan& plan, const sim::CostModel* cm = nullptr);
 
 // Times candidates. ISO split search scores a split by its 2- and 3-layer timelines,
 // extrapolated to all layers (layers are identical, so the pipeline repeats after the first
