@@ -1,6 +1,7 @@
 // The analytical cost model. GEMMs: the output is cut into tiles that run in waves over the
 // SMs (so 2253 tokens cost a whole extra wave, not 0.55 x 4096), each tile at a per-SM peak
-// times an efficiency that falls with small K, bounded below by the time to move the bytes.
+// times an efficiency that falls with small K, bounded below by the time to move the bytes;
+// when there are fewer tiles than SMs, K is split over the idle SMs (split-K).
 // Attention: exact causal-with-prefix FLOPs and bytes, roofline. Norms and elementwise ops:
 // bytes / bandwidth. All-reduce: latency + bus bytes / bus bandwidth, hierarchical across
 // nodes. A launch overhead is added to every kernel. Efficiencies are the hardware file's.
@@ -36,8 +37,16 @@ double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const std::int64_t tiles =
       ((m + hw_.gemm_tile_m - 1) / hw_.gemm_tile_m) * ((n + hw_.gemm_tile_n - 1) / hw_.gemm_tile_n);
-  const std::int64_t waves = (tiles + hw_.sms - 1) / hw_.sms;
-  const double kd = static_cast<double>(k);
+  // With fewer output tiles than SMs (decode, thin chunks) libraries split K across the idle
+  // SMs (split-K, at least kMinSplitDepth deep per split) instead of leaving them empty.
+  constexpr std::int64_t kMinSplitDepth = 256;
+  std::int64_t splits = 1;
+  if (tiles < hw_.sms) {
+    splits = std::max<std::int64_t>(1, std::min(hw_.sms / tiles, k / kMinSplitDepth));
+  }
+  const std::int64_t ctas = tiles * splits;
+  const std::int64_t waves = (ctas + hw_.sms - 1) / hw_.sms;
+  const double kd = static_cast<double>(k) / static_cast<double>(splits);
   const double eff = hw_.gemm_max_efficiency * kd / (kd + hw_.gemm_k_half);
   const double tile_flops = 2.0 * static_cast<double>(hw_.gemm_tile_m * hw_.gemm_tile_n) * kd;
   const double sm_flops_per_ns = hw_.bf16_dense_tflops * 1e3 / static_cast<double>(hw_.sms);

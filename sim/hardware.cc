@@ -15,11 +15,6 @@ std::vector<std::string> shipped_hardware() {
   return list_shipped("hardware");
 }
 
-std::int64_t HardwareConfig::max_tp() const {
-  // Without an inter-node link, one node; with one, we allow up to 64 nodes.
-  return inter.cls == "none" ? gpus_per_node : gpus_per_node * 64;
-}
-
 namespace {
 
 LinkConfig parse_link(const JsonObject& o) {
@@ -81,6 +76,11 @@ HardwareConfig load_hardware(const std::string& spec) {
     throw InputError(path, "node.link.class", "a node needs a link between its GPUs");
   }
   h.inter = parse_link(o.object("inter_node"));
+  h.nodes = o.integer_or("nodes", 1);
+  if (h.nodes > 1 && h.inter.cls == "none") {
+    throw InputError(path, "inter_node.class", "is none but the machine has " +
+                                                   std::to_string(h.nodes) + " nodes");
+  }
   const JsonObject inter = o.object("interference");
   h.compute_under_comm = parse_slowdown(inter.object("compute_slowdown_under_comm"));
   h.comm_under_compute = parse_slowdown(inter.object("comm_slowdown_under_compute"));

@@ -41,12 +41,13 @@ struct HardwareConfig {
   double attention_max_efficiency = 0;
   double memory_efficiency = 0;
   std::int64_t gpus_per_node = 0;
+  std::int64_t nodes = 1;
   LinkConfig intra;
   LinkConfig inter;  // cls == "none" for single-node machines
   SlowdownByKind compute_under_comm;
   SlowdownByKind comm_under_compute;
 
-  std::int64_t max_tp() const;  // GPUs in the machine (one node unless inter-node is given)
+  std::int64_t max_tp() const { return gpus_per_node * nodes; }  // GPUs in the machine
 };
 
 HardwareConfig load_hardware(const std::string& spec);

@@ -104,6 +104,14 @@ void check_writable(const std::string& path, const std::string& option) {
     throw InputError(option, path, "folder '" + dir.string() + "' does not exist");
   }
   if (fs::is_directory(p, ec)) throw InputError(option, path, "is a folder, give a file name");
+  // Try the very temporary file the final write will use, so an unwritable place fails now,
+  // before any work and before any other output is written.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream probe(tmp, std::ios::binary | std::ios::trunc);
+    if (!probe) throw InputError(option, path, "cannot be written (permissions?)");
+  }
+  fs::remove(tmp, ec);
 }
 
 void write_file_atomic(const std::string& path, const std::string& content,

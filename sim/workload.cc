@@ -1,6 +1,8 @@
 // Workload validation: every impossible combination is reported with the field to fix.
 #include "sim/workload.h"
 
+#include <cstdio>
+
 #include "sim/error.h"
 
 namespace tpo::sim {
@@ -49,6 +51,12 @@ ShardDims validate_workload(const Workload& w) {
     throw InputError("--layers", std::to_string(w.layers),
                      "must be between 1 and the model's " + std::to_string(m.num_layers));
   }
+  constexpr std::int64_t kMaxTokens = std::int64_t{1} << 31;
+  if (w.batch > kMaxTokens || w.seq > kMaxTokens || w.context > kMaxTokens ||
+      w.batch * (w.seq + w.context) > kMaxTokens) {
+    throw InputError("--batch", std::to_string(w.batch),
+                     "batch x (seq + context) tokens exceeds 2^31; nothing that large fits a GPU");
+  }
   ShardDims d;
   d.q_heads = m.heads / w.tp;
   d.kv_heads = m.kv_heads >= w.tp ? m.kv_heads / w.tp : 1;
@@ -56,6 +64,29 @@ ShardDims validate_workload(const Workload& w) {
   d.hidden = m.hidden;
   d.ffn = m.ffn / w.tp;
   d.vocab = (m.vocab + w.tp - 1) / w.tp;
+  // Does it fit? bf16 weights of the whole model's shard plus the KV cache per GPU.
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const double per_layer = static_cast<double>(d.hidden * d.qkv_n() +
+                                               d.q_heads * d.head_dim * d.hidden +
+                                               3 * d.hidden * d.ffn + 2 * d.hidden);
+  const double weights =
+      2.0 * (static_cast<double>(m.num_layers) * per_layer + 2.0 * static_cast<double>(d.vocab * d.hidden));
+  const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) *
+                    static_cast<double>(w.seq + w.context) * static_cast<double>(m.num_layers) *
+                    static_cast<double>(d.kv_heads * d.head_dim);
+  if (weights + kv > w.hardware.memory_gib * gib) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "needs %.1f GiB per GPU (bf16 weights %.1f + KV cache %.1f) but a %s has "
+                  "%.1f GiB; ",
+                  (weights + kv) / gib, weights / gib, kv / gib, w.hardware.gpu_name.c_str(),
+                  w.hardware.memory_gib);
+    if (weights > w.hardware.memory_gib * gib) {
+      throw InputError("--tp", t, std::string(msg) + "raise --tp or choose larger GPUs");
+    }
+    throw InputError("--batch", std::to_string(w.batch),
+                     std::string(msg) + "lower --batch, --seq or --context");
+  }
   return d;
 }
 

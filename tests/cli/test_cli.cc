@@ -126,6 +126,10 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
       {small + "--strategy ladder --ladder-layers 99", "--ladder-layers"},
       {small + "--json /no/such/dir/r.json", "folder '/no/such/dir' does not exist"},
       {"simulate --tp notanumber", "--tp"},
+      {"simulate --model llama3.1-405b --hardware h100x8 --tp 8", "raise --tp"},
+      {"simulate --batch 4096 --seq 32768", "lower --batch"},
+      {"simulate --batch 100000000 --seq 1000000", "exceeds 2^31"},
+      {"simulate --model llama3.1-405b --hardware h100x16 --tp 64", "exceeds the GPUs"},
       {"simulate --frobnicate", "frobnicate"},
   };
   for (const auto& c : cases) {
@@ -147,4 +151,9 @@ TEST_CASE("bad input never leaves an output file behind") {
   CHECK_FALSE(fs::exists(j));
   CHECK_FALSE(fs::exists(t));
   CHECK_FALSE(fs::exists(j.string() + ".tmp"));
+  // A good --json with an unwritable --trace: nothing is written at all.
+  const auto r2 = tpo(small + "--layers 1 --json " + j.string() + " --trace /proc/tpo.trace.json");
+  CHECK(r2.code == 2);
+  CHECK(r2.out.find("/proc/tpo.trace.json") != std::string::npos);
+  CHECK_FALSE(fs::exists(j));
 }

@@ -88,6 +88,9 @@ TEST_CASE("TP that does not divide the heads is rejected, naming the model field
   o.model = "llama2-70b";
   o.tp = 16;  // one node of 8
   CHECK(error_of([&] { make_workload(o); }).find("--tp") != std::string::npos);
+  o.hardware = "h100x16";
+  o.tp = 32;  // two nodes of 8
+  CHECK(error_of([&] { make_workload(o); }).find("exceeds the GPUs") != std::string::npos);
 }
 
 TEST_CASE("every shipped hardware file loads and cites a source for each block of numbers") {
@@ -105,7 +108,8 @@ TEST_CASE("every shipped hardware file loads and cites a source for each block o
     CHECK(j.at("node").at("link").contains("source"));
     CHECK(j.at("inter_node").contains("source"));
   }
-  CHECK(load_hardware("h100x16").max_tp() >= 16);
+  CHECK(load_hardware("h100x16").max_tp() == 16);
+  CHECK(load_hardware("h100x8").max_tp() == 8);
 }
 
 TEST_CASE("bad hardware files name the field") {

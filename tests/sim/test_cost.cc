@@ -15,6 +15,26 @@ TEST_CASE("GEMM time follows wave quantization of 128x128 tiles over the SMs") {
   CHECK(cm.gemm_ns(1, 1, 1, 0) == doctest::Approx(32768));      // a partial tile costs a tile
 }
 
+TEST_CASE("few tiles: K is split over idle SMs; a decode GEMM is bound by its bytes") {
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 8;
+  const AnalyticalCostModel cm(hw, 2);
+  // One 128x128 tile, K = 1024: 4 splits of 256 over the 8 SMs, one wave of 2*128*128*256.
+  CHECK(cm.gemm_ns(1, 128, 1024, 0) == doctest::Approx(2.0 * 128 * 128 * 256 / (0.002e3 / 8)));
+  // Llama-3-70B decode qkv on an H100 (m = 1, n = 1280, k = 8192): moving its 21 MB of
+  // weights at 3.35 TB/s x 0.83 takes ~7.6 us, and that is what bounds it.
+  HardwareConfig h100 = hw;
+  h100.sms = 132;
+  h100.bf16_dense_tflops = 989.4;
+  h100.gemm_max_efficiency = 0.79;
+  h100.gemm_k_half = 128;
+  h100.memory_bandwidth_gbps = 3350;
+  h100.memory_efficiency = 0.83;
+  const AnalyticalCostModel h(h100, 8);
+  const double bytes = 2.0 * (8192.0 + 8192.0 * 1280 + 1280);
+  CHECK(h.gemm_ns(1, 1280, 8192, bytes) == doctest::Approx(bytes / (3350 * 0.83)));
+}
+
 TEST_CASE("GEMM efficiency falls for small K, and memory bounds thin GEMMs") {
   auto hw = tpo::test::toy_hardware();
   hw.gemm_k_half = 64;
