@@ -38,8 +38,9 @@ int run_plan_cli(PlanCli& c) {
     g.threads = c.plan.threads;
     g.json_path = c.plan.json_path;
     if (!c.plan.csv_path.empty() || !c.plan.svg_path.empty()) {
-      throw InputError("--csv/--svg", "", "are for prompt-length sweeps; --scenario generate "
-                                          "writes --json");
+      throw InputError("--csv/--svg", "",
+                       "are for prompt-length sweeps; --scenario generate "
+                       "writes --json");
     }
     const auto r = planner::run_generate(g);
     planner::print_generate(std::cout, r);
@@ -124,7 +125,8 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--prompt", c->prompt, "generate: prompt tokens")->capture_default_str();
   sub->add_option("--new-tokens", c->new_tokens, "generate: tokens generated per request")
       ->capture_default_str();
-  sub->add_option("--json", o.json_path, "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
+  sub->add_option("--json", o.json_path,
+                  "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
   sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");
   sub->add_flag("--quiet", o.quiet, "No progress on stderr");

@@ -95,6 +95,35 @@ int run_simulate(const sim::SimulateOptions& o) {
   return 0;
 }
 
+// Options that would be silently ignored are errors: the user meant something by them.
+void check_given(const sim::SimulateOptions& o, const CLI::App& sub) {
+  auto given = [&](const char* name) { return sub.count(name) > 0; };
+  const bool iso = o.strategy == "iso" || o.strategy == "iso+ladder";
+  const bool ladder = o.strategy == "ladder" || o.strategy == "iso+ladder";
+  if (given("--context") && o.context < 0) {
+    throw InputError("--context", std::to_string(o.context), "must be >= 0");
+  }
+  if (o.phase == "decode" && given("--seq") && given("--context")) {
+    throw InputError("--seq", std::to_string(o.seq),
+                     "in decode --seq only stands in for --context; give one of them");
+  }
+  if (o.pieces < 2) throw InputError("--pieces", std::to_string(o.pieces), "must be >= 2");
+  if (o.ladder_layers < 0) {
+    throw InputError("--ladder-layers", std::to_string(o.ladder_layers), "must be >= 0");
+  }
+  if (o.compare) return;  // --compare uses each option for the strategies it concerns
+  if (!iso && (given("--chunks") || given("--split"))) {
+    throw InputError(given("--split") ? "--split" : "--chunks", "",
+                     "applies to --strategy iso or iso+ladder, not " + o.strategy);
+  }
+  if (!ladder && given("--ladder-layers")) {
+    throw InputError("--ladder-layers", "", "applies to --strategy ladder or iso+ladder");
+  }
+  if (o.strategy != "gemm-split" && given("--pieces")) {
+    throw InputError("--pieces", "", "applies to --strategy gemm-split");
+  }
+}
+
 }  // namespace
 
 std::function<int()> add_simulate(CLI::App& app) {
@@ -146,7 +175,10 @@ std::function<int()> add_simulate(CLI::App& app) {
   sub->add_option("--json", opts->json_path, "Write the report (schema tpo.simulate/1) to FILE");
   sub->add_option("--trace", opts->trace_path,
                   "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
-  return [opts] { return run_simulate(*opts); };
+  return [opts, sub] {
+    check_given(*opts, *sub);
+    return run_simulate(*opts);
+  };
 }
 
 }  // namespace tpo::cli

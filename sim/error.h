@@ -10,8 +10,8 @@ namespace tpo {
 
 class InputError : public std::runtime_error {
  public:
-  // where: a file path or a command-line option such as "--split"; field: the JSON key or
-  // option value at fault (may be empty); what: what is wrong and, ideally, how to fix it.
+  // where: a file path or a command-line option such as "--split"; field: the JSON key, or
+  // for an option the value given (may be empty); what: what is wrong and how to fix it.
   InputError(std::string where, std::string field, const std::string& what)
       : std::runtime_error(format(where, field, what)),
         where_(std::move(where)),
@@ -23,8 +23,11 @@ class InputError : public std::runtime_error {
  private:
   static std::string format(const std::string& where, const std::string& field,
                             const std::string& what) {
+    // An option reads "--tp 3: ...", a file "path: field 'gpu.sms': ...".
     std::string s = where;
-    if (!field.empty()) s += ": field '" + field + "'";
+    if (!field.empty()) {
+      s += where.starts_with("--") ? " " + field : ": field '" + field + "'";
+    }
     return s + ": " + what;
   }
   std::string where_;

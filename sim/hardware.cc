@@ -78,8 +78,8 @@ HardwareConfig load_hardware(const std::string& spec) {
   h.inter = parse_link(o.object("inter_node"));
   h.nodes = o.integer_or("nodes", 1);
   if (h.nodes > 1 && h.inter.cls == "none") {
-    throw InputError(path, "inter_node.class", "is none but the machine has " +
-                                                   std::to_string(h.nodes) + " nodes");
+    throw InputError(path, "inter_node.class",
+                     "is none but the machine has " + std::to_string(h.nodes) + " nodes");
   }
   const JsonObject inter = o.object("interference");
   h.compute_under_comm = parse_slowdown(inter.object("compute_slowdown_under_comm"));

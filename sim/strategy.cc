@@ -382,7 +382,10 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   std::vector<std::vector<std::int32_t>> residual_writers(segs.size());
   if (w.embed_head) {
     Segment all{0, -1, 0, w.batch, pos0, pos1};
-    const auto e = b.rowwise(OpCode::Embed, all, -1, -1, d.hidden, {});
+    // A vocab-parallel embedding: each rank gathers the rows of its vocabulary slice, and an
+    // all-reduce sums them. (The LM head's logits gather, B x vocab values, is not modelled.)
+    std::int32_t e = b.rowwise(OpCode::Embed, all, -1, -1, d.hidden, {});
+    if (w.tp > 1) e = b.allreduce(all, -1, -1, e);
     for (auto& rw : residual_writers) rw = {e};
   }
   std::vector<PendingResidual> pending;

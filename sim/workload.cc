@@ -66,11 +66,11 @@ ShardDims validate_workload(const Workload& w) {
   d.vocab = (m.vocab + w.tp - 1) / w.tp;
   // Does it fit? bf16 weights of the whole model's shard plus the KV cache per GPU.
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  const double per_layer = static_cast<double>(d.hidden * d.qkv_n() +
-                                               d.q_heads * d.head_dim * d.hidden +
-                                               3 * d.hidden * d.ffn + 2 * d.hidden);
-  const double weights =
-      2.0 * (static_cast<double>(m.num_layers) * per_layer + 2.0 * static_cast<double>(d.vocab * d.hidden));
+  const double per_layer =
+      static_cast<double>(d.hidden * d.qkv_n() + d.q_heads * d.head_dim * d.hidden +
+                          3 * d.hidden * d.ffn + 2 * d.hidden);
+  const double weights = 2.0 * (static_cast<double>(m.num_layers) * per_layer +
+                                2.0 * static_cast<double>(d.vocab * d.hidden));
   const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) *
                     static_cast<double>(w.seq + w.context) * static_cast<double>(m.num_layers) *
                     static_cast<double>(d.kv_heads * d.head_dim);

@@ -72,6 +72,10 @@ TEST_CASE("bad model files name the file and the field") {
   e = error_of([] { load_model(data + "/does_not_exist.json"); });
   CHECK(e.find("does_not_exist.json") != std::string::npos);
   CHECK(e.find("cannot open") != std::string::npos);
+  e = error_of([] { load_model(data + "/bad_typo_model.json"); });
+  CHECK(e.find("field 'hed_dim'") != std::string::npos);
+  e = error_of([] { load_model(data + "/hf_moe_config.json"); });
+  CHECK(e.find("field 'num_local_experts'") != std::string::npos);
   e = error_of([] { load_model("llama-9000"); });
   CHECK(e.find("--model") != std::string::npos);
   CHECK(e.find("llama2-70b") != std::string::npos);  // lists what is shipped

@@ -68,6 +68,23 @@ TEST_CASE("iso with 2 chunks of 4 tokens on the toy model matches the hand-deriv
   CHECK(tl.exposed_comm_ns == 8);
 }
 
+TEST_CASE("iso across a layer boundary: next layer's attention(c1) runs beside AR(mlp, c2)") {
+  // Continuing the timeline above into layer 1: r(M1) 112-116, A1' 116-140 while AR(M2)
+  // runs 112-124; AR(A1') 140-152; r(M2) 140-144; A2' 144-168; AR(A2') 168-180;
+  // r(A1') 168-172; M1' 172-200; AR(M1') 200-212; r(A2') 200-204; M2' 204-232;
+  // r(M1') 232-236; AR(M2') 232-244; r(M2') 244-248.
+  const auto w = toy_workload(8, 2);
+  const Schedule s = build_schedule(w, {StrategyKind::Iso, {4, 4}});
+  const Timeline tl = run(s, ToyCost());
+  CHECK(end_of(s, tl, OpCode::AllReduce, 1, 1) == 124);
+  CHECK(end_of(s, tl, OpCode::ResidualAdd, 0, 1) == 116);
+  CHECK(end_of(s, tl, OpCode::OProj, 0, 2) == 140);
+  CHECK(end_of(s, tl, OpCode::ResidualAdd, 1, 1) == 144);
+  CHECK(end_of(s, tl, OpCode::AllReduce, 0, 2) == 152);
+  CHECK(end_of(s, tl, OpCode::Down, 1, 3) == 232);
+  CHECK(tl.total_ns == 248);
+}
+
 TEST_CASE("iso: chunk j's attention depends on the qkv of every earlier chunk") {
   const auto w = toy_workload(12);
   const Schedule s = build_schedule(w, {StrategyKind::Iso, {4, 4, 4}});
