@@ -31,6 +31,8 @@ build: configure
 
 demo: build
 	@mkdir -p results/demo
+	$(TPO) plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 512:16384 \
+	  --json results/demo/plan.json --csv results/demo/plan.csv --svg results/demo/plan.svg
 	$(TPO) simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare \
 	  --json results/demo/simulate-compare.json --trace results/demo/simulate-compare.trace.json
 

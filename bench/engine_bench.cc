@@ -108,5 +108,3 @@ void BM_BarePriorityQueuePushAllPopAll(benchmark::State& state) {
 BENCHMARK(BM_BarePriorityQueuePushAllPopAll)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

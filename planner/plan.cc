@@ -112,12 +112,20 @@ Candidate Evaluator::full(const StrategySpec& spec) {
 
 double Evaluator::surrogate_ns(const StrategySpec& spec) {
   if (w_.layers <= 3) return static_cast<double>(time_ns(w_, spec, nullptr));
+  // Three layers; every further layer repeats the steady-state step between the starts of
+  // layers 1 and 2 (the first op of each layer).
   sim::Workload w = w_;
-  w.layers = 2;
-  const double t2 = static_cast<double>(time_ns(w, spec, nullptr));
   w.layers = 3;
-  const double t3 = static_cast<double>(time_ns(w, spec, nullptr));
-  return t3 + static_cast<double>(w_.layers - 3) * (t3 - t2);
+  const sim::Schedule s = sim::build_schedule(w, spec);
+  const sim::Timeline& tl = engine_.run(s, sim::cost_schedule(s, cm_));
+  ++simulations_;
+  std::int64_t start1 = -1, start2 = -1;
+  for (std::size_t i = 0; i < s.ops.size() && start2 < 0; ++i) {
+    if (s.ops[i].layer == 1 && start1 < 0) start1 = tl.start_ns[i];
+    if (s.ops[i].layer == 2) start2 = tl.start_ns[i];
+  }
+  return static_cast<double>(tl.total_ns) +
+         static_cast<double>(w_.layers - 3) * static_cast<double>(start2 - start1);
 }
 
 std::string join_tokens(const std::vector<std::int64_t>& v) {
@@ -347,8 +355,15 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   std::exception_ptr error;
   const bool progress = !plan.options.quiet && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
+  // Longest prompts first, so that the last job to finish is a short one.
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return plan.points[a].seq > plan.points[b].seq;
+  });
   auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
+    for (std::size_t j = next++; j < n; j = next++) {
+      const std::size_t i = order[j];
       try {
         plan_point(plan, plan.points[i], cm);
       } catch (...) {

@@ -71,9 +71,9 @@ Plan make_plan(const PlanOptions& o);
 // thread count. `cm` overrides the analytical cost model (tests, profiles).
 void run_plan(Plan& plan, const sim::CostModel* cm = nullptr);
 
-// Times candidates. ISO split search scores a split by its 2- and 3-layer timelines,
-// extrapolated to all layers (layers are identical, so the pipeline repeats after the first
-// layer); the best split per chunk count is then timed in full.
+// Times candidates. ISO split search scores a split by a 3-layer timeline extrapolated to
+// all layers (layers are identical, so the pipeline repeats: each extra layer adds the step
+// between the starts of layers 1 and 2); the best split per chunk count is then timed in full.
 class Evaluator {
  public:
   Evaluator(const sim::Workload& w, const sim::CostModel& cm);

@@ -163,3 +163,64 @@ TEST_CASE("bad input never leaves an output file behind") {
   CHECK(r2.out.find("/proc/tpo.trace.json") != std::string::npos);
   CHECK_FALSE(fs::exists(j));
 }
+
+TEST_CASE("plan: a table a person can act on, and JSON, CSV and SVG files") {
+  const fs::path j = scratch() / "plan.json", c = scratch() / "plan.csv",
+                 v = scratch() / "plan.svg";
+  const auto r =
+      tpo("plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 1024:4096 "
+          "--layers 8 --max-chunks 2 --quiet --json " +
+          j.string() + " --csv " + c.string() + " --svg " + v.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("prompt") != std::string::npos);
+  CHECK(r.out.find("speedup") != std::string::npos);
+  for (const char* len : {"\n1024 ", "\n2048 ", "\n4096 "})
+    CHECK(r.out.find(len) != std::string::npos);
+  CHECK(slurp(j).find("\"schema\": \"tpo.plan/1\"") != std::string::npos);
+  CHECK(slurp(c).rfind("seq_len,batch,strategy", 0) == 0);
+  const std::string svg = slurp(v);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("speedup over none") != std::string::npos);
+  CHECK(svg.find("polyline") != std::string::npos);
+}
+
+TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s") {
+  const fs::path j = scratch() / "gen.json";
+  const auto r =
+      tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 "
+          "--prompt 256 --new-tokens 16 --batch 1,4 --layers 4 --strategies ladder "
+          "--json " +
+          j.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("tokens/s") != std::string::npos);
+  const std::string js = slurp(j);
+  for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
+                          "\"tokens_per_s\"", "\"speedup\""}) {
+    CHECK(js.find(key) != std::string::npos);
+  }
+}
+
+TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
+  const fs::path j = scratch() / "never-plan.json";
+  fs::remove(j);
+  const std::pair<std::string, std::string> cases[] = {
+      {"plan --seq 4096:512", "--seq 4096:512: the range's start is above its end"},
+      {"plan --seq 512:4096:1", "step factor must be > 1"},
+      {"plan --seq abc", "'abc' is not a positive number"},
+      {"plan --max-chunks 1", "--max-chunks 1: must be >= 2"},
+      {"plan --align 0", "--align 0"},
+      {"plan --strategies iso,warp", "unknown strategy 'warp'"},
+      {"plan --batch 1,4", "lists of batch sizes are for --scenario generate"},
+      {"plan --scenario dream", "--scenario dream"},
+      {"plan --threshold 2", "--threshold"},
+      {"plan --scenario generate --new-tokens 0", "--new-tokens 0"},
+      {"plan --model llama-30b --tp 8", "num_attention_heads"},
+  };
+  for (const auto& [args, expect] : cases) {
+    CAPTURE(args);
+    const auto r = tpo(args + " --json " + j.string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find(expect) != std::string::npos);
+    CHECK_FALSE(fs::exists(j));
+  }
+}

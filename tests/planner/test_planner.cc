@@ -85,12 +85,16 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the 2-3 layer surrogate is exact for identical layers of a steady pipeline") {
+TEST_CASE("the 3-layer surrogate matches the full timeline for identical layers") {
   const test::ToyCost cm(1.0, 1.0);
-  auto w = test::toy_workload(256, 4);
-  Evaluator ev(w, cm);
-  const sim::StrategySpec spec(StrategyKind::Iso, {96, 160});
-  CHECK(ev.surrogate_ns(spec) == doctest::Approx(static_cast<double>(ev.full(spec).total_ns)));
+  for (std::int64_t layers : {4, 6}) {
+    auto w = test::toy_workload(256, layers);
+    Evaluator ev(w, cm);
+    for (const auto& chunks : {std::vector<std::int64_t>{96, 160}, {128, 128}, {200, 56}}) {
+      const sim::StrategySpec spec(StrategyKind::Iso, chunks);
+      CHECK(ev.surrogate_ns(spec) == doctest::Approx(static_cast<double>(ev.full(spec).total_ns)));
+    }
+  }
 }
 
 TEST_CASE("none is chosen when communication is negligible") {

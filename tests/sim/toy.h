@@ -10,7 +10,7 @@ inline sim::ModelConfig toy_model() {
   sim::ModelConfig m;
   m.name = "toy";
   m.origin = "toy.json";
-  m.num_layers = 4;
+  m.num_layers = 8;
   m.hidden = 64;
   m.heads = 4;
   m.kv_heads = 2;
