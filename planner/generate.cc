@@ -181,14 +181,14 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   };
   for (const auto& b : r.batches) {
     os << "\nbatch " << b.batch << "\n";
-    os << std::left << std::setw(16) << "strategy" << std::setw(26) << "prefill / decode"
+    os << std::left << std::setw(16) << "strategy" << std::setw(36) << "prefill / decode"
        << std::right << std::setw(12) << "prefill_ms" << std::setw(16) << "decode_step_ms"
        << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << "  model\n";
     for (const auto& x : b.results) {
       std::string phases = x.prefill_strategy;
       if (!x.detail.empty() && x.prefill_strategy != "none") phases += " (" + x.detail + ")";
       phases += " / " + x.decode_strategy;
-      os << std::left << std::setw(16) << x.strategy << std::setw(26) << phases << std::right
+      os << std::left << std::setw(16) << x.strategy << std::setw(36) << phases << std::right
          << std::setw(12) << f("%.3f", x.prefill_us / 1e3) << std::setw(16)
          << f("%.4f", x.decode_step_us / 1e3) << std::setw(12) << f("%.1f", x.tokens_per_s)
          << std::setw(9) << f("%.3fx", x.speedup) << "  "
