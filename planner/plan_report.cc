@@ -49,7 +49,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
   os << "predicted by the " << plan.cost_model << " cost model (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best"
-     << std::setw(20) << "chunks" << std::right << std::setw(13) << "predicted_ms"
+     << std::setw(20) << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
      << std::setw(10) << "none_ms" << std::setw(9) << "speedup" << std::setw(17)
      << "exposed_comm_ms";
   const bool show_arch = !plan.options.allow_arch_change;
