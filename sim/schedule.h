@@ -50,8 +50,9 @@ struct Op {
   std::int64_t kv_prefix =
       0;  // attention: KV tokens before seq_begin (cached context + earlier chunks)
   // GEMM: shape m x n x k (m = token rows). Attention: m = query tokens, n = local query
-  // heads, k = head dim.
+  // heads, k = head dim. Norms and elementwise ops: m = rows, n = width.
   std::int64_t m = 0, n = 0, k = 0;
+  std::int32_t kv_heads = 0;  // attention: local KV heads
   double flops = 0;
   double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds

@@ -227,6 +227,8 @@ class GraphBuilder {
   std::int32_t rowwise(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
                        std::int64_t width, std::vector<std::int32_t> deps) {
     Op op = base(code, g, layer, module);
+    op.m = g.tokens();
+    op.n = width;
     const double e = static_cast<double>(g.tokens()) * static_cast<double>(width);
     switch (code) {
       case OpCode::AttnNorm:
@@ -267,6 +269,7 @@ class GraphBuilder {
     op.m = g.tokens();
     op.n = d_.q_heads;
     op.k = d_.head_dim;
+    op.kv_heads = static_cast<std::int32_t>(d_.kv_heads);
     op.flops = 4.0 * r * hq * hd * pairs;  // QK^T and PV, 2 FLOPs per multiply-add each
     // Q read + O write, K/V of prefix and chunk read, K/V of the chunk written to the cache.
     op.bytes = 2.0 * r * (2.0 * q * hq * hd + 2.0 * (p + q) * hkv * hd + 2.0 * q * hkv * hd);

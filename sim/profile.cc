@@ -1,0 +1,181 @@
+// Profile JSON in both directions; the writer and the reader sit side by side so the schema
+// cannot drift.
+#include "sim/profile.h"
+
+#include "sim/error.h"
+#include "sim/json_io.h"
+
+namespace tpo::sim {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+ojson timing_json(const Timing& t) {
+  return ojson{{"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us},
+               {"reps", t.reps}};
+}
+
+Timing timing_from(const JsonObject& o) {
+  Timing t;
+  t.median_us = o.number("median_us", /*positive=*/false);
+  t.min_us = o.number_or("min_us", t.median_us, false);
+  t.max_us = o.number_or("max_us", t.median_us, false);
+  t.reps = o.integer_or("reps", 1);
+  return t;
+}
+
+template <class F>
+void each(const nlohmann::json& j, const std::string& file, const std::string& key, F f) {
+  if (!j.contains(key)) return;
+  const auto& arr = j.at(key);
+  if (!arr.is_array()) throw InputError(file, key, "must be an array");
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    f(JsonObject(arr.at(i), file, key + "[" + std::to_string(i) + "]"));
+  }
+}
+
+}  // namespace
+
+ojson profile_to_json(const Profile& p) {
+  ojson j;
+  j["schema"] = "tpo.profile/1";
+  j["kind"] = "measured";
+  j["tool_version"] = p.tool_version;
+  j["git_sha"] = p.git_sha;
+  j["date"] = p.date;
+  j["device"] = p.device;
+  j["options"] = p.options;
+  j["dtype"] = p.dtype;
+  j["model"] = p.model;
+  j["tp"] = p.tp;
+  ojson g = ojson::array();
+  for (const auto& x : p.gemm) {
+    ojson e{{"name", x.name}, {"m", x.m}, {"n", x.n}, {"k", x.k}};
+    e.update(timing_json(x.t));
+    g.push_back(e);
+  }
+  j["gemm"] = g;
+  ojson a = ojson::array();
+  for (const auto& x : p.attention) {
+    ojson e{{"requests", x.requests}, {"q_tokens", x.q_tokens}, {"prefix", x.prefix},
+            {"q_heads", x.q_heads},   {"kv_heads", x.kv_heads}, {"head_dim", x.head_dim},
+            {"flops", x.flops}};
+    e.update(timing_json(x.t));
+    a.push_back(e);
+  }
+  j["attention"] = a;
+  ojson r = ojson::array();
+  for (const auto& x : p.rowwise) {
+    ojson e{{"name", x.name}, {"rows", x.rows}, {"cols", x.cols}};
+    e.update(timing_json(x.t));
+    r.push_back(e);
+  }
+  j["rowwise"] = r;
+  ojson ar = ojson::array();
+  for (const auto& x : p.allreduce) {
+    ojson e{{"elements", x.elements}, {"ranks", x.ranks}, {"bytes", x.bytes}};
+    e.update(timing_json(x.t));
+    e["busbw_gbps"] = x.t.median_us > 0 ? static_cast<double>(x.bytes) * 2.0 *
+                                              static_cast<double>(x.ranks - 1) /
+                                              static_cast<double>(x.ranks) /
+                                              (x.t.median_us * 1e3)
+                                        : 0.0;
+    ar.push_back(e);
+  }
+  j["allreduce"] = ar;
+  ojson in = ojson::array();
+  for (const auto& x : p.interference) {
+    in.push_back(ojson{{"victim", x.victim},
+                       {"beside", x.beside},
+                       {"workers", x.workers},
+                       {"shape", x.shape},
+                       {"alone_us", x.alone_us},
+                       {"beside_us", x.beside_us},
+                       {"slowdown", x.slowdown()}});
+  }
+  j["interference"] = ojson{{"points", in},
+                            {"compute_slowdown_under_comm", p.compute_slowdown_under_comm},
+                            {"comm_slowdown_under_compute", p.comm_slowdown_under_compute}};
+  ojson fits = ojson::array();
+  for (const auto& f : p.allreduce_fit) {
+    fits.push_back(ojson{{"lo_bytes", f.lo_bytes},
+                         {"hi_bytes", f.hi_bytes},
+                         {"alpha_us", f.alpha_us},
+                         {"beta_us_per_byte", f.beta_us_per_byte}});
+  }
+  j["fits"] = ojson{{"allreduce_alpha_beta", fits}, {"gemm_m_half", p.gemm_m_half}};
+  return j;
+}
+
+Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
+  const JsonObject o(j, file, "");
+  if (o.string("schema") != "tpo.profile/1") {
+    throw InputError(file, "schema", "expected \"tpo.profile/1\" (a file from `tpo profile`)");
+  }
+  Profile p;
+  p.origin = file;
+  p.tool_version = o.string_or("tool_version", "");
+  p.git_sha = o.string_or("git_sha", "");
+  p.date = o.string_or("date", "");
+  p.device = j.value("device", nlohmann::json::object());
+  p.options = j.value("options", nlohmann::json::object());
+  p.dtype = o.string_or("dtype", "fp32");
+  p.model = o.string_or("model", "");
+  p.tp = o.integer_or("tp", 1);
+  each(j, file, "gemm", [&](const JsonObject& e) {
+    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
+                      timing_from(e)});
+  });
+  each(j, file, "attention", [&](const JsonObject& e) {
+    AttentionPoint a;
+    a.requests = e.integer("requests");
+    a.q_tokens = e.integer("q_tokens");
+    a.prefix = e.has("prefix") ? static_cast<std::int64_t>(e.number("prefix", false)) : 0;
+    a.q_heads = e.integer("q_heads");
+    a.kv_heads = e.integer("kv_heads");
+    a.head_dim = e.integer("head_dim");
+    a.flops = e.number("flops");
+    a.t = timing_from(e);
+    p.attention.push_back(a);
+  });
+  each(j, file, "rowwise", [&](const JsonObject& e) {
+    p.rowwise.push_back({e.string("name"), e.integer("rows"), e.integer("cols"), timing_from(e)});
+  });
+  each(j, file, "allreduce", [&](const JsonObject& e) {
+    p.allreduce.push_back({e.integer("elements"), e.integer("ranks"), e.integer("bytes"),
+                           timing_from(e)});
+  });
+  if (j.contains("interference")) {
+    const JsonObject in = o.object("interference");
+    each(in.raw(), file, "points", [&](const JsonObject& e) {
+      InterferencePoint x;
+      x.victim = e.string("victim");
+      x.beside = e.string("beside");
+      x.workers = e.has("workers") ? static_cast<std::int64_t>(e.number("workers", false)) : 0;
+      x.shape = e.string_or("shape", "");
+      x.alone_us = e.number("alone_us");
+      x.beside_us = e.number("beside_us");
+      p.interference.push_back(x);
+    });
+    p.compute_slowdown_under_comm = in.number_or("compute_slowdown_under_comm", 1.0);
+    p.comm_slowdown_under_compute = in.number_or("comm_slowdown_under_compute", 1.0);
+  }
+  if (j.contains("fits")) {
+    const JsonObject f = o.object("fits");
+    each(f.raw(), file, "allreduce_alpha_beta", [&](const JsonObject& e) {
+      p.allreduce_fit.push_back({static_cast<std::int64_t>(e.number("lo_bytes", false)),
+                                 static_cast<std::int64_t>(e.number("hi_bytes", false)),
+                                 e.number("alpha_us", false),
+                                 e.number("beta_us_per_byte", false)});
+    });
+    p.gemm_m_half = f.number_or("gemm_m_half", 0.0, false);
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  return profile_from_json(read_json_file(path), path);
+}
+
+}  // namespace tpo::sim

@@ -1,0 +1,86 @@
+// A measured profile ("tpo.profile/1"): per-op time tables measured by `tpo profile` on one
+// device, interference factors measured the same way, and fits. One struct for the
+// profiler (which writes it) and the profile cost model (which reads it), so the schema has
+// one definition. Shapes are keys; times are medians in microseconds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tpo::sim {
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  std::int64_t reps = 0;
+};
+
+struct GemmPoint {
+  std::string name;  // qkv, o_proj, gate_up, down
+  std::int64_t m = 0, n = 0, k = 0;
+  Timing t;
+};
+struct AttentionPoint {
+  std::int64_t requests = 1, q_tokens = 0, prefix = 0;
+  std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
+  double flops = 0;
+  Timing t;
+};
+struct RowwisePoint {
+  std::string name;  // rmsnorm, silu_mul, residual_add
+  std::int64_t rows = 0, cols = 0;
+  Timing t;
+};
+struct AllReducePoint {
+  std::int64_t elements = 0;
+  std::int64_t ranks = 0;
+  std::int64_t bytes = 0;  // elements x element size of the profile's dtype
+  Timing t;
+};
+struct InterferencePoint {
+  std::string victim;  // "gemm" or "comm"
+  std::string beside;  // what ran beside it: "copy" (P workers/CTAs), "allreduce", "gemm"
+  std::int64_t workers = 0;
+  std::string shape;   // human-readable shape of the victim
+  double alone_us = 0;
+  double beside_us = 0;
+  double slowdown() const { return alone_us > 0 ? beside_us / alone_us : 1.0; }
+};
+struct AlphaBeta {  // t = alpha + beta * bytes over [lo_bytes, hi_bytes]
+  std::int64_t lo_bytes = 0, hi_bytes = 0;
+  double alpha_us = 0;
+  double beta_us_per_byte = 0;
+};
+
+struct Profile {
+  std::string origin;  // file it was read from
+  nlohmann::json device;   // backend, name, driver, runtime and library versions
+  nlohmann::json options;  // options of the run that made it
+  std::string date, git_sha, tool_version;
+  std::string dtype = "fp32";  // element type the kernels ran in
+  std::string model;
+  std::int64_t tp = 1;
+  std::vector<GemmPoint> gemm;
+  std::vector<AttentionPoint> attention;
+  std::vector<RowwisePoint> rowwise;
+  std::vector<AllReducePoint> allreduce;
+  std::vector<InterferencePoint> interference;
+  std::vector<AlphaBeta> allreduce_fit;
+  // Fitted GEMM efficiency vs M: achieved FLOP/s / best achieved, eff(m) = m / (m + m_half).
+  double gemm_m_half = 0;
+  // Summaries used by the cost model (1.0 when not measured).
+  double compute_slowdown_under_comm = 1.0;
+  double comm_slowdown_under_compute = 1.0;
+};
+
+nlohmann::ordered_json profile_to_json(const Profile& p);
+// Throws InputError naming the file and the field.
+Profile profile_from_json(const nlohmann::json& j, const std::string& file);
+Profile load_profile(const std::string& path);
+
+}  // namespace tpo::sim

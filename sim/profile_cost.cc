@@ -1,0 +1,130 @@
+// Profile cost model: lookups, log-log interpolation, analytical extrapolation.
+#include "sim/profile_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tpo::sim {
+
+namespace {
+
+void sort_curve(std::vector<std::pair<double, double>>& c) {
+  std::sort(c.begin(), c.end());
+  // Duplicate sizes: keep the first (profiles do not repeat a size; imports might).
+  c.erase(std::unique(c.begin(), c.end(),
+                      [](const auto& a, const auto& b) { return a.first == b.first; }),
+          c.end());
+}
+
+const char* rowwise_name(OpCode c) {
+  switch (c) {
+    case OpCode::AttnNorm:
+    case OpCode::MlpNorm:
+    case OpCode::FinalNorm: return "rmsnorm";
+    case OpCode::SiluMul: return "silu_mul";
+    case OpCode::ResidualAdd: return "residual_add";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp)
+    : p_(std::move(p)), a_(std::move(hw), tp), tp_(tp) {
+  for (const auto& g : p_.gemm) {
+    gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
+  }
+  for (const auto& a : p_.attention) {
+    attn_[{a.q_heads, a.kv_heads, a.head_dim}].emplace_back(a.flops, a.t.median_us);
+  }
+  for (const auto& r : p_.rowwise) {
+    rowwise_[{r.name, r.cols}].emplace_back(static_cast<double>(r.rows), r.t.median_us);
+  }
+  for (const auto& r : p_.allreduce) {
+    allreduce_[r.ranks].emplace_back(static_cast<double>(r.elements), r.t.median_us);
+  }
+  for (auto& [k, c] : gemm_) sort_curve(c);
+  for (auto& [k, c] : attn_) sort_curve(c);
+  for (auto& [k, c] : rowwise_) sort_curve(c);
+  for (auto& [k, c] : allreduce_) sort_curve(c);
+}
+
+// Same op at another size (the size being the curve's x): for the analytical edge ratio.
+static Op resized(const Op& op, double from, double to) {
+  Op e = op;
+  const double f = to / from;
+  e.flops = op.flops * f;
+  e.bytes = op.bytes * f;
+  if (op.kind == OpKind::Gemm) {
+    e.m = static_cast<std::int64_t>(std::llround(to));
+    const double m = to, n = static_cast<double>(op.n), k = static_cast<double>(op.k);
+    e.bytes = 2.0 * (m * k + k * n + m * n);
+  } else if (op.kind == OpKind::Norm || op.kind == OpKind::Elementwise) {
+    e.m = static_cast<std::int64_t>(std::llround(static_cast<double>(op.m) * f));
+  }
+  return e;
+}
+
+ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x, const Op& op,
+                                                      double op_size) const {
+  (void)op_size;
+  const auto hi = std::lower_bound(c.begin(), c.end(), std::pair<double, double>{x, -1e300});
+  if (hi != c.end() && hi->first == x) return {hi->second, "measured"};
+  if (hi != c.begin() && hi != c.end()) {
+    const auto lo = hi - 1;
+    const double t = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+    return {std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second))),
+            "interpolated"};
+  }
+  // Outside the measured range: the analytical model, anchored at the nearest measured size.
+  const auto& edge = hi == c.end() ? c.back() : c.front();
+  const double a_op = static_cast<double>(a_.standalone_ns(op));
+  const double a_edge = static_cast<double>(a_.standalone_ns(resized(op, x, edge.first)));
+  const double scale = a_edge > 0 ? edge.second * 1e3 / a_edge : 1.0;
+  return {a_op * scale / 1e3, "extrapolated"};
+}
+
+ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
+  switch (op.kind) {
+    case OpKind::Gemm:
+      if (auto it = gemm_.find({op.n, op.k}); it != gemm_.end()) {
+        return on_curve(it->second, static_cast<double>(op.m), op, 0);
+      }
+      break;
+    case OpKind::Attention:
+      if (auto it = attn_.find({op.n, op.kv_heads, op.k}); it != attn_.end()) {
+        return on_curve(it->second, op.flops, op, 0);
+      }
+      break;
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+      if (const char* name = rowwise_name(op.code)) {
+        if (auto it = rowwise_.find({name, op.n}); it != rowwise_.end()) {
+          return on_curve(it->second, static_cast<double>(op.m), op, 0);
+        }
+      }
+      break;
+    case OpKind::AllReduce:
+      if (auto it = allreduce_.find(tp_); it != allreduce_.end()) {
+        const double elements = op.bytes / 2.0;  // the graph counts bf16 messages
+        return on_curve(it->second, elements, op, 0);
+      }
+      break;
+  }
+  return {static_cast<double>(a_.standalone_ns(op)) / 1e3, "analytical"};
+}
+
+std::int64_t ProfileCostModel::standalone_ns(const Op& op) const {
+  return static_cast<std::int64_t>(std::llround(estimate(op).us * 1e3));
+}
+
+std::string ProfileCostModel::origin(const Op& op) const { return estimate(op).origin; }
+
+double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
+  const bool measured = !p_.interference.empty();
+  if (!measured) return a_.overlap_slowdown(op, beside);
+  return op.kind == OpKind::AllReduce ? p_.comm_slowdown_under_compute
+                                      : p_.compute_slowdown_under_comm;
+}
+
+}  // namespace tpo::sim

@@ -1,0 +1,48 @@
+// The profile cost model: times come from a measured profile ("tpo.profile/1") where it has
+// the op; between measured sizes it interpolates in log-log space; outside the measured
+// range (or for ops the profile lacks) it uses the analytical model, scaled by the
+// measured/analytical ratio at the nearest measured point when there is one. origin(op)
+// says which of these produced each op's time, and the report carries it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/profile.h"
+
+namespace tpo::sim {
+
+class ProfileCostModel final : public CostModel {
+ public:
+  ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp);
+  std::int64_t standalone_ns(const Op& op) const override;
+  double overlap_slowdown(const Op& op, OpKind beside) const override;
+  std::string name() const override { return "profile"; }
+  // "measured" (a profiled size), "interpolated", "extrapolated" (analytical, scaled at the
+  // edge of the measured range) or "analytical" (the profile has nothing like it).
+  std::string origin(const Op& op) const override;
+  const Profile& profile() const { return p_; }
+
+ private:
+  using Curve = std::vector<std::pair<double, double>>;  // (size, us), sorted by size
+  struct Estimate {
+    double us;
+    const char* origin;
+  };
+  Estimate estimate(const Op& op) const;
+  Estimate on_curve(const Curve& c, double x, const Op& op, double op_size) const;
+
+  Profile p_;
+  AnalyticalCostModel a_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;       // (n, k) -> m
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Curve> attn_;  // heads -> flops
+  std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;     // (name, cols) -> rows
+  std::map<std::int64_t, Curve> allreduce_;                           // ranks -> elements
+  std::int64_t tp_;
+};
+
+}  // namespace tpo::sim

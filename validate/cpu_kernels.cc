@@ -1,0 +1,118 @@
+// CPU kernels. Eigen maps the caller's row-major buffers; nothing is copied.
+#include "validate/cpu_kernels.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tpo::validate::cpu {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+          std::int64_t k, bool accumulate) {
+  Eigen::Map<const RowMat> A(a, m, k);
+  Eigen::Map<const RowMat> B(b, k, n);
+  Eigen::Map<RowMat> C(c, m, n);
+  if (accumulate) {
+    C.noalias() += A * B;
+  } else {
+    C.noalias() = A * B;
+  }
+}
+
+void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
+             float eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    double ss = 0;
+    for (std::int64_t c = 0; c < cols; ++c) ss += static_cast<double>(xr[c]) * xr[c];
+    const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
+    for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
+  }
+}
+
+void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* g = gate_up + r * 2 * ffn;
+    const float* u = g + ffn;
+    float* o = out + r * ffn;
+    for (std::int64_t c = 0; c < ffn; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+  }
+}
+
+void add_inplace(float* acc, const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+void attention(const float* q, const float* k, const float* v, float* out,
+               const AttentionShape& s) {
+  const std::int64_t d = s.head_dim, group = s.q_heads / s.kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<float> score(static_cast<std::size_t>(s.prefix + s.q_tokens));
+  for (std::int64_t r = 0; r < s.requests; ++r) {
+    const float* kr = k + r * s.kv_capacity * s.kv_heads * d;
+    const float* vr = v + r * s.kv_capacity * s.kv_heads * d;
+    for (std::int64_t i = 0; i < s.q_tokens; ++i) {
+      const std::int64_t keys = s.prefix + i + 1;
+      for (std::int64_t h = 0; h < s.q_heads; ++h) {
+        const std::int64_t kvh = h / group;
+        const float* qv = q + ((r * s.q_tokens + i) * s.q_heads + h) * d;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (std::int64_t j = 0; j < keys; ++j) {
+          const float* kv = kr + (j * s.kv_heads + kvh) * d;
+          float dot = 0;
+          for (std::int64_t e = 0; e < d; ++e) dot += qv[e] * kv[e];
+          score[static_cast<std::size_t>(j)] = dot * scale;
+          mx = std::max(mx, dot * scale);
+        }
+        double sum = 0;
+        for (std::int64_t j = 0; j < keys; ++j) {
+          const float p = std::exp(score[static_cast<std::size_t>(j)] - mx);
+          score[static_cast<std::size_t>(j)] = p;
+          sum += p;
+        }
+        float* o = out + ((r * s.q_tokens + i) * s.q_heads + h) * d;
+        std::fill(o, o + d, 0.0f);
+        const float inv = static_cast<float>(1.0 / sum);
+        for (std::int64_t j = 0; j < keys; ++j) {
+          const float p = score[static_cast<std::size_t>(j)] * inv;
+          const float* vv = vr + (j * s.kv_heads + kvh) * d;
+          for (std::int64_t e = 0; e < d; ++e) o[e] += p * vv[e];
+        }
+      }
+    }
+  }
+}
+
+SharedAllReduce::SharedAllReduce(int ranks)
+    : ranks_(ranks), bufs_(static_cast<std::size_t>(ranks), nullptr), sync_(ranks) {}
+
+void SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
+  bufs_[static_cast<std::size_t>(rank)] = buf;
+  sync_.arrive_and_wait();
+  auto slice = [&](int r) {
+    return std::pair<std::int64_t, std::int64_t>{n * r / ranks_, n * (r + 1) / ranks_};
+  };
+  // Reduce-scatter: this rank sums its slice over every rank into its own buffer. Rank r
+  // writes only slice r of its own buffer and reads only slice r of the others.
+  const auto [b, e] = slice(rank);
+  for (int o = 0; o < ranks_; ++o) {
+    if (o == rank) continue;
+    const float* src = bufs_[static_cast<std::size_t>(o)];
+    for (std::int64_t i = b; i < e; ++i) buf[i] += src[i];
+  }
+  sync_.arrive_and_wait();
+  // All-gather: copy every other rank's reduced slice.
+  for (int o = 0; o < ranks_; ++o) {
+    if (o == rank) continue;
+    const auto [ob, oe] = slice(o);
+    const float* src = bufs_[static_cast<std::size_t>(o)];
+    std::copy(src + ob, src + oe, buf + ob);
+  }
+  sync_.arrive_and_wait();
+}
+
+}  // namespace tpo::validate::cpu

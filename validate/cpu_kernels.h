@@ -1,0 +1,54 @@
+// CPU kernels (fp32, one thread per rank) shared by the profiler and the CPU runtime: Eigen
+// GEMM, a straightforward causal attention with a KV prefix and GQA, rmsnorm, SiLU*mul,
+// residual add, and an all-reduce across rank threads through shared memory. Reference
+// quality and single-threaded on purpose: ranks are threads, and each owns one core.
+#pragma once
+
+#include <barrier>
+#include <cstdint>
+#include <vector>
+
+namespace tpo::validate::cpu {
+
+// c[m x n] (+)= a[m x k] * b[k x n], all row-major.
+void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+          std::int64_t k, bool accumulate = false);
+
+// y = x / rms(x) * w over each row of `cols` values.
+void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
+             float eps = 1e-5f);
+
+// gate_up rows are [gate (ffn) | up (ffn)]; out = silu(gate) * up, rows x ffn.
+void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn);
+
+// acc[i] += x[i].
+void add_inplace(float* acc, const float* x, std::int64_t n);
+
+struct AttentionShape {
+  std::int64_t requests = 1;
+  std::int64_t q_tokens = 1;  // new tokens per request
+  std::int64_t prefix = 0;    // KV tokens before them
+  std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
+  std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
+};
+// q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]
+// holding the prefix and the new tokens; out like q. Query i sees keys 0 .. prefix + i
+// (causal, bottom-right aligned); query head h reads KV head h / (q_heads / kv_heads).
+void attention(const float* q, const float* k, const float* v, float* out,
+               const AttentionShape& s);
+
+// Sum of `n` floats over `ranks` threads, in place in each rank's buffer: reduce-scatter then
+// all-gather through shared memory. Every rank thread calls run() with its own buffer.
+class SharedAllReduce {
+ public:
+  explicit SharedAllReduce(int ranks);
+  void run(int rank, float* buf, std::int64_t n);
+  int ranks() const { return ranks_; }
+
+ private:
+  int ranks_;
+  std::vector<float*> bufs_;
+  std::barrier<> sync_;
+};
+
+}  // namespace tpo::validate::cpu
