@@ -10,5 +10,6 @@ namespace tpo::cli {
 // Registers `simulate`; the returned function runs it after parsing (returns the exit code).
 std::function<int()> add_simulate(CLI::App& app);
 std::function<int()> add_plan(CLI::App& app);
+std::function<int()> add_profile(CLI::App& app);
 
 }  // namespace tpo::cli

@@ -18,9 +18,11 @@ int main(int argc, char** argv) {
       "  tpo simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare\n"
       "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
       "  tpo plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 512:16384 --svg p.svg\n"
+      "  tpo profile --backend cpu --model llama3.1-8b --tp 2 --quick --out cpu.json\n"
       "Run `tpo SUBCOMMAND --help` for a subcommand's options.");
   auto run_simulate = tpo::cli::add_simulate(app);
   auto run_plan = tpo::cli::add_plan(app);
+  auto run_profile = tpo::cli::add_profile(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("simulate")) return run_simulate();
     if (app.got_subcommand("plan")) return run_plan();
+    if (app.got_subcommand("profile")) return run_profile();
     return 2;
   } catch (const tpo::InputError& e) {
     std::cerr << "tpo: error: " << e.what() << "\n";

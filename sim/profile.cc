@@ -12,8 +12,8 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 ojson timing_json(const Timing& t) {
-  return ojson{{"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us},
-               {"reps", t.reps}};
+  return ojson{
+      {"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us}, {"reps", t.reps}};
 }
 
 Timing timing_from(const JsonObject& o) {
@@ -76,11 +76,10 @@ ojson profile_to_json(const Profile& p) {
   for (const auto& x : p.allreduce) {
     ojson e{{"elements", x.elements}, {"ranks", x.ranks}, {"bytes", x.bytes}};
     e.update(timing_json(x.t));
-    e["busbw_gbps"] = x.t.median_us > 0 ? static_cast<double>(x.bytes) * 2.0 *
-                                              static_cast<double>(x.ranks - 1) /
-                                              static_cast<double>(x.ranks) /
-                                              (x.t.median_us * 1e3)
-                                        : 0.0;
+    e["busbw_gbps"] = x.t.median_us > 0
+                          ? static_cast<double>(x.bytes) * 2.0 * static_cast<double>(x.ranks - 1) /
+                                static_cast<double>(x.ranks) / (x.t.median_us * 1e3)
+                          : 0.0;
     ar.push_back(e);
   }
   j["allreduce"] = ar;
@@ -105,6 +104,7 @@ ojson profile_to_json(const Profile& p) {
                          {"beta_us_per_byte", f.beta_us_per_byte}});
   }
   j["fits"] = ojson{{"allreduce_alpha_beta", fits}, {"gemm_m_half", p.gemm_m_half}};
+  if (!p.accuracy.is_null()) j["accuracy"] = p.accuracy;
   return j;
 }
 
@@ -124,8 +124,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.model = o.string_or("model", "");
   p.tp = o.integer_or("tp", 1);
   each(j, file, "gemm", [&](const JsonObject& e) {
-    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
-                      timing_from(e)});
+    p.gemm.push_back(
+        {e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e)});
   });
   each(j, file, "attention", [&](const JsonObject& e) {
     AttentionPoint a;
@@ -143,8 +143,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.rowwise.push_back({e.string("name"), e.integer("rows"), e.integer("cols"), timing_from(e)});
   });
   each(j, file, "allreduce", [&](const JsonObject& e) {
-    p.allreduce.push_back({e.integer("elements"), e.integer("ranks"), e.integer("bytes"),
-                           timing_from(e)});
+    p.allreduce.push_back(
+        {e.integer("elements"), e.integer("ranks"), e.integer("bytes"), timing_from(e)});
   });
   if (j.contains("interference")) {
     const JsonObject in = o.object("interference");
@@ -166,11 +166,11 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     each(f.raw(), file, "allreduce_alpha_beta", [&](const JsonObject& e) {
       p.allreduce_fit.push_back({static_cast<std::int64_t>(e.number("lo_bytes", false)),
                                  static_cast<std::int64_t>(e.number("hi_bytes", false)),
-                                 e.number("alpha_us", false),
-                                 e.number("beta_us_per_byte", false)});
+                                 e.number("alpha_us", false), e.number("beta_us_per_byte", false)});
     });
     p.gemm_m_half = f.number_or("gemm_m_half", 0.0, false);
   }
+  if (j.contains("accuracy")) p.accuracy = j.at("accuracy");
   return p;
 }
 

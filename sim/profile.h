@@ -46,7 +46,7 @@ struct InterferencePoint {
   std::string victim;  // "gemm" or "comm"
   std::string beside;  // what ran beside it: "copy" (P workers/CTAs), "allreduce", "gemm"
   std::int64_t workers = 0;
-  std::string shape;   // human-readable shape of the victim
+  std::string shape;  // human-readable shape of the victim
   double alone_us = 0;
   double beside_us = 0;
   double slowdown() const { return alone_us > 0 ? beside_us / alone_us : 1.0; }
@@ -58,7 +58,7 @@ struct AlphaBeta {  // t = alpha + beta * bytes over [lo_bytes, hi_bytes]
 };
 
 struct Profile {
-  std::string origin;  // file it was read from
+  std::string origin;      // file it was read from
   nlohmann::json device;   // backend, name, driver, runtime and library versions
   nlohmann::json options;  // options of the run that made it
   std::string date, git_sha, tool_version;
@@ -76,6 +76,8 @@ struct Profile {
   // Summaries used by the cost model (1.0 when not measured).
   double compute_slowdown_under_comm = 1.0;
   double comm_slowdown_under_compute = 1.0;
+  // Held-back check of the profile model (see `tpo profile`), when it was run.
+  nlohmann::json accuracy;
 };
 
 nlohmann::ordered_json profile_to_json(const Profile& p);

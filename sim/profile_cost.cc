@@ -20,10 +20,14 @@ const char* rowwise_name(OpCode c) {
   switch (c) {
     case OpCode::AttnNorm:
     case OpCode::MlpNorm:
-    case OpCode::FinalNorm: return "rmsnorm";
-    case OpCode::SiluMul: return "silu_mul";
-    case OpCode::ResidualAdd: return "residual_add";
-    default: return nullptr;
+    case OpCode::FinalNorm:
+      return "rmsnorm";
+    case OpCode::SiluMul:
+      return "silu_mul";
+    case OpCode::ResidualAdd:
+      return "residual_add";
+    default:
+      return nullptr;
   }
 }
 
@@ -72,7 +76,8 @@ ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x, 
   if (hi != c.end() && hi->first == x) return {hi->second, "measured"};
   if (hi != c.begin() && hi != c.end()) {
     const auto lo = hi - 1;
-    const double t = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+    const double t =
+        (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
     return {std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second))),
             "interpolated"};
   }
@@ -118,7 +123,9 @@ std::int64_t ProfileCostModel::standalone_ns(const Op& op) const {
   return static_cast<std::int64_t>(std::llround(estimate(op).us * 1e3));
 }
 
-std::string ProfileCostModel::origin(const Op& op) const { return estimate(op).origin; }
+std::string ProfileCostModel::origin(const Op& op) const {
+  return estimate(op).origin;
+}
 
 double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
   const bool measured = !p_.interference.empty();

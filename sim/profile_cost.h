@@ -38,10 +38,10 @@ class ProfileCostModel final : public CostModel {
 
   Profile p_;
   AnalyticalCostModel a_;
-  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;       // (n, k) -> m
+  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;                 // (n, k) -> m
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Curve> attn_;  // heads -> flops
-  std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;     // (name, cols) -> rows
-  std::map<std::int64_t, Curve> allreduce_;                           // ranks -> elements
+  std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
+  std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
   std::int64_t tp_;
 };
 

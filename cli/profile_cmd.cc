@@ -1,0 +1,103 @@
+// `tpo profile`: measure op and interference costs on this machine (cpu or cuda backend),
+// and `tpo profile import-nccl-tests`: turn nccl-tests output into a profile's comm section.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "profiler/fit.h"
+#include "profiler/profile_run.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/profile.h"
+#include "sim/version.h"
+
+namespace tpo::cli {
+
+namespace {
+
+struct ImportCli {
+  std::string file, hardware, out;
+  std::int64_t ranks = 0;
+};
+
+int run_import(const ImportCli& c) {
+  if (c.out.empty()) throw InputError("--out", "", "give the profile to write (--out FILE)");
+  check_writable(c.out, "--out");
+  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks);
+  sim::Profile p;
+  if (std::filesystem::exists(c.out)) {
+    p = sim::load_profile(c.out);  // replace the comm section of an existing profile
+  } else {
+    p.tool_version = tool_version();
+    p.git_sha = git_sha();
+    p.dtype = "bf16";
+    p.device = {{"backend", "nccl-tests import"}, {"hardware", c.hardware}};
+    p.options = {{"imported_from", c.file}, {"hardware", c.hardware}};
+    p.tp = pts.front().ranks;
+  }
+  p.allreduce = pts;
+  profiler::fit_profile(p);
+  p.device["allreduce_source"] = "nccl-tests all_reduce_perf: " + c.file;
+  write_file_atomic(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
+  std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
+            << " ranks from " << c.file << " (out-of-place times; message bytes read as bf16 "
+            << "values)\n";
+  for (const auto& f : p.allreduce_fit) {
+    std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
+              << f.beta_us_per_byte * 1e3 << " us/KB\n";
+  }
+  std::cout << "wrote " << c.out << " (measured by nccl-tests; use with --profile " << c.out
+            << " --hardware " << c.hardware << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_profile(CLI::App& app) {
+  auto o = std::make_shared<profiler::ProfileOptions>();
+  auto imp = std::make_shared<ImportCli>();
+  auto* sub = app.add_subcommand(
+      "profile",
+      "Measure the costs of the ops the model's schedule graphs contain — GEMMs per chunk size,\n"
+      "attention with a KV prefix, norms, all-reduces — and how much they slow each other when\n"
+      "overlapped, on this machine. The profile feeds `simulate --profile` and `plan --profile`.");
+  sub->add_option("--backend", o->backend, "cpu (fp32 kernels, ranks as threads) or cuda")
+      ->capture_default_str();
+  sub->add_option("--model", o->model, "Shipped model name or a model JSON / HF config.json")
+      ->capture_default_str();
+  sub->add_option("--tp", o->tp, "Tensor-parallel degree whose shard shapes are measured")
+      ->capture_default_str();
+  sub->add_option("--hardware", o->hardware,
+                  "Hardware config for the analytical fallback (default cpu-host for cpu, "
+                  "h200x8 for cuda)");
+  sub->add_flag("--quick", o->quick, "Fewer sizes (powers of two only, smaller maximum)");
+  sub->add_option("--out", o->out,
+                  "Profile file to write (an interrupted run resumes from "
+                  "FILE.partial)");
+  sub->add_option("--max-tokens", o->max_tokens,
+                  "Largest chunk measured (default 512 on cpu, 256 with --quick; 8192 on cuda)");
+  sub->add_option("--align", o->align, "Token grid of the sizes measured")->capture_default_str();
+  sub->add_option("--reps", o->reps, "Timed repetitions per measurement")->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed runs before them")->capture_default_str();
+  sub->add_flag("!--no-accuracy", o->accuracy,
+                "Skip the held-back accuracy check of the profile model");
+  sub->add_flag("!--quiet", o->progress, "No progress bar");
+  auto* im = sub->add_subcommand(
+      "import-nccl-tests",
+      "Turn the output of nccl-tests' all_reduce_perf into a profile's all-reduce table (new\n"
+      "profile, or the comm section of an existing --out profile is replaced)");
+  im->add_option("file", imp->file, "all_reduce_perf output (text)")->required();
+  im->add_option("--hardware", imp->hardware,
+                 "The machine it was measured on (a shipped "
+                 "hardware name or file)")
+      ->required();
+  im->add_option("--out", imp->out, "Profile to write")->required();
+  im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
+  return [o, imp, sub, im] {
+    if (sub->got_subcommand(im)) return run_import(*imp);
+    return profiler::run_profile(*o, std::cout);
+  };
+}
+
+}  // namespace tpo::cli

@@ -1,0 +1,38 @@
+// A profiling backend runs the ops of a sweep on one device. The harness owns warm-up,
+// repetitions and statistics; a backend only prepares an op and runs it once, timing it its
+// own way (host clock on the CPU, CUDA events on the GPU).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/sweep.h"
+
+namespace tpo::profiler {
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Runs the op once on the next rotated input set; returns its time in seconds.
+  virtual double run_once() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string dtype() const = 0;
+  virtual nlohmann::json device() const = 0;  // name, versions
+  // Throws std::runtime_error when the item cannot run on this backend.
+  virtual std::unique_ptr<Runner> prepare(const Item& item) = 0;
+  // Interference items: the victim alone (the GEMM, or the comm op/copy), for the baseline.
+  virtual std::unique_ptr<Runner> prepare_alone(const Item& item) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Null when this build has no CUDA; throws when there is no device.
+std::unique_ptr<Backend> make_cuda_backend();
+
+}  // namespace tpo::profiler

@@ -1,0 +1,285 @@
+// The CPU backend: fp32 kernels from validate/cpu_kernels, ranks as threads. "Comm" beside a
+// GEMM is emulated by worker threads streaming memory copies (the CPU analogue of the GPU's
+// SM-limited copy kernel); the all-reduce is the shared-memory one the CPU runtime uses.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "profiler/backend.h"
+#include "validate/cpu_kernels.h"
+
+namespace tpo::profiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace k = tpo::validate::cpu;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Input sets rotated so that a run does not find the previous run's inputs in cache: enough
+// sets to cover ~64 MiB, between 2 and 8.
+int rotation_sets(std::int64_t bytes_per_set) {
+  const std::int64_t target = 64ll << 20;
+  return static_cast<int>(std::clamp<std::int64_t>(target / std::max<std::int64_t>(1, bytes_per_set) + 1, 2, 8));
+}
+
+std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+class GemmRunner : public Runner {
+ public:
+  GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk) : m_(m), n_(n), k_(kk) {
+    sets_ = rotation_sets(4 * (m * kk + kk * n));
+    for (int s = 0; s < sets_; ++s) {
+      a_.push_back(random_buffer(m * kk, 1u + static_cast<unsigned>(s)));
+      b_.push_back(random_buffer(kk * n, 100u + static_cast<unsigned>(s)));
+    }
+    c_.resize(static_cast<std::size_t>(m * n));
+  }
+  double run_once() override {
+    const auto t0 = Clock::now();
+    run_untimed();
+    return seconds_since(t0);
+  }
+  void run_untimed() {
+    const auto s = static_cast<std::size_t>(next_++ % sets_);
+    k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+  }
+
+ private:
+  std::int64_t m_, n_, k_;
+  int sets_ = 2, next_ = 0;
+  std::vector<std::vector<float>> a_, b_;
+  std::vector<float> c_;
+};
+
+class AttentionRunner : public Runner {
+ public:
+  explicit AttentionRunner(const Item& it) {
+    s_.requests = it.requests;
+    s_.q_tokens = it.q_tokens;
+    s_.prefix = it.prefix;
+    s_.q_heads = it.q_heads;
+    s_.kv_heads = it.kv_heads;
+    s_.head_dim = it.head_dim;
+    s_.kv_capacity = it.prefix + it.q_tokens;
+    const std::int64_t qn = s_.requests * s_.q_tokens * s_.q_heads * s_.head_dim;
+    const std::int64_t kvn = s_.requests * s_.kv_capacity * s_.kv_heads * s_.head_dim;
+    sets_ = rotation_sets(4 * (qn + 2 * kvn));
+    for (int s = 0; s < sets_; ++s) {
+      q_.push_back(random_buffer(qn, 7u + static_cast<unsigned>(s)));
+      k_.push_back(random_buffer(kvn, 70u + static_cast<unsigned>(s)));
+      v_.push_back(random_buffer(kvn, 700u + static_cast<unsigned>(s)));
+    }
+    o_.resize(static_cast<std::size_t>(qn));
+  }
+  double run_once() override {
+    const auto s = static_cast<std::size_t>(next_++ % sets_);
+    const auto t0 = Clock::now();
+    k::attention(q_[s].data(), k_[s].data(), v_[s].data(), o_.data(), s_);
+    return seconds_since(t0);
+  }
+
+ private:
+  k::AttentionShape s_;
+  int sets_ = 2, next_ = 0;
+  std::vector<std::vector<float>> q_, k_, v_;
+  std::vector<float> o_;
+};
+
+class RowwiseRunner : public Runner {
+ public:
+  explicit RowwiseRunner(const Item& it) : name_(it.name), rows_(it.m), cols_(it.n) {
+    const std::int64_t in = name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_;
+    sets_ = rotation_sets(4 * 2 * in);
+    for (int s = 0; s < sets_; ++s) {
+      x_.push_back(random_buffer(in, 11u + static_cast<unsigned>(s)));
+      y_.push_back(random_buffer(rows_ * cols_, 111u + static_cast<unsigned>(s)));
+    }
+    w_ = random_buffer(cols_, 5u);
+  }
+  double run_once() override {
+    const auto s = static_cast<std::size_t>(next_++ % sets_);
+    const auto t0 = Clock::now();
+    if (name_ == "rmsnorm") {
+      k::rmsnorm(x_[s].data(), w_.data(), y_[s].data(), rows_, cols_);
+    } else if (name_ == "silu_mul") {
+      k::silu_mul(x_[s].data(), y_[s].data(), rows_, cols_);
+    } else {
+      k::add_inplace(y_[s].data(), x_[s].data(), rows_ * cols_);
+    }
+    return seconds_since(t0);
+  }
+
+ private:
+  std::string name_;
+  std::int64_t rows_, cols_;
+  int sets_ = 2, next_ = 0;
+  std::vector<std::vector<float>> x_, y_;
+  std::vector<float> w_;
+};
+
+// Ranks as threads; rank 0 is the calling thread and times the whole collective.
+class AllReduceRunner : public Runner {
+ public:
+  AllReduceRunner(std::int64_t elements, std::int64_t ranks)
+      : n_(elements), ar_(static_cast<int>(ranks)), start_(ranks), done_(ranks) {
+    for (std::int64_t r = 0; r < ranks; ++r) bufs_.push_back(random_buffer(n_, 3u + static_cast<unsigned>(r)));
+    for (int r = 1; r < ranks; ++r) {
+      threads_.emplace_back([this, r] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_) return;
+          ar_.run(r, bufs_[static_cast<std::size_t>(r)].data(), n_);
+          done_.arrive_and_wait();
+        }
+      });
+    }
+  }
+  ~AllReduceRunner() override {
+    stop_ = true;
+    start_.arrive_and_wait();
+    for (auto& t : threads_) t.join();
+  }
+  double run_once() override {
+    const auto t0 = Clock::now();
+    start_.arrive_and_wait();
+    ar_.run(0, bufs_[0].data(), n_);
+    done_.arrive_and_wait();
+    return seconds_since(t0);
+  }
+
+ private:
+  std::int64_t n_;
+  std::vector<std::vector<float>> bufs_;
+  k::SharedAllReduce ar_;
+  std::barrier<> start_, done_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// Background workers that keep a resource busy until destroyed.
+class Aggressor {
+ public:
+  template <class F>
+  Aggressor(int workers, F make_work) {
+    for (int w = 0; w < workers; ++w) {
+      threads_.emplace_back([this, work = make_work(w)]() mutable {
+        while (!stop_.load(std::memory_order_relaxed)) work();
+      });
+    }
+  }
+  ~Aggressor() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// A comm-sized copy: the CPU stand-in for moving an all-reduce's bytes.
+class CopyRunner : public Runner {
+ public:
+  explicit CopyRunner(std::int64_t elements)
+      : src_(random_buffer(elements, 9u)), dst_(static_cast<std::size_t>(elements)) {}
+  double run_once() override {
+    const auto t0 = Clock::now();
+    std::memcpy(dst_.data(), src_.data(), src_.size() * sizeof(float));
+    return seconds_since(t0);
+  }
+
+ private:
+  std::vector<float> src_, dst_;
+};
+
+class GemmBesideCopy : public Runner {
+ public:
+  explicit GemmBesideCopy(const Item& it)
+      : gemm_(it.m, it.n, it.k),
+        agg_(static_cast<int>(it.workers), [n = it.m * it.n](int) {
+          auto src = std::make_shared<std::vector<float>>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1 << 22)), 1.0f);
+          auto dst = std::make_shared<std::vector<float>>(src->size());
+          return [src, dst] { std::memcpy(dst->data(), src->data(), src->size() * sizeof(float)); };
+        }) {}
+  double run_once() override { return gemm_.run_once(); }
+
+ private:
+  GemmRunner gemm_;
+  Aggressor agg_;
+};
+
+class CopyBesideGemm : public Runner {
+ public:
+  explicit CopyBesideGemm(const Item& it)
+      : copy_(it.elements), agg_(static_cast<int>(it.workers), [it](int) {
+          auto g = std::make_shared<GemmRunner>(it.m, it.n, it.k);
+          return [g] { g->run_untimed(); };
+        }) {}
+  double run_once() override { return copy_.run_once(); }
+
+ private:
+  CopyRunner copy_;
+  Aggressor agg_;
+};
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto p = line.find(':');
+      return p == std::string::npos ? line : line.substr(p + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+class CpuBackend : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::string dtype() const override { return "fp32"; }
+  nlohmann::json device() const override {
+    return {{"backend", "cpu"},
+            {"name", cpu_model_name()},
+            {"hardware_threads", std::thread::hardware_concurrency()},
+            {"kernels", "Eigen GEMM (single-threaded per rank), reference attention, "
+                        "shared-memory all-reduce across rank threads"}};
+  }
+  std::unique_ptr<Runner> prepare(const Item& it) override {
+    switch (it.kind) {
+      case ItemKind::Gemm: return std::make_unique<GemmRunner>(it.m, it.n, it.k);
+      case ItemKind::Attention: return std::make_unique<AttentionRunner>(it);
+      case ItemKind::Rowwise: return std::make_unique<RowwiseRunner>(it);
+      case ItemKind::AllReduce: return std::make_unique<AllReduceRunner>(it.elements, it.ranks);
+      case ItemKind::GemmBesideComm: return std::make_unique<GemmBesideCopy>(it);
+      case ItemKind::CommBesideGemm: return std::make_unique<CopyBesideGemm>(it);
+    }
+    throw std::runtime_error("cpu backend: unknown item " + it.key);
+  }
+  std::unique_ptr<Runner> prepare_alone(const Item& it) override {
+    if (it.kind == ItemKind::CommBesideGemm) return std::make_unique<CopyRunner>(it.elements);
+    return std::make_unique<GemmRunner>(it.m, it.n, it.k);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace tpo::profiler

@@ -1,0 +1,318 @@
+// Profile runs, assembly, accuracy check and the nccl-tests import.
+#include "profiler/profile_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "profiler/backend.h"
+#include "profiler/fit.h"
+#include "profiler/sweep.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/profile_cost.h"
+#include "sim/simulate.h"
+#include "sim/version.h"
+
+namespace tpo::profiler {
+
+namespace {
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+double attention_flops(const Item& it) {
+  const double q = static_cast<double>(it.q_tokens), p = static_cast<double>(it.prefix);
+  return 4.0 * static_cast<double>(it.requests * it.q_heads * it.head_dim) *
+         (q * p + q * (q + 1) / 2);
+}
+
+// The graph op a measured item corresponds to, for the profile model to predict.
+sim::Op op_of(const Item& it) {
+  sim::Op op;
+  switch (it.kind) {
+    case ItemKind::Gemm: {
+      op.code = sim::OpCode::Qkv;
+      op.kind = sim::OpKind::Gemm;
+      op.m = it.m;
+      op.n = it.n;
+      op.k = it.k;
+      const double m = static_cast<double>(it.m), n = static_cast<double>(it.n),
+                   k = static_cast<double>(it.k);
+      op.flops = 2 * m * n * k;
+      op.bytes = 2 * (m * k + k * n + m * n);
+      break;
+    }
+    case ItemKind::Attention:
+      op.code = sim::OpCode::Attention;
+      op.kind = sim::OpKind::Attention;
+      op.req_begin = 0;
+      op.req_end = it.requests;
+      op.seq_begin = it.prefix;
+      op.seq_end = it.prefix + it.q_tokens;
+      op.n = it.q_heads;
+      op.k = it.head_dim;
+      op.kv_heads = static_cast<std::int32_t>(it.kv_heads);
+      op.flops = attention_flops(it);
+      op.bytes = 2.0 * static_cast<double>(it.requests) *
+                 static_cast<double>((2 * it.q_tokens * it.q_heads +
+                                      2 * (it.prefix + it.q_tokens) * it.kv_heads +
+                                      2 * it.q_tokens * it.kv_heads) *
+                                     it.head_dim);
+      break;
+    case ItemKind::Rowwise:
+      op.code = it.name == "rmsnorm"    ? sim::OpCode::AttnNorm
+                : it.name == "silu_mul" ? sim::OpCode::SiluMul
+                                        : sim::OpCode::ResidualAdd;
+      op.kind = sim::op_code_kind(op.code);
+      op.m = it.m;
+      op.n = it.n;
+      op.req_end = 1;
+      op.seq_end = it.m;
+      op.bytes = 2.0 * 3.0 * static_cast<double>(it.m * it.n);
+      break;
+    default:  // all-reduce
+      op.code = sim::OpCode::AllReduce;
+      op.kind = sim::OpKind::AllReduce;
+      op.bytes = 2.0 * static_cast<double>(it.elements);
+      break;
+  }
+  return op;
+}
+
+const char* kind_label(ItemKind k) {
+  switch (k) {
+    case ItemKind::Gemm: return "gemm";
+    case ItemKind::Attention: return "attention";
+    case ItemKind::Rowwise: return "norm/elementwise";
+    case ItemKind::AllReduce: return "allreduce";
+    default: return "interference";
+  }
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 1.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dtype) {
+  sim::Profile p;
+  p.dtype = dtype;
+  const std::int64_t esize = dtype == "fp32" ? 4 : 2;
+  std::vector<double> gemm_slow, comm_slow;
+  for (const auto& m : ms) {
+    const Item& it = m.item;
+    if (it.held_back) continue;
+    switch (it.kind) {
+      case ItemKind::Gemm: p.gemm.push_back({it.name, it.m, it.n, it.k, m.t}); break;
+      case ItemKind::Attention:
+        p.attention.push_back({it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
+                               it.head_dim, attention_flops(it), m.t});
+        break;
+      case ItemKind::Rowwise: p.rowwise.push_back({it.name, it.m, it.n, m.t}); break;
+      case ItemKind::AllReduce:
+        p.allreduce.push_back({it.elements, it.ranks, it.elements * esize, m.t});
+        break;
+      case ItemKind::GemmBesideComm:
+      case ItemKind::CommBesideGemm: {
+        sim::InterferencePoint x;
+        const bool gemm = it.kind == ItemKind::GemmBesideComm;
+        x.victim = gemm ? "gemm" : "comm";
+        x.beside = gemm ? "copy" : "gemm";
+        x.workers = it.workers;
+        x.shape = std::to_string(it.m) + "x" + std::to_string(it.n) + "x" + std::to_string(it.k);
+        x.alone_us = m.alone.median_us;
+        x.beside_us = m.t.median_us;
+        (gemm ? gemm_slow : comm_slow).push_back(x.slowdown());
+        p.interference.push_back(x);
+        break;
+      }
+    }
+  }
+  p.compute_slowdown_under_comm = median_of(gemm_slow);
+  p.comm_slowdown_under_compute = median_of(comm_slow);
+  return p;
+}
+
+nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
+                              std::int64_t tp, const std::vector<Measurement>& held,
+                              std::ostream& os) {
+  const sim::ProfileCostModel cm(p, hw, tp);
+  std::map<std::string, std::vector<double>> errs;
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& m : held) {
+    if (!m.item.held_back || m.t.median_us <= 0) continue;
+    const sim::Op op = op_of(m.item);
+    const double pred = static_cast<double>(cm.standalone_ns(op)) / 1e3;
+    const double err = std::abs(pred - m.t.median_us) / m.t.median_us;
+    errs[kind_label(m.item.kind)].push_back(err);
+    points.push_back({{"key", m.item.key},
+                      {"measured_us", m.t.median_us},
+                      {"predicted_us", pred},
+                      {"error", err},
+                      {"source", cm.origin(op)}});
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  os << "\naccuracy of the profile model on " << points.size()
+     << " held-back shapes (sizes between the table's, measured in the same run but not used by the model):\n";
+  os << "  " << std::left << std::setw(18) << "op kind" << std::right << std::setw(8) << "shapes"
+     << std::setw(16) << "median error" << std::setw(14) << "worst error" << "\n";
+  std::vector<double> all;
+  for (auto& [kind, e] : errs) {
+    std::sort(e.begin(), e.end());
+    const double med = median_of(e), worst = e.back();
+    all.insert(all.end(), e.begin(), e.end());
+    summary[kind] = {{"shapes", e.size()}, {"median_error", med}, {"worst_error", worst}};
+    os << "  " << std::left << std::setw(18) << kind << std::right << std::setw(8) << e.size()
+       << std::setw(15) << std::fixed << std::setprecision(1) << 100 * med << "%" << std::setw(13)
+       << 100 * worst << "%\n";
+  }
+  if (!all.empty()) {
+    std::sort(all.begin(), all.end());
+    os << "  " << std::left << std::setw(18) << "all" << std::right << std::setw(8) << all.size()
+       << std::setw(15) << 100 * median_of(all) << "%" << std::setw(13) << 100 * all.back()
+       << "%\n";
+    summary["all"] = {{"shapes", all.size()},
+                      {"median_error", median_of(all)},
+                      {"worst_error", all.back()}};
+  }
+  os.unsetf(std::ios::fixed);
+  return {{"kind", "held-back shapes: measured in the same run, left out of the tables, predicted by the profile model"},
+          {"summary", summary},
+          {"points", points}};
+}
+
+int run_profile(const ProfileOptions& o, std::ostream& os) {
+  if (o.out.empty()) throw InputError("--out", "", "give the profile's file name (--out FILE)");
+  check_writable(o.out, "--out");
+  if (o.reps < 1) throw InputError("--reps", std::to_string(o.reps), "must be >= 1");
+  if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
+  if (o.align < 1) throw InputError("--align", std::to_string(o.align), "must be >= 1");
+  std::unique_ptr<Backend> backend;
+  if (o.backend == "cpu") {
+    backend = make_cpu_backend();
+  } else if (o.backend == "cuda") {
+    backend = make_cuda_backend();
+    if (!backend) {
+      throw InputError("--backend", "cuda", "this build has no CUDA (configure with nvcc present)");
+    }
+  } else {
+    throw InputError("--backend", o.backend, "must be cpu or cuda");
+  }
+  sim::SimulateOptions so;
+  so.model = o.model;
+  so.hardware = o.hardware.empty() ? (o.backend == "cpu" ? "cpu-host" : "h200x8") : o.hardware;
+  so.tp = o.tp;
+  so.seq = 1;
+  so.phase = "prefill";
+  const sim::Workload w = sim::make_workload(so);
+  const sim::ShardDims d = sim::validate_workload(w);
+  SweepOptions sw;
+  sw.quick = o.quick;
+  sw.align = o.align;
+  sw.accuracy = o.accuracy;
+  sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
+                                   : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
+  if (sw.max_tokens < o.align) {
+    throw InputError("--max-tokens", std::to_string(sw.max_tokens), "must be >= --align");
+  }
+  const auto items = make_sweep(w.model, d, o.tp, sw);
+  HarnessOptions h;
+  h.reps = o.reps;
+  h.warmup = o.warmup;
+  h.progress = o.progress;
+  h.resume_path = o.out + ".partial";
+  nlohmann::json opts{{"backend", o.backend}, {"model", o.model}, {"hardware", so.hardware},
+                      {"tp", o.tp},           {"quick", o.quick}, {"max_tokens", sw.max_tokens},
+                      {"align", o.align},     {"reps", o.reps},   {"warmup", o.warmup},
+                      {"accuracy", o.accuracy}};
+  h.fingerprint = opts.dump();
+  os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
+     << o.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup
+     << " warm-up runs each)\n";
+  if (std::filesystem::exists(h.resume_path)) os << "resuming from " << h.resume_path << "\n";
+  const auto ms = run_sweep(*backend, items, h);
+
+  sim::Profile p = assemble(ms, backend->dtype());
+  p.tool_version = tool_version();
+  p.git_sha = git_sha();
+  p.date = today();
+  p.device = backend->device();
+  p.options = opts;
+  p.model = w.model.name;
+  p.tp = o.tp;
+  fit_profile(p);
+  os << "measured " << p.gemm.size() << " GEMMs, " << p.attention.size() << " attentions, "
+     << p.rowwise.size() << " norm/elementwise ops, " << p.allreduce.size()
+     << " all-reduces; interference: GEMM x" << std::setprecision(3)
+     << p.compute_slowdown_under_comm << " beside comm, comm x" << p.comm_slowdown_under_compute
+     << " beside a GEMM\n";
+  if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, o.tp, ms, os);
+  write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
+  std::filesystem::remove(h.resume_path);
+  os << "\nwrote " << o.out << " (measured on this " << o.backend
+     << "; use it with tpo simulate/plan --profile " << o.out << ")\n";
+  return 0;
+}
+
+std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
+                                                  std::int64_t ranks_override) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::vector<sim::AllReducePoint> pts;
+  std::int64_t ranks = 0, rank_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ss(line);
+    std::vector<std::string> tok;
+    for (std::string t; ss >> t;) tok.push_back(t);
+    if (tok.empty()) continue;
+    if (tok[0] == "#") {
+      // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
+      for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
+        if (tok[i] == "nGpus") ranks = std::max<std::int64_t>(ranks, std::atoll(tok[i + 1].c_str()));
+      }
+      if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
+      continue;
+    }
+    // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
+    if (tok.size() != 12 && tok.size() != 13) continue;
+    const std::size_t t_at = tok.size() == 13 ? 5 : 4;
+    char* end = nullptr;
+    const double size = std::strtod(tok[0].c_str(), &end);
+    if (*end || size <= 0) continue;
+    const double time_us = std::strtod(tok[t_at].c_str(), &end);
+    if (*end || time_us <= 0) continue;
+    sim::AllReducePoint p;
+    p.bytes = static_cast<std::int64_t>(size);
+    p.elements = p.bytes / 2;  // the graph's all-reduces carry bf16 values
+    p.t.median_us = p.t.min_us = p.t.max_us = time_us;
+    p.t.reps = 1;
+    pts.push_back(p);
+  }
+  if (pts.empty()) {
+    throw InputError(path, "", "no all_reduce_perf result rows found (expected nccl-tests output)");
+  }
+  ranks = ranks_override > 0 ? ranks_override : std::max(ranks, rank_lines);
+  if (ranks < 2) {
+    throw InputError(path, "nGpus",
+                     "cannot tell how many ranks ran; pass --ranks N");
+  }
+  for (auto& p : pts) p.ranks = ranks;
+  return pts;
+}
+
+}  // namespace tpo::profiler

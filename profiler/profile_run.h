@@ -1,0 +1,45 @@
+// `tpo profile` as a library call: sweep the model's shapes on a backend, assemble the
+// profile, fit it, check it against a held-back set, write it.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "profiler/harness.h"
+#include "sim/profile.h"
+
+namespace tpo::profiler {
+
+struct ProfileOptions {
+  std::string backend = "cpu";
+  std::string model = "llama3.1-8b";
+  std::string hardware;  // analytical fallback; default cpu-host (cpu) or h200x8 (cuda)
+  std::int64_t tp = 2;
+  bool quick = false;
+  std::string out;
+  std::int64_t max_tokens = 0;  // 0: 512 on cpu (256 with --quick), 8192 on cuda
+  std::int64_t align = 64;
+  int reps = 5;
+  int warmup = 2;
+  bool accuracy = true;
+  bool progress = true;
+};
+
+int run_profile(const ProfileOptions& o, std::ostream& os);
+
+// Assembles a profile from measurements (held-back ones excluded).
+sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dtype);
+
+// Prints and returns the accuracy of the profile model on the held-back measurements:
+// per op kind the median and worst |predicted - measured| / measured.
+nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
+                              std::int64_t tp, const std::vector<Measurement>& held,
+                              std::ostream& os);
+
+// Parses the output of nccl-tests' all_reduce_perf (out-of-place times) into all-reduce
+// points. Throws InputError naming the file when nothing can be read from it.
+std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
+                                                  std::int64_t ranks_override);
+
+}  // namespace tpo::profiler

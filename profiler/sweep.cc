@@ -1,0 +1,132 @@
+// Sweep construction.
+#include "profiler/sweep.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tpo::profiler {
+
+std::vector<std::int64_t> token_grid(const SweepOptions& o) {
+  std::set<std::int64_t> s;
+  for (std::int64_t t = o.align; t <= o.max_tokens; t *= 2) {
+    s.insert(t);
+    const std::int64_t mid = (t * 3 / 2) / o.align * o.align;
+    if (!o.quick && mid <= o.max_tokens && mid > t) s.insert(mid);
+  }
+  if (s.empty()) s.insert(std::max<std::int64_t>(1, o.max_tokens));
+  return {s.begin(), s.end()};
+}
+
+std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,
+                             const SweepOptions& o) {
+  (void)m;
+  std::vector<Item> items;
+  const auto grid = token_grid(o);
+  // Held back: sizes between grid points (never measured for the tables).
+  std::vector<std::int64_t> held;
+  if (o.accuracy) {
+    for (std::size_t i = 0; i + 1 < grid.size(); ++i) {
+      held.push_back((grid[i] + grid[i + 1]) / 2 + o.align / 4 + 1);
+    }
+  }
+  auto add_sizes = [&](auto add) {
+    for (auto t : grid) add(t, false);
+    for (auto t : held) add(t, true);
+  };
+  struct G {
+    const char* name;
+    std::int64_t n, k;
+  };
+  const G gemms[] = {{"qkv", d.qkv_n(), d.hidden},
+                     {"o_proj", d.hidden, d.q_heads * d.head_dim},
+                     {"gate_up", 2 * d.ffn, d.hidden},
+                     {"down", d.hidden, d.ffn}};
+  for (const auto& g : gemms) {
+    add_sizes([&](std::int64_t t, bool hb) {
+      Item it;
+      it.kind = ItemKind::Gemm;
+      it.name = g.name;
+      it.m = t;
+      it.n = g.n;
+      it.k = g.k;
+      it.held_back = hb;
+      it.key = std::string("gemm/") + g.name + "/m" + std::to_string(t);
+      items.push_back(it);
+    });
+  }
+  // Attention: a chunk of t tokens after prefixes of 0, t and 3t tokens (ISO's later chunks).
+  add_sizes([&](std::int64_t t, bool hb) {
+    for (std::int64_t mult : {0, 1, 3}) {
+      const std::int64_t p = mult * t;
+      if (p + t > o.max_tokens * 2) continue;
+      if (o.quick && mult == 3) continue;
+      Item it;
+      it.kind = ItemKind::Attention;
+      it.name = "attention";
+      it.q_tokens = t;
+      it.prefix = p;
+      it.q_heads = d.q_heads;
+      it.kv_heads = d.kv_heads;
+      it.head_dim = d.head_dim;
+      it.held_back = hb;
+      it.key = "attention/q" + std::to_string(t) + "/p" + std::to_string(p);
+      items.push_back(it);
+    }
+  });
+  struct R {
+    const char* name;
+    std::int64_t cols;
+  };
+  const R rows[] = {{"rmsnorm", d.hidden}, {"silu_mul", d.ffn}, {"residual_add", d.hidden}};
+  for (const auto& r : rows) {
+    add_sizes([&](std::int64_t t, bool hb) {
+      Item it;
+      it.kind = ItemKind::Rowwise;
+      it.name = r.name;
+      it.m = t;
+      it.n = r.cols;
+      it.held_back = hb;
+      it.key = std::string("rowwise/") + r.name + "/rows" + std::to_string(t);
+      items.push_back(it);
+    });
+  }
+  if (tp > 1) {
+    add_sizes([&](std::int64_t t, bool hb) {
+      Item it;
+      it.kind = ItemKind::AllReduce;
+      it.name = "allreduce";
+      it.elements = t * d.hidden;
+      it.ranks = tp;
+      it.held_back = hb;
+      it.key = "allreduce/rows" + std::to_string(t) + "/r" + std::to_string(tp);
+      items.push_back(it);
+    });
+  }
+  // Interference: the layer's biggest GEMM at a mid-size chunk beside P comm workers, and a
+  // comm-sized copy beside that GEMM.
+  const std::int64_t mid = grid[grid.size() / 2];
+  for (auto p : o.comm_workers) {
+    Item g;
+    g.kind = ItemKind::GemmBesideComm;
+    g.name = "gate_up";
+    g.m = mid;
+    g.n = 2 * d.ffn;
+    g.k = d.hidden;
+    g.workers = p;
+    g.key = "interference/gemm_beside_comm/p" + std::to_string(p);
+    items.push_back(g);
+    Item c;
+    c.kind = ItemKind::CommBesideGemm;
+    c.name = "comm";
+    c.m = mid;
+    c.n = 2 * d.ffn;
+    c.k = d.hidden;
+    c.elements = mid * d.hidden;
+    c.workers = p;
+    c.key = "interference/comm_beside_gemm/p" + std::to_string(p);
+    items.push_back(c);
+  }
+  return items;
+}
+
+}  // namespace tpo::profiler

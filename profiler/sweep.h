@@ -1,0 +1,43 @@
+// What a profile measures: exactly the shapes the model's schedule graphs use under TP t —
+// GEMMs for token counts on the alignment grid, attention for (chunk, prefix) pairs, norms
+// and elementwise ops, all-reduce message sizes — plus interference pairs. A held-back set
+// (sizes between grid points) is kept apart to check the profile model's accuracy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/workload.h"
+
+namespace tpo::profiler {
+
+enum class ItemKind { Gemm, Attention, Rowwise, AllReduce, GemmBesideComm, CommBesideGemm };
+
+struct Item {
+  ItemKind kind = ItemKind::Gemm;
+  std::string key;   // unique and stable: names a finished measurement for resuming
+  std::string name;  // qkv, o_proj, gate_up, down, attention, rmsnorm, silu_mul, ...
+  std::int64_t m = 0, n = 0, k = 0;  // GEMM shape; rowwise rows (m) x cols (n)
+  std::int64_t requests = 1, q_tokens = 0, prefix = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t elements = 0, ranks = 1;  // all-reduce
+  std::int64_t workers = 0;              // interference: comm workers (threads / CTAs)
+  bool held_back = false;                // measured only to check the model's accuracy
+};
+
+struct SweepOptions {
+  std::int64_t max_tokens = 2048;  // largest chunk (rows) measured
+  std::int64_t align = 64;         // the planner's grid
+  bool quick = false;              // fewer sizes
+  bool accuracy = false;           // add the held-back set
+  std::vector<std::int64_t> comm_workers = {1};  // interference: comm workers to try
+};
+
+std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,
+                             const SweepOptions& o);
+
+// Token counts measured: powers of two from `align` up to max_tokens (quick) plus, in full
+// mode, the midpoints 1.5 x 2^i on the grid.
+std::vector<std::int64_t> token_grid(const SweepOptions& o);
+
+}  // namespace tpo::profiler
