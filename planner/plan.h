@@ -95,12 +95,15 @@ struct SplitResult {
   std::vector<std::int64_t> chunks;
   double score_ns = 0;
 };
-// Chunk boundaries lie on multiples of `align`. k = 2: every boundary. k > 2: coordinate
-// descent from the even split: each boundary in turn is moved to its best grid position
-// between its neighbours, until a full round improves nothing. Empty when the grid has
+// Chunk boundaries lie on multiples of `align`. Exhaustive for k = 2, and for k > 2 while
+// the combinations number at most kExhaustiveLimit; beyond that, coordinate descent (each
+// boundary in turn moved to its best grid position between its neighbours, until a round
+// improves nothing) from several starts: the even split, and `seed` (the best split with
+// k - 1 chunks) with its first, largest or last chunk cut in two. Empty when the grid has
 // fewer than k - 1 boundaries.
+constexpr std::int64_t kExhaustiveLimit = 2000;  // k = 3 up to 4096 tokens at align 64
 SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k,
-                         std::int64_t align);
+                         std::int64_t align, const std::vector<std::int64_t>& seed = {});
 std::string join_tokens(const std::vector<std::int64_t>& v);  // "2253,1843"
 
 // Every combination of boundaries (for tests on small cases).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,39 @@ const char* op_kind_name(OpKind k);
 const char* op_code_name(OpCode c);  // "qkv", "o_proj", "gate_up", "down", ...
 OpKind op_code_kind(OpCode c);
 
+// An op's dependencies: up to four inline (nearly every op has one or two), more on the heap.
+// The planner builds many graphs; this keeps a graph to about one allocation per vector.
+class DepList {
+ public:
+  DepList() = default;
+  DepList(std::initializer_list<std::int32_t> l) {
+    for (auto d : l) push_back(d);
+  }
+  DepList(const std::vector<std::int32_t>& v) {  // NOLINT: implicit on purpose
+    for (auto d : v) push_back(d);
+  }
+  void push_back(std::int32_t d) {
+    if (size_ < kInline) {
+      inline_[size_] = d;
+    } else {
+      if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
+      heap_.push_back(d);
+    }
+    ++size_;
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::int32_t* begin() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  const std::int32_t* end() const { return begin() + size_; }
+  std::int32_t operator[](std::size_t i) const { return begin()[i]; }
+
+ private:
+  static constexpr std::size_t kInline = 4;
+  std::int32_t inline_[kInline] = {};
+  std::size_t size_ = 0;
+  std::vector<std::int32_t> heap_;
+};
+
 struct Op {
   OpCode code = OpCode::Qkv;
   OpKind kind = OpKind::Gemm;
@@ -57,7 +91,7 @@ struct Op {
   double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
   bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
-  std::vector<std::int32_t> deps;
+  DepList deps;
 
   std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }
 };

@@ -208,8 +208,7 @@ class GraphBuilder {
   }
 
   std::int32_t gemm(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
-                    std::int64_t n, std::int64_t k, std::vector<std::int32_t> deps,
-                    bool accumulate = false) {
+                    std::int64_t n, std::int64_t k, DepList deps, bool accumulate = false) {
     Op op = base(code, g, layer, module);
     op.m = g.tokens();
     op.n = n;
@@ -225,7 +224,7 @@ class GraphBuilder {
 
   // Norms and elementwise ops over `width` columns of every row of the segment.
   std::int32_t rowwise(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
-                       std::int64_t width, std::vector<std::int32_t> deps) {
+                       std::int64_t width, DepList deps) {
     Op op = base(code, g, layer, module);
     op.m = g.tokens();
     op.n = width;
@@ -256,8 +255,7 @@ class GraphBuilder {
     return add(std::move(op));
   }
 
-  std::int32_t attention(const Segment& g, std::int32_t layer, std::int32_t module,
-                         std::vector<std::int32_t> deps) {
+  std::int32_t attention(const Segment& g, std::int32_t layer, std::int32_t module, DepList deps) {
     Op op = base(OpCode::Attention, g, layer, module);
     const double r = static_cast<double>(g.req_end - g.req_begin);
     const double q = static_cast<double>(g.seq_end - g.seq_begin);
@@ -318,6 +316,10 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
     throw InputError("--strategy", strategy_name(spec.kind), why);
   }
   Schedule s;
+  s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
+                    (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
+                    static_cast<std::size_t>(8 + 3 * std::max<std::int64_t>(1, spec.pieces)) +
+                16);
   s.strategy = strategy_name(spec.kind);
   s.preserves_function = preserves_function(spec.kind);
   s.num_layers = static_cast<std::int32_t>(w.layers);
@@ -422,8 +424,7 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
       const auto& in = residual_writers[j];
       std::vector<std::int32_t> outs;  // row-parallel GEMM outputs to all-reduce
       std::vector<Segment> out_rows;
-      auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k,
-                           std::vector<std::int32_t> deps, bool acc) {
+      auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k, DepList deps, bool acc) {
         if (pieces <= 1) {
           outs.push_back(b.gemm(code, g, m.layer, m.index, n, k, deps, acc));
           out_rows.push_back(g);
@@ -441,7 +442,7 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
           qkv_layer = m.layer;
         }
         layer_qkv[j] = qkv;
-        std::vector<std::int32_t> deps = {qkv};
+        DepList deps = {qkv};
         for (std::size_t i = 0; i < j; ++i) {  // KV of earlier chunks of the same requests
           if (layer_qkv[i] >= 0 && segs[i].req_begin == g.req_begin &&
               segs[i].seq_end <= g.seq_begin) {
