@@ -23,6 +23,35 @@ struct PlanCli {
   bool seq_given = false;
 };
 
+// Options that would be silently ignored are errors: the user meant something by them.
+void check_given(const PlanCli& c, const CLI::App& sub) {
+  auto given = [&](const char* name) { return sub.count(name) > 0; };
+  if (c.scenario == "generate") {
+    for (const char* opt : {"--seq", "--phase", "--context", "--threshold", "--allow-arch-change",
+                            "--csv", "--svg"}) {
+      if (given(opt)) {
+        throw InputError(opt, "",
+                         "does not apply to --scenario generate (it uses --prompt, "
+                         "--new-tokens and a list of --batch sizes)");
+      }
+    }
+  } else {
+    for (const char* opt : {"--prompt", "--new-tokens"}) {
+      if (given(opt)) throw InputError(opt, "", "applies to --scenario generate only");
+    }
+    if (c.plan.phase == "decode" && given("--context")) {
+      throw InputError("--context", std::to_string(c.plan.context),
+                       "in a decode plan --seq lists the context lengths; drop --context");
+    }
+  }
+  if (given("--context") && c.plan.context < 0) {
+    throw InputError("--context", std::to_string(c.plan.context), "must be >= 0");
+  }
+  if (c.plan.strategies.empty()) {
+    throw InputError("--strategies", "", "give strategy names (iso,ladder,...) or all");
+  }
+}
+
 int run_plan_cli(PlanCli& c) {
   if (c.scenario == "generate") {
     planner::GenerateOptions g;
@@ -34,6 +63,7 @@ int run_plan_cli(PlanCli& c) {
     g.batches = c.batch;
     g.strategies = c.plan.strategies;
     g.align = c.plan.align;
+    g.max_chunks = c.plan.max_chunks;
     g.layers = c.plan.layers;
     g.threads = c.plan.threads;
     g.json_path = c.plan.json_path;
@@ -130,7 +160,10 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
   sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");
   sub->add_flag("--quiet", o.quiet, "No progress on stderr");
-  return [c] { return run_plan_cli(*c); };
+  return [c, sub] {
+    check_given(*c, *sub);
+    return run_plan_cli(*c);
+  };
 }
 
 }  // namespace tpo::cli

@@ -2,6 +2,7 @@
 #include "planner/generate.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -48,59 +49,121 @@ std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim
   return engine.run(s, sim::cost_schedule(s, cm)).total_ns;
 }
 
+// The variants of a strategy worth trying in a phase (the planner's settings).
+std::vector<StrategySpec> variants(const sim::Workload& w, StrategyKind kind,
+                                   std::int64_t align, std::int64_t max_chunks,
+                                   const sim::CostModel& cm) {
+  std::vector<StrategySpec> out;
+  if (kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) {
+    if (w.phase != sim::Phase::Prefill) return out;
+    Evaluator ev(w, cm);
+    std::vector<std::int64_t> seed;
+    for (std::int64_t c = 2; c <= max_chunks; ++c) {
+      const SplitResult r = search_split(ev, kind, c, align, seed);
+      if (r.chunks.empty()) break;
+      seed = r.chunks;
+      out.emplace_back(kind, r.chunks);
+    }
+    return out;
+  }
+  if (kind == StrategyKind::GemmSplit) {
+    for (std::int64_t p : {2, 4, 8}) {
+      StrategySpec s(kind);
+      s.pieces = p;
+      if (sim::not_applicable_reason(w, s).empty()) out.push_back(s);
+    }
+    return out;
+  }
+  StrategySpec s(kind);
+  if (sim::not_applicable_reason(w, s).empty()) out.push_back(s);
+  return out;
+}
+
+// The fastest variant in this phase; a function-preserving strategy that cannot beat `none`
+// falls back to `none` (what the planner would answer). A model-changing one has no fallback:
+// its model is different in every phase.
+StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t align,
+                    std::int64_t max_chunks, const sim::CostModel& cm, sim::Engine& engine,
+                    bool* fell_back) {
+  const StrategySpec none(StrategyKind::None);
+  const std::int64_t none_ns = time_of(w, none, cm, engine);
+  StrategySpec best = none;
+  std::int64_t best_ns = std::numeric_limits<std::int64_t>::max();
+  for (const auto& v : variants(w, kind, align, max_chunks, cm)) {
+    const std::int64_t t = time_of(w, v, cm, engine);
+    if (t < best_ns) {
+      best_ns = t;
+      best = v;
+    }
+  }
+  *fell_back = false;
+  if (best.kind == StrategyKind::None) return none;
+  if (sim::preserves_function(kind) && best_ns >= none_ns) {
+    *fell_back = true;
+    return none;
+  }
+  return best;
+}
+
+std::string phase_label(const StrategySpec& s, bool fell_back) {
+  std::string t = sim::strategy_name(s.kind);
+  if (s.kind == StrategyKind::Iso || s.kind == StrategyKind::IsoLadder) {
+    t += " (" + join_tokens(s.chunk_tokens) + ")";
+  } else if (s.kind == StrategyKind::GemmSplit) {
+    t += " (" + std::to_string(s.pieces) + ")";
+  }
+  if (fell_back) t += "*";
+  return t;
+}
+
 GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::int64_t new_tokens,
-                       std::int64_t align, const sim::CostModel& cm) {
+                       std::int64_t align, std::int64_t max_chunks, const sim::CostModel& cm) {
   sim::Engine engine;
   GenerateResult r;
   r.strategy = sim::strategy_name(kind);
   r.preserves_function = sim::preserves_function(kind);
-  // Prefill: the strategy where it applies (ISO with the planner's best 2-chunk split).
-  StrategySpec pre(kind);
-  if (kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) {
-    Evaluator ev(prefill_w, cm);
-    const SplitResult split = search_split(ev, kind, 2, align);
-    if (!split.chunks.empty()) {
-      pre.chunk_tokens = split.chunks;
-      r.detail = join_tokens(split.chunks);
-    }
+  bool fb = false;
+  const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, cm, engine, &fb);
+  r.prefill_strategy = phase_label(pre, fb);
+  if (!pre.chunk_tokens.empty() && pre.kind != StrategyKind::None) {
+    r.detail = join_tokens(pre.chunk_tokens);
   }
-  if (!sim::not_applicable_reason(prefill_w, pre).empty() ||
-      ((kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) && pre.chunk_tokens.empty())) {
-    pre = StrategySpec(StrategyKind::None);
-  }
-  r.prefill_strategy = sim::strategy_name(pre.kind);
   r.prefill_us = static_cast<double>(time_of(prefill_w, pre, cm, engine)) / 1e3;
-  // Decode: iso+ladder decodes with ladder; iso has nothing to cut in decode.
+  // Decode: prefill produced the first new token; new_tokens - 1 steps follow, at contexts
+  // prompt + 1 .. prompt + new_tokens - 1. iso+ladder decodes with ladder.
+  const std::int64_t steps = new_tokens - 1;
   sim::Workload dw = prefill_w;
   dw.phase = sim::Phase::Decode;
   dw.seq = 1;
-  StrategySpec dec(kind == StrategyKind::IsoLadder ? StrategyKind::Ladder : kind);
-  dw.context = prefill_w.seq;
-  if (!sim::not_applicable_reason(dw, dec).empty()) dec = StrategySpec(StrategyKind::None);
-  r.decode_strategy = sim::strategy_name(dec.kind);
-  // Step time at context prompt + t, sampled at 9 points and interpolated linearly.
-  const std::int64_t last = new_tokens - 1;
-  std::vector<std::pair<std::int64_t, double>> samples;
-  for (int i = 0; i <= 8; ++i) {
-    const std::int64_t t = last * i / 8;
-    if (!samples.empty() && samples.back().first == t) continue;
-    dw.context = prefill_w.seq + t;
-    samples.emplace_back(t, static_cast<double>(time_of(dw, dec, cm, engine)) / 1e3);
-  }
+  dw.context = prefill_w.seq + std::max<std::int64_t>(steps, 1) / 2;
+  const StrategyKind dkind = kind == StrategyKind::IsoLadder ? StrategyKind::Ladder : kind;
+  const StrategySpec dec = choose(dw, dkind, align, max_chunks, cm, engine, &fb);
+  r.decode_strategy = phase_label(dec, fb);
   double sum_us = 0;
-  std::size_t seg = 0;
-  for (std::int64_t t = 0; t <= last; ++t) {
-    while (seg + 1 < samples.size() && samples[seg + 1].first < t) ++seg;
-    if (samples.size() == 1) {
-      sum_us += samples[0].second;
-      continue;
+  if (steps > 0) {
+    // Step time sampled at 9 contexts and interpolated linearly in between.
+    std::vector<std::pair<std::int64_t, double>> samples;
+    for (int i = 0; i <= 8; ++i) {
+      const std::int64_t t = 1 + (steps - 1) * i / 8;
+      if (!samples.empty() && samples.back().first == t) continue;
+      dw.context = prefill_w.seq + t;
+      samples.emplace_back(t, static_cast<double>(time_of(dw, dec, cm, engine)) / 1e3);
     }
-    const auto [t0, y0] = samples[seg];
-    const auto [t1, y1] = samples[std::min(seg + 1, samples.size() - 1)];
-    sum_us += t1 == t0 ? y0
-                       : y0 + (y1 - y0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
+    std::size_t seg = 0;
+    for (std::int64_t t = 1; t <= steps; ++t) {
+      while (seg + 1 < samples.size() && samples[seg + 1].first < t) ++seg;
+      if (samples.size() == 1) {
+        sum_us += samples[0].second;
+        continue;
+      }
+      const auto [t0, y0] = samples[seg];
+      const auto [t1, y1] = samples[std::min(seg + 1, samples.size() - 1)];
+      sum_us += t1 == t0 ? y0
+                         : y0 + (y1 - y0) * static_cast<double>(t - t0) /
+                                    static_cast<double>(t1 - t0);
+    }
+    r.decode_step_us = sum_us / static_cast<double>(steps);
   }
-  r.decode_step_us = sum_us / static_cast<double>(new_tokens);
   r.total_us = r.prefill_us + sum_us;
   r.tokens_per_s = static_cast<double>(prefill_w.batch * new_tokens) / (r.total_us * 1e-6);
   return r;
@@ -146,7 +209,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
     for (std::size_t j = next++; j < jobs; j = next++) {
       const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
       try {
-        rep.batches[bi].results[ki] = run_one(ws[bi], kinds[ki], o.new_tokens, o.align, cm);
+        rep.batches[bi].results[ki] =
+            run_one(ws[bi], kinds[ki], o.new_tokens, o.align, o.max_chunks, cm);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();
@@ -173,7 +237,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << o.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
      << " layers\n";
   os << "predicted by the analytical cost model (not measured); tokens/s = batch x new tokens / "
-        "(prefill + decode)\n";
+        "(prefill + " << o.new_tokens - 1 << " decode steps)\n";
+  os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
+        "so none ran\n";
   auto f = [](const char* fm, double x) {
     char buf[64];
     std::snprintf(buf, sizeof buf, fm, x);
@@ -185,9 +251,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
        << std::right << std::setw(12) << "prefill_ms" << std::setw(16) << "decode_step_ms"
        << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << "  model\n";
     for (const auto& x : b.results) {
-      std::string phases = x.prefill_strategy;
-      if (!x.detail.empty() && x.prefill_strategy != "none") phases += " (" + x.detail + ")";
-      phases += " / " + x.decode_strategy;
+      const std::string phases = x.prefill_strategy + " / " + x.decode_strategy;
       os << std::left << std::setw(16) << x.strategy << std::setw(36) << phases << std::right
          << std::setw(12) << f("%.3f", x.prefill_us / 1e3) << std::setw(16)
          << f("%.4f", x.decode_step_us / 1e3) << std::setw(12) << f("%.1f", x.tokens_per_s)

@@ -22,6 +22,7 @@ struct GenerateOptions {
   std::string batches = "1,4,16,64";
   std::string strategies = "all";
   std::int64_t align = 64;
+  std::int64_t max_chunks = 3;
   std::int64_t layers = 0;
   std::int64_t threads = 0;
   std::string json_path;

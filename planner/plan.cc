@@ -48,15 +48,17 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
     const double f = parts.size() == 3 ? num(parts[2]) : 2.0;
     if (lo > hi) throw InputError("--seq", text, "the range's start is above its end");
     if (f <= 1.0) throw InputError("--seq", text, "the step factor must be > 1");
+    // The start and the end are kept as given; the points between are rounded to the grid.
     for (double x = lo; x <= hi * (1 + 1e-9); x *= f) {
       auto v = static_cast<std::int64_t>(std::llround(x));
-      if (v >= align) v = (v + align / 2) / align * align;  // onto the grid
-      if (out.empty() || out.back() != v) out.push_back(v);
+      if (!out.empty() && v >= align) v = (v + align / 2) / align * align;
+      if (out.empty() || out.back() < v) out.push_back(v);
       if (out.size() > 4096) throw InputError("--seq", text, "more than 4096 points");
     }
     // The range's end is always planned, even when the factor steps over it.
     const auto end = static_cast<std::int64_t>(std::llround(hi));
-    if (out.back() < end) out.push_back(end);
+    while (!out.empty() && out.back() >= end) out.pop_back();
+    out.push_back(end);
   } else {
     std::stringstream ss(text);
     for (std::string p; std::getline(ss, p, ',');) {
@@ -303,6 +305,18 @@ Plan make_plan(const PlanOptions& o) {
   Plan plan;
   plan.options = o;
   const auto seqs = parse_seq_list(o.seq, o.align);
+  if (o.strategies != "all" && o.phase == "prefill") {
+    const auto kinds = parse_strategy_list(o.strategies);
+    const bool iso = std::find(kinds.begin(), kinds.end(), StrategyKind::Iso) != kinds.end() ||
+                     std::find(kinds.begin(), kinds.end(), StrategyKind::IsoLadder) != kinds.end();
+    for (auto s : seqs) {
+      if (iso && (s - 1) / o.align < 1) {
+        throw InputError("--seq", std::to_string(s),
+                         "is too short to cut into 2 chunks on the " + std::to_string(o.align) +
+                             "-token grid (--align); iso needs more than --align tokens");
+      }
+    }
+  }
   sim::SimulateOptions so;
   so.model = o.model;
   so.hardware = o.hardware;

@@ -28,6 +28,15 @@ std::string length_label(std::int64_t n) {
   if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
   return std::to_string(n);
 }
+// Only the parameters that mean something for the strategy.
+ojson params_json(const sim::StrategySpec& s) {
+  ojson j = ojson::object();
+  if (s.kind == sim::StrategyKind::GemmSplit) j["pieces"] = s.pieces;
+  if (s.kind == sim::StrategyKind::Ladder || s.kind == sim::StrategyKind::IsoLadder) {
+    j["ladder_layers"] = s.ladder_layers;
+  }
+  return j;
+}
 const char* length_name(const Plan& p) {
   return p.workload.phase == sim::Phase::Prefill ? "prompt" : "context";
 }
@@ -52,7 +61,11 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << std::setw(20) << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
      << std::setw(10) << "none_ms" << std::setw(9) << "speedup" << std::setw(17)
      << "exposed_comm_ms";
-  const bool show_arch = !plan.options.allow_arch_change;
+  bool any_arch = false;
+  for (const auto& p : plan.points) {
+    for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function;
+  }
+  const bool show_arch = !plan.options.allow_arch_change && any_arch;
   if (show_arch) os << "  if the model may change";
   os << "\n";
   for (const auto& p : plan.points) {
@@ -82,7 +95,7 @@ ojson plan_json(const Plan& plan) {
     return ojson{{"strategy", c.strategy},
                  {"detail", c.detail},
                  {"chunks", c.spec.chunk_tokens},
-                 {"params", ojson{{"ladder_layers", c.spec.ladder_layers}, {"pieces", c.spec.pieces}}},
+                 {"params", params_json(c.spec)},
                  {"total_us", us(c.total_ns)},
                  {"speedup", c.speedup},
                  {"exposed_comm_us", us(c.exposed_comm_ns)},
@@ -118,12 +131,16 @@ ojson plan_json(const Plan& plan) {
   ojson points = ojson::array();
   for (const auto& p : plan.points) {
     const Candidate& b = p.candidates[p.best];
+    std::vector<double> fractions;
+    for (auto c : b.spec.chunk_tokens) {
+      fractions.push_back(static_cast<double>(c) / static_cast<double>(p.seq));
+    }
     lookup.push_back(ojson{{"seq_len", p.seq},
                            {"batch", p.batch},
                            {"strategy", b.strategy},
                            {"chunks", b.spec.chunk_tokens},
-                           {"params", ojson{{"ladder_layers", b.spec.ladder_layers},
-                                            {"pieces", b.spec.pieces}}},
+                           {"chunk_fractions", fractions},
+                           {"params", params_json(b.spec)},
                            {"predicted_us", us(b.total_ns)},
                            {"none_us", us(p.none_ns)},
                            {"speedup", b.speedup}});
@@ -174,7 +191,7 @@ std::string plan_svg(const Plan& plan) {
     }
     for (const auto& [s, v] : best) lines[s].emplace_back(p.seq, v);
   }
-  const double W = 940, H = 500, L = 70, R = 270, T = 50, B = 60;
+  const double W = 940, H = 520, L = 70, R = 270, T = 50, B = 75;
   const double pw = W - L - R, ph = H - T - B;
   double xmin = std::log2(static_cast<double>(plan.points.front().seq));
   double xmax = std::log2(static_cast<double>(plan.points.back().seq));
@@ -225,10 +242,19 @@ std::string plan_svg(const Plan& plan) {
   }
   os << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
      << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  os << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">"
+  os << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">"
      << length_name(plan) << " length (tokens, log scale)</text>\n";
   os << "<text transform=\"translate(18," << T + ph / 2
      << ") rotate(-90)\" text-anchor=\"middle\">speedup over none (predicted)</text>\n";
+  // The threshold overlap must clear to be recommended.
+  const double thr = 1.0 + plan.options.threshold;
+  if (thr <= ymax) {
+    os << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << Y(thr) << "\" y2=\""
+       << Y(thr) << "\" stroke=\"#999\" stroke-dasharray=\"2,3\"/>\n";
+    os << "<text x=\"" << L + pw - 4 << "\" y=\"" << Y(thr) - 4
+       << "\" text-anchor=\"end\" fill=\"#777\" font-size=\"10\">threshold (" << fmt("%.0f", 100 * plan.options.threshold)
+       << "%)</text>\n";
+  }
   int li = 0;
   for (const auto& s : order) {
     const auto& pts = lines[s];
@@ -251,16 +277,54 @@ std::string plan_svg(const Plan& plan) {
        << (dashed ? " (changes model)" : "") << "</text>\n";
     ++li;
   }
+  // The recommendation at each length: a ring on the chosen point, its name under the axis.
+  for (const auto& p : plan.points) {
+    const Candidate& b = p.candidates[p.best];
+    os << "<circle cx=\"" << fmt("%.1f", X(p.seq)) << "\" cy=\"" << fmt("%.1f", Y(b.speedup))
+       << "\" r=\"7\" fill=\"none\" stroke=\"black\" stroke-width=\"1.5\"><title>chosen at "
+       << p.seq << ": " << b.strategy << "</title></circle>\n";
+    os << "<text x=\"" << X(p.seq) << "\" y=\"" << T + ph + 32
+       << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#333\">" << b.strategy << "</text>\n";
+  }
+  const double ly = T + 10 + 20 * li;
+  os << "<circle cx=\"" << L + pw + 27 << "\" cy=\"" << ly << "\" r=\"6\" fill=\"none\" "
+     << "stroke=\"black\" stroke-width=\"1.5\"/>\n";
+  os << "<text x=\"" << L + pw + 46 << "\" y=\"" << ly + 4 << "\">recommended</text>\n";
   os << "</svg>\n";
   return os.str();
 }
 
-const LoadedPlanEntry& LoadedPlan::lookup(std::int64_t seq) const {
-  const LoadedPlanEntry* best = &entries.front();
+LoadedPlanEntry LoadedPlan::lookup(std::int64_t seq) const {
+  const LoadedPlanEntry* at = nullptr;
   for (const auto& e : entries) {
-    if (e.seq <= seq) best = &e;
+    if (e.seq <= seq) at = &e;
   }
-  return *best;
+  LoadedPlanEntry r;
+  r.seq = seq;
+  r.strategy = "none";
+  if (!at) return r;  // shorter than anything planned: don't overlap
+  r = *at;
+  r.seq = seq;
+  if (r.chunk_fractions.size() < 2) return r;
+  // Scale the planned split to this length, boundaries on the grid.
+  std::vector<std::int64_t> chunks;
+  double cum = 0;
+  std::int64_t prev = 0;
+  for (std::size_t i = 0; i + 1 < r.chunk_fractions.size(); ++i) {
+    cum += r.chunk_fractions[i];
+    std::int64_t b = std::llround(cum * static_cast<double>(seq) / static_cast<double>(align)) * align;
+    b = std::max(b, prev + align);
+    if (b >= seq) {  // too short to cut into that many chunks
+      r.strategy = "none";
+      r.chunks.clear();
+      return r;
+    }
+    chunks.push_back(b - prev);
+    prev = b;
+  }
+  chunks.push_back(seq - prev);
+  r.chunks = chunks;
+  return r;
 }
 
 LoadedPlan load_plan(const std::string& path) {
@@ -275,6 +339,7 @@ LoadedPlan load_plan(const std::string& path) {
   p.hardware = opts.string("hardware");
   p.tp = o.integer("tp");
   p.phase = o.string("phase");
+  p.align = opts.integer_or("align", 64);
   if (!j.at("lookup").is_array() || j.at("lookup").empty()) {
     throw InputError(path, "lookup", "must be a non-empty array");
   }
@@ -302,6 +367,14 @@ LoadedPlan load_plan(const std::string& path) {
         (le.chunks.size() < 2 || sum != le.seq)) {
       throw InputError(path, e.field("chunks"),
                        "iso chunks must be >= 2 and sum to seq_len (" + std::to_string(le.seq) + ")");
+    }
+    if (e.raw().contains("chunk_fractions") && e.raw().at("chunk_fractions").is_array()) {
+      for (const auto& f : e.raw().at("chunk_fractions")) {
+        if (!f.is_number() || f.get<double>() <= 0) {
+          throw InputError(path, e.field("chunk_fractions"), "must be positive numbers");
+        }
+        le.chunk_fractions.push_back(f.get<double>());
+      }
     }
     const JsonObject params = e.object("params");
     le.ladder_layers = params.raw().value("ladder_layers", std::int64_t{0});

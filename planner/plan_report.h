@@ -22,6 +22,7 @@ struct LoadedPlanEntry {
   std::int64_t batch = 1;
   std::string strategy;
   std::vector<std::int64_t> chunks;
+  std::vector<double> chunk_fractions;
   std::int64_t ladder_layers = 0;
   std::int64_t pieces = 0;
   double total_us = 0;
@@ -30,9 +31,12 @@ struct LoadedPlanEntry {
 struct LoadedPlan {
   std::string model, hardware, phase;
   std::int64_t tp = 0;
+  std::int64_t align = 64;
   std::vector<LoadedPlanEntry> entries;
-  // The entry for the largest planned length <= seq (the first one when seq is shorter).
-  const LoadedPlanEntry& lookup(std::int64_t seq) const;
+  // What to run for a prompt of `seq` tokens: the entry of the largest planned length <= seq,
+  // its ISO chunk fractions scaled to seq with boundaries on the align grid. Shorter than
+  // every planned length (or too short to cut): strategy "none".
+  LoadedPlanEntry lookup(std::int64_t seq) const;
 };
 // Throws InputError naming the file and the field when the plan is malformed.
 LoadedPlan load_plan(const std::string& path);

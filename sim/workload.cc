@@ -84,7 +84,8 @@ ShardDims validate_workload(const Workload& w) {
     if (weights > w.hardware.memory_gib * gib) {
       throw InputError("--tp", t, std::string(msg) + "raise --tp or choose larger GPUs");
     }
-    throw InputError("--batch", std::to_string(w.batch),
+    throw InputError("--batch/--seq",
+                     std::to_string(w.batch) + " x " + std::to_string(w.seq + w.context),
                      std::string(msg) + "lower --batch, --seq or --context");
   }
   return d;

@@ -215,6 +215,11 @@ TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
       {"plan --threshold 2", "--threshold"},
       {"plan --scenario generate --new-tokens 0", "--new-tokens 0"},
       {"plan --model llama-30b --tp 8", "num_attention_heads"},
+      {"plan --seq 64 --strategies iso", "--seq 64: is too short to cut into 2 chunks"},
+      {"plan --scenario generate --seq 1024", "--seq: does not apply to --scenario generate"},
+      {"plan --prompt 512", "--prompt: applies to --scenario generate only"},
+      {"plan --phase decode --context 100 --seq 1024", "drop --context"},
+      {"plan --strategies ''", "--strategies"},
   };
   for (const auto& [args, expect] : cases) {
     CAPTURE(args);

@@ -148,10 +148,35 @@ TEST_CASE("plan JSON round-trips through load_plan and looks up by prompt length
     CHECK(lp.entries[i].chunks == b.spec.chunk_tokens);
     CHECK(lp.entries[i].total_us == doctest::Approx(static_cast<double>(b.total_ns) / 1e3));
   }
-  CHECK(lp.lookup(700).seq == 512);
-  CHECK(lp.lookup(100).seq == 256);
-  CHECK(lp.lookup(5000).seq == 1024);
+  // Between planned lengths: the shorter entry's strategy, its split scaled to the length.
+  const auto e700 = lp.lookup(700);
+  CHECK(e700.strategy == lp.entries[1].strategy);
+  if (e700.strategy == "iso") {
+    std::int64_t sum = 0;
+    for (auto c : e700.chunks) {
+      sum += c;
+      CHECK(c > 0);
+    }
+    CHECK(sum == 700);
+    CHECK(e700.chunks.front() % 64 == 0);
+  }
+  CHECK(lp.lookup(100).strategy == "none");  // shorter than anything planned
+  CHECK(lp.lookup(5000).strategy == lp.entries[2].strategy);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("lookup scales a planned split to the prompt length, on the grid") {
+  LoadedPlan lp;
+  lp.align = 64;
+  LoadedPlanEntry e;
+  e.seq = 1024;
+  e.strategy = "iso";
+  e.chunks = {512, 512};
+  e.chunk_fractions = {0.5, 0.5};
+  lp.entries.push_back(e);
+  CHECK(lp.lookup(1500).chunks == std::vector<std::int64_t>{768, 732});  // 0.5 x 1500 -> 768
+  CHECK(lp.lookup(1024).chunks == std::vector<std::int64_t>{512, 512});
+  CHECK(lp.lookup(1000).strategy == "none");
 }
 
 TEST_CASE("prompt-length lists and ranges, and their errors") {
