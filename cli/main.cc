@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   } catch (const tpo::InputError& e) {
     std::cerr << "tpo: error: " << e.what() << "\n";
     return 2;
+  } catch (const tpo::RunFailure& e) {
+    std::cerr << "tpo: failed: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "tpo: internal error: " << e.what() << "\n";
     return 1;

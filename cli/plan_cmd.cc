@@ -67,6 +67,7 @@ int run_plan_cli(PlanCli& c) {
     g.layers = c.plan.layers;
     g.threads = c.plan.threads;
     g.json_path = c.plan.json_path;
+    g.profile_path = c.plan.profile_path;
     if (!c.plan.csv_path.empty() || !c.plan.svg_path.empty()) {
       throw InputError("--csv/--svg", "",
                        "are for prompt-length sweeps; --scenario generate "
@@ -157,6 +158,8 @@ std::function<int()> add_plan(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", o.json_path,
                   "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
+  sub->add_option("--profile", o.profile_path,
+                  "Use op costs measured by `tpo profile` (FILE) instead of the analytical model");
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
   sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");
   sub->add_flag("--quiet", o.quiet, "No progress on stderr");

@@ -1,11 +1,13 @@
 // `tpo simulate`: flags bound to sim::SimulateOptions, then one run (or one per strategy
 // with --compare). Output files are checked before the work and written atomically after.
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/profile_cost.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/version.h"
@@ -26,7 +28,8 @@ int run_simulate(const sim::SimulateOptions& o) {
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.trace_path.empty()) check_writable(o.trace_path, "--trace");
   const Workload w = make_workload(o);
-  const AnalyticalCostModel cm(w.hardware, w.tp);
+  const auto cm_ptr = make_cost_model(w, o.profile_path);
+  const CostModel& cm = *cm_ptr;
   const SimResult base = simulate(w, make_spec(o, w, StrategyKind::None), cm);
   const std::int64_t baseline_ns = base.timeline.total_ns;
 
@@ -34,9 +37,15 @@ int run_simulate(const sim::SimulateOptions& o) {
     const StrategySpec spec = make_spec(o, w, *kind);
     const SimResult r = *kind == StrategyKind::None ? base : simulate(w, spec, cm);
     print_summary(std::cout, w, r, baseline_ns, cm.name());
+    if (!o.profile_path.empty()) {
+      std::cout << "  " << std::left << std::setw(22) << "op costs from";
+      for (const auto& [src, n] : cost_sources(r.schedule, cm))
+        std::cout << n << " " << src << "  ";
+      std::cout << "(profile " << o.profile_path << ")\n";
+    }
     if (!o.json_path.empty()) {
-      write_file_atomic(o.json_path,
-                        simulate_report(o, w, r, baseline_ns, cm.name()).dump(1) + "\n", "--json");
+      write_file_atomic(o.json_path, simulate_report(o, w, r, baseline_ns, cm).dump(1) + "\n",
+                        "--json");
       std::cout << "\nwrote " << o.json_path << "\n";
     }
     if (!o.trace_path.empty()) {
@@ -70,7 +79,7 @@ int run_simulate(const sim::SimulateOptions& o) {
     row.exposed_comm_ns = r.timeline.exposed_comm_ns;
     row.overlap_efficiency = r.timeline.overlap_efficiency;
     rows.push_back(row);
-    if (!o.json_path.empty()) reports.push_back(simulate_report(o, w, r, baseline_ns, cm.name()));
+    if (!o.json_path.empty()) reports.push_back(simulate_report(o, w, r, baseline_ns, cm));
     if (!o.trace_path.empty()) {
       append_trace(events, pid++, "predicted: " + r.schedule.strategy, r.schedule,
                    r.timeline.start_ns, r.timeline.end_ns);
@@ -173,6 +182,9 @@ std::function<int()> add_simulate(CLI::App& app) {
   sub->add_flag("--compare", opts->compare,
                 "Simulate every strategy that applies and print them side by side");
   sub->add_option("--json", opts->json_path, "Write the report (schema tpo.simulate/1) to FILE");
+  sub->add_option("--profile", opts->profile_path,
+                  "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
+                  "what the profile lacks");
   sub->add_option("--trace", opts->trace_path,
                   "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
   return [opts, sub] {

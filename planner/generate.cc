@@ -13,6 +13,7 @@
 #include "planner/plan.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/profile_cost.h"
 #include "sim/version.h"
 
 namespace tpo::planner {
@@ -198,7 +199,9 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
   rep.layers = ws.front().layers;
-  const sim::AnalyticalCostModel cm(ws.front().hardware, ws.front().tp);
+  const auto cm_ptr = sim::make_cost_model(ws.front(), o.profile_path);
+  const sim::CostModel& cm = *cm_ptr;
+  rep.cost_model = cm.name();
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.
   const std::size_t jobs = batches.size() * kinds.size();
@@ -236,7 +239,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
      << o.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
      << " layers\n";
-  os << "predicted by the analytical cost model (not measured); tokens/s = batch x new tokens / "
+  os << "predicted by the " << r.cost_model << " cost model (not measured); tokens/s = batch x new tokens / "
         "(prefill + " << o.new_tokens - 1 << " decode steps)\n";
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
         "so none ran\n";
@@ -269,7 +272,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   j["tool_version"] = tool_version();
   j["git_sha"] = git_sha();
   j["kind"] = "predicted";
-  j["cost_model"] = "analytical";
+  j["cost_model"] = r.cost_model;
   j["options"] = ojson{{"model", o.model},           {"hardware", o.hardware},
                        {"tp", o.tp},                 {"prompt", o.prompt},
                        {"new_tokens", o.new_tokens}, {"batch", o.batches},

@@ -26,6 +26,7 @@ struct GenerateOptions {
   std::int64_t layers = 0;
   std::int64_t threads = 0;
   std::string json_path;
+  std::string profile_path;
 };
 
 struct GenerateResult {
@@ -48,6 +49,7 @@ struct GenerateBatch {
 struct GenerateReport {
   GenerateOptions options;
   std::string model_name, hardware_name;
+  std::string cost_model = "analytical";
   std::int64_t layers = 0;
   std::vector<GenerateBatch> batches;
 };

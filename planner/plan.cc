@@ -15,6 +15,7 @@
 
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/profile_cost.h"
 #include "sim/report.h"
 
 namespace tpo::planner {
@@ -413,9 +414,9 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
 }  // namespace
 
 void run_plan(Plan& plan, const sim::CostModel* override_cm) {
-  const sim::AnalyticalCostModel analytical(plan.workload.hardware, plan.workload.tp);
-  const sim::CostModel& cm = override_cm ? *override_cm : analytical;
-  if (override_cm) plan.cost_model = override_cm->name();
+  const auto own = sim::make_cost_model(plan.workload, plan.options.profile_path);
+  const sim::CostModel& cm = override_cm ? *override_cm : *own;
+  plan.cost_model = cm.name();
   const std::size_t n = plan.points.size();
   std::size_t threads = plan.options.threads > 0
                             ? static_cast<std::size_t>(plan.options.threads)

@@ -30,7 +30,8 @@ struct PlanOptions {
   std::int64_t layers = 0;
   std::int64_t threads = 0;  // 0: all cores
   std::string json_path, csv_path, svg_path;
-  bool quiet = false;  // no progress on stderr
+  std::string profile_path;  // measured profile; empty: analytical model
+  bool quiet = false;        // no progress on stderr
 };
 
 struct Candidate {

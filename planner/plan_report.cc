@@ -120,7 +120,8 @@ ojson plan_json(const Plan& plan) {
                        {"align", o.align},
                        {"threshold", o.threshold},
                        {"allow_arch_change", o.allow_arch_change},
-                       {"layers", o.layers}};
+                       {"layers", o.layers},
+                       {"profile", o.profile_path}};
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;

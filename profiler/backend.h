@@ -32,6 +32,9 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
+// Input sets a runner rotates through so a run never finds its inputs in cache: enough sets
+// of `bytes_per_set` to cover 64 MiB, between 2 and 8.
+int rotation_sets(std::int64_t bytes_per_set);
 // Null when this build has no CUDA; throws when there is no device.
 std::unique_ptr<Backend> make_cuda_backend();
 

@@ -26,12 +26,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Input sets rotated so that a run does not find the previous run's inputs in cache: enough
-// sets to cover ~64 MiB, between 2 and 8.
-int rotation_sets(std::int64_t bytes_per_set) {
-  const std::int64_t target = 64ll << 20;
-  return static_cast<int>(std::clamp<std::int64_t>(target / std::max<std::int64_t>(1, bytes_per_set) + 1, 2, 8));
-}
 
 std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
   std::vector<float> v(static_cast<std::size_t>(n));
@@ -281,5 +275,11 @@ class CpuBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+int rotation_sets(std::int64_t bytes_per_set) {
+  const std::int64_t target = 64ll << 20;
+  return static_cast<int>(
+      std::clamp<std::int64_t>(target / std::max<std::int64_t>(1, bytes_per_set) + 1, 2, 8));
+}
 
 }  // namespace tpo::profiler

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +107,7 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   const bool tty = o.progress && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
+  bool throw_stop = false;
 
   auto measure = [&](Runner& r, benchmark::State* st) {
     for (int w = 0; w < o.warmup; ++w) r.run_once();
@@ -126,6 +128,10 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     if (have[i]) continue;
     const Item item = items[i];
     benchmark::RegisterBenchmark(item.key.c_str(), [&, i, item](benchmark::State& st) {
+      if (throw_stop) {
+        st.SkipWithError("stopped");
+        return;
+      }
       try {
         Measurement m;
         m.item = item;
@@ -147,6 +153,13 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
         if (error.empty()) error = item.key + ": " + e.what();
       }
       ++finished;
+      // Test hook: pretend the run is interrupted after N measurements.
+      if (const char* stop = std::getenv("TPO_PROFILE_STOP_AFTER");
+          stop && finished - resumed >= static_cast<std::size_t>(std::atoll(stop))) {
+        if (error.empty()) error = "stopped after " + std::string(stop) + " measurements (TPO_PROFILE_STOP_AFTER)";
+        st.SkipWithError("stopped");
+        throw_stop = true;
+      }
       if (o.progress) {
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const std::size_t fresh = finished - resumed;
@@ -177,7 +190,13 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     benchmark::ClearRegisteredBenchmarks();
   }
   if (tty) std::fprintf(stderr, "\n");
-  if (!error.empty()) throw std::runtime_error("profiling failed: " + error);
+  if (!error.empty()) {
+    throw RunFailure("profiling stopped: " + error +
+                     (o.resume_path.empty()
+                          ? std::string()
+                          : "; finished measurements are kept in " + o.resume_path +
+                                ": rerun the same command to resume"));
+  }
   return out;
 }
 

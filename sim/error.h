@@ -34,4 +34,10 @@ class InputError : public std::runtime_error {
   std::string field_;
 };
 
+// A run that could not finish (interrupted, a device failure): exit code 1, a plain message.
+class RunFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace tpo

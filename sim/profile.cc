@@ -164,9 +164,16 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   if (j.contains("fits")) {
     const JsonObject f = o.object("fits");
     each(f.raw(), file, "allreduce_alpha_beta", [&](const JsonObject& e) {
+      // A fit may come out negative on noisy data; it is informational, so any finite value.
+      auto any = [&](const char* k) {
+        if (!e.has(k) || !e.raw().at(k).is_number()) {
+          throw InputError(file, e.field(k), "must be a number");
+        }
+        return e.raw().at(k).get<double>();
+      };
       p.allreduce_fit.push_back({static_cast<std::int64_t>(e.number("lo_bytes", false)),
                                  static_cast<std::int64_t>(e.number("hi_bytes", false)),
-                                 e.number("alpha_us", false), e.number("beta_us_per_byte", false)});
+                                 any("alpha_us"), any("beta_us_per_byte")});
     });
     p.gemm_m_half = f.number_or("gemm_m_half", 0.0, false);
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/error.h"
+
 namespace tpo::sim {
 
 namespace {
@@ -132,6 +134,28 @@ double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
   if (!measured) return a_.overlap_slowdown(op, beside);
   return op.kind == OpKind::AllReduce ? p_.comm_slowdown_under_compute
                                       : p_.compute_slowdown_under_comm;
+}
+
+std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string& profile_path) {
+  if (profile_path.empty()) return std::make_unique<AnalyticalCostModel>(w.hardware, w.tp);
+  Profile p = load_profile(profile_path);
+  if (p.tp != w.tp) {
+    throw InputError("--profile", profile_path,
+                     "was measured at TP " + std::to_string(p.tp) + " but --tp is " +
+                         std::to_string(w.tp) + " (shard shapes differ); profile at this TP");
+  }
+  if (!p.model.empty() && p.model != w.model.name) {
+    throw InputError("--profile", profile_path,
+                     "was measured for model '" + p.model + "', not '" + w.model.name +
+                         "'; profile this model (tpo profile --model ...)");
+  }
+  return std::make_unique<ProfileCostModel>(std::move(p), w.hardware, w.tp);
+}
+
+std::map<std::string, std::int64_t> cost_sources(const Schedule& s, const CostModel& cm) {
+  std::map<std::string, std::int64_t> n;
+  for (const auto& op : s.ops) ++n[cm.origin(op)];
+  return n;
 }
 
 }  // namespace tpo::sim

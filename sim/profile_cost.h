@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/profile.h"
+#include "sim/workload.h"
 
 namespace tpo::sim {
 
@@ -44,5 +46,13 @@ class ProfileCostModel final : public CostModel {
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
   std::int64_t tp_;
 };
+
+// The cost model for a workload: the profile at `profile_path` when one is given (it must
+// have been measured at the workload's TP), else the analytical model. Throws InputError
+// naming --profile when the profile does not fit the workload.
+std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string& profile_path);
+
+// How many ops of a schedule each cost source priced ("measured", "interpolated", ...).
+std::map<std::string, std::int64_t> cost_sources(const Schedule& s, const CostModel& cm);
 
 }  // namespace tpo::sim

@@ -109,7 +109,7 @@ std::string workload_line(const Workload& w) {
 }
 
 ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResult& r,
-                      std::int64_t baseline_ns, const std::string& cost_model) {
+                      std::int64_t baseline_ns, const CostModel& cm) {
   const Timeline& tl = r.timeline;
   const Schedule& s = r.schedule;
   ojson params{{"ladder_layers", r.spec.ladder_layers}, {"pieces", r.spec.pieces}};
@@ -126,7 +126,16 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
   j["tool_version"] = tool_version();
   j["git_sha"] = git_sha();
   j["kind"] = "predicted";
-  j["cost_model"] = cost_model;
+  j["cost_model"] = cm.name();
+  if (!o.profile_path.empty()) j["profile"] = o.profile_path;
+  {
+    ojson src = ojson::object();
+    for (const auto& op : r.schedule.ops) {
+      const std::string k = cm.origin(op);
+      src[k] = src.value(k, 0) + 1;
+    }
+    j["cost_sources"] = src;  // ops priced by each source
+  }
   j["options"] = options_json(o);
   j["model"] = model_json(w.model);
   j["hardware"] = hardware_json(w.hardware);
@@ -170,6 +179,7 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
     e["standalone_us"] = us(r.costs.standalone_ns[i]);
+    e["cost_source"] = cm.origin(op);
     e["start_us"] = us(tl.start_ns[i]);
     e["end_us"] = us(tl.end_ns[i]);
     if (op.layer >= 0) {

@@ -20,7 +20,7 @@ std::string chunks_text(const StrategySpec& spec, const Schedule& s);
 
 nlohmann::ordered_json simulate_report(const SimulateOptions& o, const Workload& w,
                                        const SimResult& r, std::int64_t baseline_ns,
-                                       const std::string& cost_model);
+                                       const CostModel& cost_model);
 
 // Adds one process (pid) to a Chrome trace: one track per stream, slices named by op and
 // coloured by kind. The validation runtime adds its measured timeline as a second process.

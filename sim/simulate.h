@@ -33,6 +33,7 @@ struct SimulateOptions {
   bool compare = false;
   std::string json_path;
   std::string trace_path;
+  std::string profile_path;  // measured profile (tpo profile); empty: analytical model
 };
 
 // Loads configs and checks everything; throws InputError naming the option or file.

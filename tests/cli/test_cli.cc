@@ -28,9 +28,10 @@ fs::path scratch() {
   return dir;
 }
 
-Result tpo(const std::string& args) {
+Result tpo(const std::string& args, const std::string& env = "") {
   const fs::path out = scratch() / "out.txt";
-  const std::string cmd = std::string(TPO_BIN) + " " + args + " > " + out.string() + " 2>&1";
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(TPO_BIN) + " " + args +
+                          " > " + out.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   std::ifstream in(out);
   std::stringstream ss;
@@ -228,4 +229,81 @@ TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
     CHECK(r.out.find(expect) != std::string::npos);
     CHECK_FALSE(fs::exists(j));
   }
+}
+
+TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
+  const fs::path prof = scratch() / "tiny.profile.json", rep = scratch() / "tiny.sim.json";
+  fs::remove(prof);
+  const std::string base = "profile --backend cpu --model " + data +
+                           "/tiny_model.json --tp 2 --quick --max-tokens 128 --reps 2 --warmup 0 "
+                           "--quiet --out " +
+                           prof.string();
+  auto r = tpo(base);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("accuracy of the profile model") != std::string::npos);
+  const std::string pj = slurp(prof);
+  CHECK(pj.find("\"schema\": \"tpo.profile/1\"") != std::string::npos);
+  CHECK(pj.find("\"kind\": \"measured\"") != std::string::npos);
+  CHECK(pj.find("\"interference\"") != std::string::npos);
+  r = tpo("simulate --model " + data +
+          "/tiny_model.json --hardware cpu-host --tp 2 --seq 128 "
+          "--strategy iso --profile " +
+          prof.string() + " --json " + rep.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("measured") != std::string::npos);
+  const std::string sj = slurp(rep);
+  CHECK(sj.find("\"cost_model\": \"profile\"") != std::string::npos);
+  CHECK(sj.find("\"cost_source\": \"measured\"") != std::string::npos);
+  // A profile made at TP 2 cannot price TP 4 shards.
+  r = tpo("simulate --model " + data + "/tiny_model.json --hardware h100x8 --tp 4 --profile " +
+          prof.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--profile") != std::string::npos);
+}
+
+TEST_CASE("profile: an interrupted run resumes where it stopped") {
+  const fs::path prof = scratch() / "resume.profile.json";
+  fs::remove(prof);
+  fs::remove(prof.string() + ".partial");
+  const std::string cmd = "profile --backend cpu --model " + data +
+                          "/tiny_model.json --tp 2 --quick --max-tokens 128 --reps 2 "
+                          "--warmup 0 --quiet --out " +
+                          prof.string();
+  auto r = tpo(cmd, "env TPO_PROFILE_STOP_AFTER=5");  // stands in for a Ctrl-C
+  CHECK(r.code == 1);
+  CHECK(r.out.find("rerun the same command to resume") != std::string::npos);
+  CHECK(fs::exists(prof.string() + ".partial"));
+  CHECK_FALSE(fs::exists(prof));
+  r = tpo(cmd);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("resuming from") != std::string::npos);
+  CHECK(fs::exists(prof));
+  CHECK_FALSE(fs::exists(prof.string() + ".partial"));
+  // A leftover log from other options is refused, not mixed in.
+  std::ofstream(prof.string() + ".partial") << "{\"fingerprint\": \"other\"}\n";
+  r = tpo(cmd);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("interrupted profile with other options") != std::string::npos);
+}
+
+TEST_CASE("profile: bad options, and the nccl-tests import") {
+  auto r = tpo("profile --backend gpu --out x.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--backend gpu: must be cpu or cuda") != std::string::npos);
+  r = tpo("profile --backend cpu");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--out") != std::string::npos);
+  const fs::path imp = scratch() / "imported.json";
+  fs::remove(imp);
+  r = tpo("profile import-nccl-tests " + data +
+          "/all_reduce_perf_sample.txt --hardware rtx4090x8 "
+          "--out " +
+          imp.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("imported 7 all-reduce sizes on 8 ranks") != std::string::npos);
+  CHECK(slurp(imp).find("\"allreduce_alpha_beta\"") != std::string::npos);
+  r = tpo("profile import-nccl-tests " + data + "/tiny_model.json --hardware rtx4090x8 --out " +
+          (scratch() / "bad.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("no all_reduce_perf result rows") != std::string::npos);
 }

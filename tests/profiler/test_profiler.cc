@@ -1,0 +1,174 @@
+// Profiler and profile cost model on the CPU: harness statistics, rotation, the CPU kernels
+// against plain loops, profile JSON round trip, interpolation and fallback, fits, and the
+// nccl-tests import.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "../sim/toy.h"
+#include "profiler/backend.h"
+#include "profiler/fit.h"
+#include "profiler/harness.h"
+#include "profiler/profile_run.h"
+#include "sim/error.h"
+#include "sim/profile.h"
+#include "sim/profile_cost.h"
+#include "validate/cpu_kernels.h"
+
+using namespace tpo;
+namespace cpu = tpo::validate::cpu;
+
+namespace {
+const std::string data = TPO_TEST_DATA;
+
+sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k) {
+  sim::Op op;
+  op.code = sim::OpCode::GateUp;
+  op.kind = sim::OpKind::Gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.flops = 2.0 * static_cast<double>(m * n * k);
+  op.bytes = 2.0 * static_cast<double>(m * k + k * n + m * n);
+  return op;
+}
+}  // namespace
+
+TEST_CASE("harness statistics: median, min, max in microseconds") {
+  auto t = profiler::summarize_samples({3e-6, 1e-6, 2e-6});
+  CHECK(t.median_us == doctest::Approx(2.0));
+  CHECK(t.min_us == doctest::Approx(1.0));
+  CHECK(t.max_us == doctest::Approx(3.0));
+  CHECK(t.reps == 3);
+  t = profiler::summarize_samples({4e-6, 1e-6, 2e-6, 100e-6});
+  CHECK(t.median_us == doctest::Approx(3.0));  // even count: mean of the middle two
+}
+
+TEST_CASE("inputs are rotated through enough sets to leave the cache") {
+  CHECK(profiler::rotation_sets(1 << 10) == 8);     // small ops: the most sets
+  CHECK(profiler::rotation_sets(20ll << 20) == 4);  // 20 MiB: 4 sets cover 64 MiB
+  CHECK(profiler::rotation_sets(1ll << 30) == 2);   // huge ops: at least two
+}
+
+TEST_CASE("CPU kernels against plain loops") {
+  const std::int64_t m = 3, n = 4, k = 5;
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.1f * static_cast<float>(i) - 0.5f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+  cpu::gemm(a.data(), b.data(), c.data(), m, n, k);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      float ref = 0;
+      for (std::int64_t x = 0; x < k; ++x) ref += a[i * k + x] * b[x * n + j];
+      CHECK(c[i * n + j] == doctest::Approx(ref).epsilon(1e-5));
+    }
+  }
+  // Attention: one query at position 2 (prefix 2) attends to 3 keys; with equal keys the
+  // softmax is uniform and the output is the mean of the values.
+  cpu::AttentionShape s;
+  s.q_tokens = 1;
+  s.prefix = 2;
+  s.q_heads = 2;
+  s.kv_heads = 1;
+  s.head_dim = 2;
+  s.kv_capacity = 3;
+  std::vector<float> q = {1, 0, 0, 1}, kk = {1, 1, 1, 1, 1, 1}, v = {1, 2, 3, 4, 5, 6}, o(4);
+  cpu::attention(q.data(), kk.data(), v.data(), o.data(), s);
+  CHECK(o[0] == doctest::Approx(3.0));
+  CHECK(o[1] == doctest::Approx(4.0));
+  CHECK(o[2] == doctest::Approx(3.0));  // GQA: head 1 reads the same KV head
+  // All-reduce over 3 rank threads.
+  cpu::SharedAllReduce ar(3);
+  std::vector<std::vector<float>> bufs = {
+      {1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}, {100, 200, 300, 400, 500}};
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 3; ++r)
+    ts.emplace_back([&, r] { ar.run(r, bufs[static_cast<std::size_t>(r)].data(), 5); });
+  for (auto& t : ts) t.join();
+  for (const auto& buf : bufs) CHECK(buf == std::vector<float>{111, 222, 333, 444, 555});
+}
+
+TEST_CASE("profile JSON round trip") {
+  sim::Profile p;
+  p.model = "tiny";
+  p.tp = 2;
+  p.date = "2026-11-29";
+  p.device = {{"backend", "cpu"}};
+  p.gemm.push_back({"qkv", 64, 256, 128, {10, 9, 12, 5}});
+  p.attention.push_back({1, 64, 64, 2, 1, 32, 1e6, {20, 19, 21, 5}});
+  p.rowwise.push_back({"rmsnorm", 64, 128, {1, 1, 2, 5}});
+  p.allreduce.push_back({8192, 2, 32768, {30, 29, 31, 5}});
+  p.interference.push_back({"gemm", "copy", 1, "64x512x128", 100, 120});
+  p.compute_slowdown_under_comm = 1.2;
+  const auto j = sim::profile_to_json(p);
+  const sim::Profile q = sim::profile_from_json(nlohmann::json::parse(j.dump()), "mem.json");
+  CHECK(q.model == "tiny");
+  CHECK(q.tp == 2);
+  REQUIRE(q.gemm.size() == 1);
+  CHECK(q.gemm[0].n == 256);
+  CHECK(q.gemm[0].t.median_us == 10);
+  CHECK(q.attention[0].prefix == 64);
+  CHECK(q.rowwise[0].name == "rmsnorm");
+  CHECK(q.allreduce[0].bytes == 32768);
+  CHECK(q.interference[0].slowdown() == doctest::Approx(1.2));
+  CHECK(q.compute_slowdown_under_comm == doctest::Approx(1.2));
+  CHECK(sim::profile_to_json(q).dump() == j.dump());
+}
+
+TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, analytical") {
+  sim::Profile p;
+  p.tp = 2;
+  p.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}});
+  p.gemm.push_back({"gate_up", 256, 512, 128, {400, 400, 400, 1}});
+  const auto hw = test::toy_hardware();
+  const sim::ProfileCostModel cm(p, hw, 2);
+  CHECK(cm.standalone_ns(gemm_op(64, 512, 128)) == 100000);
+  CHECK(cm.origin(gemm_op(64, 512, 128)) == "measured");
+  // Halfway in log space between (64, 100 us) and (256, 400 us): 128 -> 200 us.
+  CHECK(cm.standalone_ns(gemm_op(128, 512, 128)) == 200000);
+  CHECK(cm.origin(gemm_op(128, 512, 128)) == "interpolated");
+  // Beyond the range: analytical, scaled to agree with the edge measurement.
+  const sim::AnalyticalCostModel a(hw, 2);
+  const double scale = 400e3 / static_cast<double>(a.standalone_ns(gemm_op(256, 512, 128)));
+  CHECK(static_cast<double>(cm.standalone_ns(gemm_op(1024, 512, 128))) ==
+        doctest::Approx(scale * static_cast<double>(a.standalone_ns(gemm_op(1024, 512, 128))))
+            .epsilon(1e-3));
+  CHECK(cm.origin(gemm_op(1024, 512, 128)) == "extrapolated");
+  // A shape the profile never saw: the analytical model.
+  CHECK(cm.standalone_ns(gemm_op(64, 999, 128)) == a.standalone_ns(gemm_op(64, 999, 128)));
+  CHECK(cm.origin(gemm_op(64, 999, 128)) == "analytical");
+}
+
+TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
+  sim::Profile p;
+  for (std::int64_t b : {1000, 2000, 4000, 8000}) {  // t = 5 + 0.01 b exactly
+    p.allreduce.push_back({b / 4, 2, b, {5 + 0.01 * static_cast<double>(b), 0, 0, 1}});
+  }
+  // eff(m) = m / (m + 64): time = flops / (rate * eff)
+  for (std::int64_t m : {64, 128, 256, 1024}) {
+    const double flops = 2.0 * static_cast<double>(m) * 256 * 256;
+    const double eff = static_cast<double>(m) / static_cast<double>(m + 64);
+    p.gemm.push_back({"x", m, 256, 256, {flops / (1e6 * eff), 0, 0, 1}});
+  }
+  profiler::fit_profile(p);
+  REQUIRE(p.allreduce_fit.size() == 2);
+  for (const auto& f : p.allreduce_fit) {
+    CHECK(f.alpha_us == doctest::Approx(5.0).epsilon(1e-6));
+    CHECK(f.beta_us_per_byte == doctest::Approx(0.01).epsilon(1e-6));
+  }
+  // The best measured rate is at m = 1024 (eff 0.94), so the fitted m_half is a bit below 64.
+  CHECK(p.gemm_m_half > 50);
+  CHECK(p.gemm_m_half < 70);
+}
+
+TEST_CASE("nccl-tests all_reduce_perf output is imported") {
+  const auto pts = profiler::parse_nccl_tests(data + "/all_reduce_perf_sample.txt", 0);
+  REQUIRE(pts.size() == 7);
+  CHECK(pts[0].bytes == 8);
+  CHECK(pts[0].t.median_us == doctest::Approx(42.14));  // out-of-place time
+  CHECK(pts[0].ranks == 8);                             // from "nGpus 8"
+  CHECK(pts.back().bytes == 134217728);
+  CHECK(pts.back().elements == 134217728 / 2);  // read as bf16 values
+  CHECK_THROWS_AS(profiler::parse_nccl_tests(data + "/hf_llama_config.json", 0), InputError);
+}
