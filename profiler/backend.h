@@ -4,13 +4,21 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "profiler/sweep.h"
 
 namespace tpo::profiler {
+
+// Thrown by prepare() when this machine cannot measure an item (e.g. an all-reduce over more
+// GPUs than it has): the harness skips it and the profile model falls back for it.
+struct SkipItem : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Runner {
  public:
@@ -35,7 +43,9 @@ std::unique_ptr<Backend> make_cpu_backend();
 // Input sets a runner rotates through so a run never finds its inputs in cache: enough sets
 // of `bytes_per_set` to cover 64 MiB, between 2 and 8.
 int rotation_sets(std::int64_t bytes_per_set);
-// Null when this build has no CUDA; throws when there is no device.
+// Null when this build has no CUDA; throws tpo::RunFailure when there is no device.
 std::unique_ptr<Backend> make_cuda_backend();
+// Comm workers (threads on the CPU, CTAs on the GPU) the interference sweep tries.
+std::vector<std::int64_t> comm_workers(const std::string& backend);
 
 }  // namespace tpo::profiler

@@ -92,6 +92,7 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   }
 
   std::vector<Measurement> out(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) out[i].item = items[i];  // t.reps 0: not measured
   std::vector<bool> have(items.size(), false);
   std::size_t finished = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -108,6 +109,7 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
   bool throw_stop = false;
+  std::vector<std::string> skipped;
 
   auto measure = [&](Runner& r, benchmark::State* st) {
     for (int w = 0; w < o.warmup; ++w) r.run_once();
@@ -148,6 +150,9 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
           if (m.alone.reps) line["alone"] = timing_json(m.alone);
           log << line.dump() << "\n" << std::flush;
         }
+      } catch (const SkipItem& e) {
+        st.SkipWithError(e.what());
+        skipped.push_back(item.key + ": " + e.what());
       } catch (const std::exception& e) {
         st.SkipWithError(e.what());
         if (error.empty()) error = item.key + ": " + e.what();
@@ -190,6 +195,10 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     benchmark::ClearRegisteredBenchmarks();
   }
   if (tty) std::fprintf(stderr, "\n");
+  if (!skipped.empty()) {
+    std::fprintf(stderr, "skipped %zu measurement(s) this machine cannot make, e.g. %s\n",
+                 skipped.size(), skipped.front().c_str());
+  }
   if (!error.empty()) {
     throw RunFailure("profiling stopped: " + error +
                      (o.resume_path.empty()

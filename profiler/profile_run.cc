@@ -116,7 +116,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
   std::vector<double> gemm_slow, comm_slow;
   for (const auto& m : ms) {
     const Item& it = m.item;
-    if (it.held_back) continue;
+    if (it.held_back || m.t.reps == 0) continue;  // held back, or skipped on this machine
     switch (it.kind) {
       case ItemKind::Gemm: p.gemm.push_back({it.name, it.m, it.n, it.k, m.t}); break;
       case ItemKind::Attention:
@@ -202,6 +202,9 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.reps < 1) throw InputError("--reps", std::to_string(o.reps), "must be >= 1");
   if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
   if (o.align < 1) throw InputError("--align", std::to_string(o.align), "must be >= 1");
+  if (o.backend != "cpu" && o.backend != "cuda") {
+    throw InputError("--backend", o.backend, "must be cpu or cuda");
+  }
   std::unique_ptr<Backend> backend;
   if (o.backend == "cpu") {
     backend = make_cpu_backend();
@@ -225,6 +228,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   sw.quick = o.quick;
   sw.align = o.align;
   sw.accuracy = o.accuracy;
+  sw.comm_workers = comm_workers(o.backend);
   sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
                                    : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
   if (sw.max_tokens < o.align) {

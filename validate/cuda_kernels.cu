@@ -1,0 +1,432 @@
+// CUDA kernels and library calls behind cuda_kernels.h. Errors throw with file and line.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "validate/cuda_kernels.h"
+
+#define TPO_CUDA_CHECK(expr)                                                                  \
+  do {                                                                                        \
+    cudaError_t e_ = (expr);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
+                               ": " #expr ": " + cudaGetErrorString(e_));                     \
+    }                                                                                         \
+  } while (0)
+#define TPO_CUBLAS_CHECK(expr)                                                                \
+  do {                                                                                        \
+    cublasStatus_t s_ = (expr);                                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                        \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
+                               ": " #expr ": cuBLAS status " + std::to_string(int(s_)));      \
+    }                                                                                         \
+  } while (0)
+#define TPO_NCCL_CHECK(expr)                                                                  \
+  do {                                                                                        \
+    ncclResult_t r_ = (expr);                                                                 \
+    if (r_ != ncclSuccess) {                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
+                               ": " #expr ": " + ncclGetErrorString(r_));                     \
+    }                                                                                         \
+  } while (0)
+
+namespace tpo::validate::cuda {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+int blocks_for(std::size_t n, int threads) {
+  return static_cast<int>(std::min<std::size_t>((n + threads - 1) / threads, 65535 * 8));
+}
+
+__device__ float block_sum(float v) {
+  __shared__ float sh[32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) / 32;
+  v = threadIdx.x < warps ? sh[threadIdx.x] : 0.0f;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) sh[0] = v;
+  __syncthreads();
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+__device__ float block_max(float v) {
+  __shared__ float sh[32];
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) / 32;
+  v = threadIdx.x < warps ? sh[threadIdx.x] : -INFINITY;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) sh[0] = v;
+  __syncthreads();
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+__global__ void fill_kernel(bf16* p, std::size_t n, std::uint64_t seed, float scale) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    const float u = float(x >> 40) / float(1ull << 24);  // [0, 1)
+    p[i] = __float2bfloat16((2.0f * u - 1.0f) * scale);
+  }
+}
+
+__global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64_t cols,
+                               float eps) {
+  const bf16* xr = x + blockIdx.x * cols;
+  bf16* yr = y + blockIdx.x * cols;
+  float ss = 0;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = __bfloat162float(xr[c]);
+    ss += v * v;
+  }
+  ss = block_sum(ss);
+  const float inv = rsqrtf(ss / float(cols) + eps);
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
+  }
+}
+
+__global__ void silu_mul_kernel(const bf16* gu, bf16* out, std::int64_t rows, std::int64_t ffn) {
+  const std::size_t n = std::size_t(rows) * ffn;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / ffn, c = i % ffn;
+    const float g = __bfloat162float(gu[r * 2 * ffn + c]);
+    const float u = __bfloat162float(gu[r * 2 * ffn + ffn + c]);
+    out[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
+  }
+}
+
+__global__ void add_kernel(bf16* acc, const bf16* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    acc[i] = __float2bfloat16(__bfloat162float(acc[i]) + __bfloat162float(x[i]));
+  }
+}
+
+__global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const char* src_tail,
+                            char* dst_tail, std::size_t tail) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n16;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    dst[i] = src[i];
+  }
+  if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
+}
+
+// One block per (query row, head): softmax over the keys the row may see (prefix + row + 1),
+// zeros beyond. Scores are [heads][q][kv] fp32; probabilities the same layout in bf16.
+__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int kv, int prefix) {
+  const int row = blockIdx.x, h = blockIdx.y;
+  const float* sr = s + (std::size_t(h) * q + row) * kv;
+  bf16* pr = p + (std::size_t(h) * q + row) * kv;
+  const int valid = prefix + row + 1;
+  float mx = -INFINITY;
+  for (int j = threadIdx.x; j < valid; j += blockDim.x) mx = fmaxf(mx, sr[j]);
+  mx = block_max(mx);
+  float sum = 0;
+  for (int j = threadIdx.x; j < valid; j += blockDim.x) sum += __expf(sr[j] - mx);
+  sum = block_sum(sum);
+  const float inv = 1.0f / sum;
+  for (int j = threadIdx.x; j < kv; j += blockDim.x) {
+    pr[j] = __float2bfloat16(j < valid ? __expf(sr[j] - mx) * inv : 0.0f);
+  }
+}
+
+}  // namespace
+
+int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = cudaGetErrorString(e);
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device";
+  return n;
+}
+
+nlohmann::json device_info(int device) {
+  cudaDeviceProp prop{};
+  TPO_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0, nccl = 0;
+  TPO_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  TPO_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  ncclGetVersion(&nccl);
+  return {{"backend", "cuda"},
+          {"name", prop.name},
+          {"sms", prop.multiProcessorCount},
+          {"memory_gib", double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0)},
+          {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+          {"driver", driver},
+          {"cuda_runtime", runtime},
+          {"cublas", cublasLtGetVersion()},
+          {"nccl", nccl}};
+}
+
+Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) TPO_CUDA_CHECK(cudaMalloc(&p_, bytes));
+}
+Buffer::~Buffer() {
+  if (p_) cudaFree(p_);
+}
+Buffer::Buffer(Buffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+  o.p_ = nullptr;
+  o.bytes_ = 0;
+}
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+struct Context::Impl {
+  cudaStream_t compute = nullptr, comm = nullptr;
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  Buffer workspace;
+};
+
+Context::Context(int device) : device_(device), impl_(std::make_unique<Impl>()) {
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+  int least = 0, greatest = 0;
+  TPO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->compute, cudaStreamNonBlocking, least));
+  // The comm stream at the highest priority, so its kernels get SMs as soon as any free up.
+  TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->comm, cudaStreamNonBlocking, greatest));
+  TPO_CUBLAS_CHECK(cublasCreate(&impl_->blas));
+  TPO_CUBLAS_CHECK(cublasLtCreate(&impl_->lt));
+  impl_->workspace = Buffer(32u << 20);
+}
+
+Context::~Context() {
+  if (impl_->lt) cublasLtDestroy(impl_->lt);
+  if (impl_->blas) cublasDestroy(impl_->blas);
+  if (impl_->compute) cudaStreamDestroy(impl_->compute);
+  if (impl_->comm) cudaStreamDestroy(impl_->comm);
+}
+
+void* Context::compute_stream() const { return impl_->compute; }
+void* Context::comm_stream() const { return impl_->comm; }
+void Context::synchronize() const { TPO_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+Timer::Timer() {
+  cudaEvent_t a, b;
+  TPO_CUDA_CHECK(cudaEventCreate(&a));
+  TPO_CUDA_CHECK(cudaEventCreate(&b));
+  start_ = a;
+  stop_ = b;
+}
+Timer::~Timer() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+void Timer::start(void* stream) {
+  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), S(stream)));
+}
+void Timer::stop(void* stream) {
+  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_), S(stream)));
+}
+double Timer::seconds() {
+  TPO_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)));
+  float ms = 0;
+  TPO_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
+                                      static_cast<cudaEvent_t>(stop_)));
+  return double(ms) * 1e-3;
+}
+
+void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream) {
+  fill_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(static_cast<bf16*>(p), n, seed, scale);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n) {
+  std::vector<bf16> tmp(n);
+  TPO_CUDA_CHECK(cudaMemcpy(tmp.data(), dev, n * sizeof(bf16), cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < n; ++i) host[i] = __bfloat162float(tmp[i]);
+}
+
+void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n) {
+  std::vector<bf16> tmp(n);
+  for (std::size_t i = 0; i < n; ++i) tmp[i] = __float2bfloat16(host[i]);
+  TPO_CUDA_CHECK(cudaMemcpy(dev, tmp.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+}
+
+void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m,
+               std::int64_t n, std::int64_t k, bool accumulate, void* stream) {
+  // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
+  // matrix, A's a k x m one, C's an n x m one. No transposes needed.
+  auto& I = ctx.impl();
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, n, k, n));
+  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));
+  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const cublasStatus_t st =
+      cublasLtMatmul(I.lt, op, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr,
+                     I.workspace.get(), I.workspace.bytes(), S(stream));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(op);
+  TPO_CUBLAS_CHECK(st);
+}
+
+std::size_t attention_scratch_bytes(const AttentionShape& s) {
+  const std::size_t kv = std::size_t(s.prefix + s.q_tokens);
+  return std::size_t(s.q_heads) * std::size_t(s.q_tokens) * kv * (sizeof(float) + sizeof(bf16));
+}
+
+void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
+                    void* scratch, const AttentionShape& s, void* stream) {
+  auto& I = ctx.impl();
+  TPO_CUBLAS_CHECK(cublasSetStream(I.blas, S(stream)));
+  const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens), d = int(s.head_dim);
+  const int group = int(s.q_heads / s.kv_heads);
+  float* scores = static_cast<float*>(scratch);
+  bf16* probs = reinterpret_cast<bf16*>(scores + std::size_t(s.q_heads) * nq * kv);
+  const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
+  const int ldq = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
+  for (std::int64_t r = 0; r < s.requests; ++r) {
+    const bf16* qr = static_cast<const bf16*>(q) + std::size_t(r) * nq * ldq;
+    const bf16* kr = static_cast<const bf16*>(k) + std::size_t(r) * s.kv_capacity * ldk;
+    const bf16* vr = static_cast<const bf16*>(v) + std::size_t(r) * s.kv_capacity * ldk;
+    bf16* orow = static_cast<bf16*>(out) + std::size_t(r) * nq * ldq;
+    // S_h^T (kv x nq) = K_g (kv x d) Q_h^T, batched over KV heads g for each j, h = g*group+j.
+    for (int j = 0; j < group; ++j) {
+      TPO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale, kr, CUDA_R_16BF, ldk, d,
+          qr + std::size_t(j) * d, CUDA_R_16BF, ldq, (long long)group * d, &zero,
+          scores + std::size_t(j) * nq * kv, CUDA_R_32F, kv, (long long)group * nq * kv,
+          int(s.kv_heads), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    masked_softmax_kernel<<<dim3(nq, unsigned(s.q_heads)), 256, 0, S(stream)>>>(
+        scores, probs, nq, kv, int(s.prefix));
+    TPO_CUDA_CHECK(cudaGetLastError());
+    // O_h^T (d x nq) = V_g^T (d x kv) P_h^T (kv x nq).
+    for (int j = 0; j < group; ++j) {
+      TPO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, vr, CUDA_R_16BF, ldk, d,
+          probs + std::size_t(j) * nq * kv, CUDA_R_16BF, kv, (long long)group * nq * kv, &zero,
+          orow + std::size_t(j) * d, CUDA_R_16BF, ldq, (long long)group * d, int(s.kv_heads),
+          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+}
+
+void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
+                  float eps, void* stream) {
+  if (rows == 0) return;
+  rmsnorm_kernel<<<unsigned(rows), 256, 0, S(stream)>>>(
+      static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
+                   void* stream) {
+  const std::size_t n = std::size_t(rows) * ffn;
+  if (n == 0) return;
+  silu_mul_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(
+      static_cast<const bf16*>(gate_up), static_cast<bf16*>(out), rows, ffn);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_bf16(void* acc, const void* x, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  add_kernel<<<blocks_for(std::size_t(n), 256), 256, 0, S(stream)>>>(
+      static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n));
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void* stream) {
+  const std::size_t n16 = bytes / 16, tail = bytes % 16;
+  copy_kernel<<<std::max(1, ctas), 512, 0, S(stream)>>>(
+      static_cast<const int4*>(src), static_cast<int4*>(dst), n16,
+      static_cast<const char*>(src) + n16 * 16, static_cast<char*>(dst) + n16 * 16, tail);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+struct NcclGroup::Impl {
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaStream_t> streams;
+};
+
+NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
+  std::string why;
+  const int n = device_count(&why);
+  if (n < ranks) {
+    throw std::runtime_error("NCCL group of " + std::to_string(ranks) + " ranks needs " +
+                             std::to_string(ranks) + " GPUs; this machine has " +
+                             std::to_string(n));
+  }
+  impl_->comms.resize(std::size_t(ranks));
+  std::vector<int> devs(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) devs[std::size_t(r)] = r;
+  TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
+  for (int r = 0; r < ranks; ++r) {
+    TPO_CUDA_CHECK(cudaSetDevice(r));
+    int least = 0, greatest = 0;
+    TPO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s;
+    TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    impl_->streams.push_back(s);
+  }
+}
+
+NcclGroup::~NcclGroup() {
+  for (auto c : impl_->comms) ncclCommDestroy(c);
+  for (auto s : impl_->streams) cudaStreamDestroy(s);
+}
+
+int NcclGroup::ranks() const { return int(impl_->comms.size()); }
+void* NcclGroup::stream(int rank) const { return impl_->streams[std::size_t(rank)]; }
+
+void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count) {
+  TPO_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
+    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,
+                                 impl_->comms[r], impl_->streams[r]));
+  }
+  TPO_NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclGroup::synchronize() const {
+  for (std::size_t r = 0; r < impl_->streams.size(); ++r) {
+    TPO_CUDA_CHECK(cudaSetDevice(int(r)));
+    TPO_CUDA_CHECK(cudaStreamSynchronize(impl_->streams[r]));
+  }
+}
+
+}  // namespace tpo::validate::cuda

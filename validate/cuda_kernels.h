@@ -1,0 +1,121 @@
+// CUDA kernels shared by the profiler and the runtime: cuBLASLt bf16 GEMM, attention with a
+// causal KV prefix (cuBLAS strided-batched GEMMs around a masked-softmax kernel), rmsnorm,
+// SiLU*mul, residual add, an SM-limited copy kernel that emulates communication, and an NCCL
+// all-reduce group. This header has no CUDA types: streams and buffers are opaque pointers,
+// so code built without nvcc can include it. Every call throws std::runtime_error with the
+// file, line and CUDA/cuBLAS/NCCL message on failure (TPO_CUDA_CHECK and friends).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tpo::validate::cuda {
+
+// Number of CUDA devices; 0 (and `why` filled) when there is no driver or device.
+int device_count(std::string* why = nullptr);
+// Name, SMs, memory, driver, runtime, cuBLAS and NCCL versions of a device.
+nlohmann::json device_info(int device);
+
+// Device memory, freed on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// One device's streams (compute, and comm at high priority), cuBLAS handles and workspace.
+class Context {
+ public:
+  explicit Context(int device = 0);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  void* compute_stream() const;
+  void* comm_stream() const;
+  void synchronize() const;
+  int device() const { return device_; }
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  int device_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Events on a stream; elapsed time in seconds between record_start and record_stop.
+class Timer {
+ public:
+  Timer();
+  ~Timer();
+  void start(void* stream);
+  void stop(void* stream);
+  double seconds();  // waits for the stop event
+
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
+// bf16 values uniform in [-scale, scale], from a counter-based hash of (seed, index).
+void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream);
+void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
+void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
+
+// c[m x n] (+)= a[m x k] * b[k x n], bf16 row-major, fp32 accumulation (cuBLASLt).
+void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m,
+               std::int64_t n, std::int64_t k, bool accumulate, void* stream);
+
+struct AttentionShape {
+  std::int64_t requests = 1, q_tokens = 1, prefix = 0;
+  std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
+  std::int64_t kv_capacity = 0;
+};
+// Scratch bytes attention_bf16 needs for one request (fp32 scores and bf16 probabilities).
+std::size_t attention_scratch_bytes(const AttentionShape& s);
+// q: [requests][q_tokens][q_heads][d]; k, v: [requests][kv_capacity][kv_heads][d]; out like q.
+void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
+                    void* scratch, const AttentionShape& s, void* stream);
+
+void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
+                  float eps, void* stream);
+void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
+                   void* stream);
+void add_bf16(void* acc, const void* x, std::int64_t n, void* stream);
+
+// Copies `bytes` with exactly `ctas` thread blocks: communication emulated on a limited
+// number of SMs, like NCCL's kernels.
+void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void* stream);
+
+// An NCCL communicator over devices 0..ranks-1 in this process (ncclCommInitAll).
+class NcclGroup {
+ public:
+  explicit NcclGroup(int ranks);
+  ~NcclGroup();
+  int ranks() const;
+  // In-place bf16 sum over the ranks: bufs[r] on device r, enqueued on each rank's stream.
+  void allreduce_bf16(const std::vector<void*>& bufs, std::size_t count);
+  void* stream(int rank) const;
+  void synchronize() const;
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tpo::validate::cuda
