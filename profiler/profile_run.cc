@@ -148,18 +148,20 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
   return p;
 }
 
-nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
-                              std::int64_t tp, const std::vector<Measurement>& held,
-                              std::ostream& os) {
-  const sim::ProfileCostModel cm(p, hw, tp);
+namespace {
+
+// Median and worst relative error of `cm` on measurements selected by `use`, per op kind.
+nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measurement>& ms,
+                           bool held_back, const std::string& title, std::ostream& os) {
   std::map<std::string, std::vector<double>> errs;
   nlohmann::json points = nlohmann::json::array();
-  for (const auto& m : held) {
-    if (!m.item.held_back || m.t.median_us <= 0) continue;
+  for (const auto& m : ms) {
+    if (m.item.held_back != held_back || m.t.reps == 0 || m.t.median_us <= 0) continue;
+    if (m.item.kind == ItemKind::GemmBesideComm || m.item.kind == ItemKind::CommBesideGemm) continue;
     const sim::Op op = op_of(m.item);
     const double pred = static_cast<double>(cm.standalone_ns(op)) / 1e3;
-    const double err = std::abs(pred - m.t.median_us) / m.t.median_us;
-    errs[kind_label(m.item.kind)].push_back(err);
+    const double err = (pred - m.t.median_us) / m.t.median_us;
+    errs[kind_label(m.item.kind)].push_back(std::abs(err));
     points.push_back({{"key", m.item.key},
                       {"measured_us", m.t.median_us},
                       {"predicted_us", pred},
@@ -167,10 +169,9 @@ nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& 
                       {"source", cm.origin(op)}});
   }
   nlohmann::json summary = nlohmann::json::object();
-  os << "\naccuracy of the profile model on " << points.size()
-     << " held-back shapes (sizes between the table's, measured in the same run but not used by the model):\n";
+  os << "\n" << title << " (" << points.size() << " shapes):\n";
   os << "  " << std::left << std::setw(18) << "op kind" << std::right << std::setw(8) << "shapes"
-     << std::setw(16) << "median error" << std::setw(14) << "worst error" << "\n";
+     << std::setw(16) << "median |error|" << std::setw(14) << "worst |error|" << "\n";
   std::vector<double> all;
   for (auto& [kind, e] : errs) {
     std::sort(e.begin(), e.end());
@@ -191,9 +192,34 @@ nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& 
                       {"worst_error", all.back()}};
   }
   os.unsetf(std::ios::fixed);
-  return {{"kind", "held-back shapes: measured in the same run, left out of the tables, predicted by the profile model"},
-          {"summary", summary},
-          {"points", points}};
+  return {{"summary", summary}, {"points", points}};
+}
+
+}  // namespace
+
+nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
+                              std::int64_t tp, const std::vector<Measurement>& held,
+                              std::ostream& os) {
+  const sim::ProfileCostModel cm(p, hw, tp);
+  nlohmann::json j = error_table(
+      cm, held, true,
+      "accuracy of the profile model on held-back shapes (sizes between the table's, measured "
+      "in the same run but not used by the model)",
+      os);
+  j["kind"] = "held-back shapes: measured in the same run, left out of the tables, predicted by "
+              "the profile model";
+  return j;
+}
+
+nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_t tp,
+                                      const std::vector<Measurement>& ms, std::ostream& os) {
+  const sim::AnalyticalCostModel cm(hw, tp);
+  nlohmann::json j = error_table(cm, ms, false,
+                                 "the analytical model of '" + hw.name +
+                                     "' against these measurements (signed errors in the JSON)",
+                                 os);
+  j["hardware"] = hw.name;
+  return j;
 }
 
 int run_profile(const ProfileOptions& o, std::ostream& os) {
@@ -266,6 +292,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
      << p.compute_slowdown_under_comm << " beside comm, comm x" << p.comm_slowdown_under_compute
      << " beside a GEMM\n";
   if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, o.tp, ms, os);
+  p.analytical_vs_measured = analytical_vs_measured(w.hardware, o.tp, ms, os);
   write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   std::filesystem::remove(h.resume_path);
   os << "\nwrote " << o.out << " (measured on this " << o.backend

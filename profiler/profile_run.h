@@ -37,6 +37,11 @@ nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& 
                               std::int64_t tp, const std::vector<Measurement>& held,
                               std::ostream& os);
 
+// The analytical model of `hw` against every measured (not held-back) op: the honest
+// accuracy figure of the analytical model on this device.
+nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_t tp,
+                                      const std::vector<Measurement>& ms, std::ostream& os);
+
 // Parses the output of nccl-tests' all_reduce_perf (out-of-place times) into all-reduce
 // points. Throws InputError naming the file when nothing can be read from it.
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,

@@ -78,6 +78,8 @@ struct Profile {
   double comm_slowdown_under_compute = 1.0;
   // Held-back check of the profile model (see `tpo profile`), when it was run.
   nlohmann::json accuracy;
+  // The analytical model of the --hardware file against the same measurements.
+  nlohmann::json analytical_vs_measured;
 };
 
 nlohmann::ordered_json profile_to_json(const Profile& p);

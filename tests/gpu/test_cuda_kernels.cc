@@ -1,0 +1,116 @@
+// GPU test (label `gpu`): the CUDA kernels against the CPU reference kernels, in bf16
+// tolerance. Without a CUDA device it prints "skipped: no CUDA device" and exits 77, which
+// CTest reports as skipped.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "validate/cpu_kernels.h"
+#include "validate/cuda_kernels.h"
+
+namespace cu = tpo::validate::cuda;
+namespace cpu = tpo::validate::cpu;
+
+namespace {
+int failures = 0;
+
+// bf16 has 8 bits of mantissa: compare with a relative tolerance on the output's scale.
+void expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                  double tol = 2e-2) {
+  double scale = 1e-6, worst = 0;
+  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])) / scale);
+  }
+  std::printf("%-10s worst error %.2e of max |value| (tolerance %.0e): %s\n", what, worst, tol,
+              worst <= tol ? "ok" : "WRONG");
+  if (!(worst <= tol)) ++failures;
+}
+
+std::vector<float> device_values(const cu::Buffer& b, std::size_t n) {
+  std::vector<float> v(n);
+  cu::copy_to_host_bf16_as_float(b.get(), v.data(), n);
+  return v;
+}
+
+cu::Buffer upload(const std::vector<float>& v) {
+  cu::Buffer b(v.size() * 2);
+  cu::copy_from_host_float_to_bf16(v.data(), b.get(), v.size());
+  return b;
+}
+}  // namespace
+
+int main() {
+  std::string why;
+  if (cu::device_count(&why) == 0) {
+    std::printf("skipped: no CUDA device (%s)\n", why.c_str());
+    return 77;
+  }
+  std::printf("device: %s\n", cu::device_info(0).dump().c_str());
+  cu::Context ctx(0);
+  void* s = ctx.compute_stream();
+  // GEMM 96 x 80 x 136 (not multiples of the tile sizes).
+  const std::int64_t m = 96, n = 80, k = 136;
+  cu::Buffer a(m * k * 2), b(k * n * 2), c(m * n * 2);
+  cu::fill_random_bf16(a.get(), m * k, 1, 1.0f, s);
+  cu::fill_random_bf16(b.get(), k * n, 2, 1.0f, s);
+  cu::gemm_bf16(ctx, a.get(), b.get(), c.get(), m, n, k, false, s);
+  ctx.synchronize();
+  std::vector<float> ha = device_values(a, m * k), hb = device_values(b, k * n), ref(m * n);
+  cpu::gemm(ha.data(), hb.data(), ref.data(), m, n, k);
+  expect_close("gemm", device_values(c, m * n), ref);
+  // Attention: 2 requests, 48 new tokens after a prefix of 40, 4 query heads on 2 KV heads.
+  cu::AttentionShape sh;
+  sh.requests = 2;
+  sh.q_tokens = 48;
+  sh.prefix = 40;
+  sh.q_heads = 4;
+  sh.kv_heads = 2;
+  sh.head_dim = 64;
+  sh.kv_capacity = 96;
+  const std::size_t qn = 2 * 48 * 4 * 64, kvn = 2 * 96 * 2 * 64;
+  cu::Buffer q(qn * 2), kk(kvn * 2), v(kvn * 2), o(qn * 2), scratch(cu::attention_scratch_bytes(sh));
+  cu::fill_random_bf16(q.get(), qn, 3, 1.0f, s);
+  cu::fill_random_bf16(kk.get(), kvn, 4, 1.0f, s);
+  cu::fill_random_bf16(v.get(), kvn, 5, 1.0f, s);
+  cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), o.get(), scratch.get(), sh, s);
+  ctx.synchronize();
+  cpu::AttentionShape cs{sh.requests, sh.q_tokens, sh.prefix, sh.q_heads, sh.kv_heads,
+                         sh.head_dim, sh.kv_capacity};
+  std::vector<float> hq = device_values(q, qn), hk = device_values(kk, kvn),
+                     hv = device_values(v, kvn), ho(qn);
+  cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), cs);
+  expect_close("attention", device_values(o, qn), ho);
+  // rmsnorm and SiLU*mul.
+  const std::int64_t rows = 33, cols = 200;
+  cu::Buffer x(rows * cols * 2), w(cols * 2), y(rows * cols * 2), gu(rows * 2 * cols * 2);
+  cu::fill_random_bf16(x.get(), rows * cols, 6, 1.0f, s);
+  cu::fill_random_bf16(w.get(), cols, 7, 1.0f, s);
+  cu::fill_random_bf16(gu.get(), rows * 2 * cols, 8, 2.0f, s);
+  cu::rmsnorm_bf16(x.get(), w.get(), y.get(), rows, cols, 1e-5f, s);
+  ctx.synchronize();
+  std::vector<float> hx = device_values(x, rows * cols), hw = device_values(w, cols),
+                     hy(rows * cols);
+  cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
+  expect_close("rmsnorm", device_values(y, rows * cols), hy);
+  cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);
+  ctx.synchronize();
+  std::vector<float> hgu = device_values(gu, rows * 2 * cols);
+  cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
+  expect_close("silu_mul", device_values(y, rows * cols), hy);
+  // The copy kernel on 4 CTAs, with an odd byte count.
+  cu::Buffer src(1000003), dst(1000003);
+  cu::fill_random_bf16(src.get(), 500001, 9, 1.0f, s);
+  cu::copy_on_ctas(src.get(), dst.get(), 1000002, 4, s);
+  ctx.synchronize();
+  expect_close("copy", device_values(dst, 500001), device_values(src, 500001), 0.0);
+  // NCCL with one rank is the identity.
+  cu::NcclGroup g(1);
+  cu::Buffer ar = upload(std::vector<float>(1024, 0.5f));
+  g.allreduce_bf16({ar.get()}, 1024);
+  g.synchronize();
+  expect_close("nccl-1", device_values(ar, 1024), std::vector<float>(1024, 0.5f), 0.0);
+  std::printf("%s\n", failures ? "FAILED" : "all GPU kernel checks passed");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One command for a machine with a GPU (the project's lent H200, or your own): build with
+# CUDA for sm_90, run the GPU tests, profile a fixed set of shard shapes, and print the
+# analytical model's error against the measurements. Reports go to $OUT (default
+# results/device/<date>). Exits non-zero on any CUDA error, wrong kernel result or failed step.
+#
+#   validate/device-check.sh            # everything
+#   ARCH=80 validate/device-check.sh    # another GPU architecture
+#
+# Not yet here: executing planned schedules on the GPU (`tpo validate`, issue 5). A single
+# GPU cannot measure a multi-GPU NCCL all-reduce: those rows are skipped and say so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ARCH=${ARCH:-90}
+OUT=${OUT:-results/device/$(date -u +%Y-%m-%d)}
+BUILD=${BUILD:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$OUT"
+log() { printf '\n== %s\n' "$*"; }
+
+log "configure and build (CUDA arch $ARCH) in $BUILD"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+  -DTPO_BUILD_BENCH=OFF > "$OUT/configure.log"
+grep -E "tpo: CUDA" "$OUT/configure.log" || true
+grep -q "tpo: CUDA=1" "$OUT/configure.log" || { echo "CUDA not found by CMake"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+TPO="$BUILD/cli/tpo"
+
+log "GPU tests (ctest -L gpu)"
+# A skipped GPU test (no device) is a failure here: this script is for machines with one.
+(cd "$BUILD" && ctest -L gpu --output-on-failure) | tee "$OUT/ctest-gpu.log"
+grep -q "Skipped" "$OUT/ctest-gpu.log" && { echo "GPU tests were skipped: no CUDA device?"; exit 1; }
+
+GIT_SHA=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.csv" 2>/dev/null || true
+
+log "profile Llama-2-70B TP 8 and Llama-3.1-8B TP 2 shard shapes"
+"$TPO" profile --backend cuda --model llama2-70b --tp 8 --hardware h200x8 --quick \
+  --out "$OUT/profile-llama2-70b-tp8.json" | tee "$OUT/profile-llama2-70b-tp8.txt"
+"$TPO" profile --backend cuda --model llama3.1-8b --tp 2 --hardware h200x8 --quick \
+  --out "$OUT/profile-llama3.1-8b-tp2.json" | tee "$OUT/profile-llama3.1-8b-tp2.txt"
+
+log "predictions with the measured profiles (analytical model where unmeasured)"
+"$TPO" simulate --model llama3.1-8b --hardware h200x8 --tp 2 --seq 4096 --compare \
+  --profile "$OUT/profile-llama3.1-8b-tp2.json" --json "$OUT/simulate-llama3.1-8b-tp2.json" \
+  | tee "$OUT/simulate-llama3.1-8b-tp2.txt"
+
+cat > "$OUT/README.md" <<EOM
+# Device check $(date -u +%Y-%m-%d)
+
+- git SHA: $GIT_SHA
+- GPU: $(tail -n +2 "$OUT/nvidia-smi.csv" 2>/dev/null | head -1)
+- command: validate/device-check.sh (ARCH=$ARCH)
+- measured: kernel correctness (ctest -L gpu), op profiles (profile-*.json, kind "measured")
+- predicted: simulate-*.json (cost model "profile": measured ops, analytical elsewhere)
+- one GPU: multi-GPU NCCL all-reduces were not measured (skipped rows)
+EOM
+
+log "summary: analytical h200x8 model vs measured, per op kind (median / worst |error|)"
+for f in "$OUT"/profile-*.json; do
+  python3 - "$f" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j.get("analytical_vs_measured", {}).get("summary", {})
+print(sys.argv[1].split("/")[-1], "-", j["device"].get("name", "?"))
+for kind, v in s.items():
+    print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
+PY
+done
+echo "reports in $OUT"
