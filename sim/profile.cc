@@ -179,7 +179,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.gemm_m_half = f.number_or("gemm_m_half", 0.0, false);
   }
   if (j.contains("accuracy")) p.accuracy = j.at("accuracy");
-  if (j.contains("analytical_vs_measured")) p.analytical_vs_measured = j.at("analytical_vs_measured");
+  if (j.contains("analytical_vs_measured"))
+    p.analytical_vs_measured = j.at("analytical_vs_measured");
   return p;
 }
 

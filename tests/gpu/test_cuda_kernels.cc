@@ -70,14 +70,15 @@ int main() {
   sh.head_dim = 64;
   sh.kv_capacity = 96;
   const std::size_t qn = 2 * 48 * 4 * 64, kvn = 2 * 96 * 2 * 64;
-  cu::Buffer q(qn * 2), kk(kvn * 2), v(kvn * 2), o(qn * 2), scratch(cu::attention_scratch_bytes(sh));
+  cu::Buffer q(qn * 2), kk(kvn * 2), v(kvn * 2), o(qn * 2),
+      scratch(cu::attention_scratch_bytes(sh));
   cu::fill_random_bf16(q.get(), qn, 3, 1.0f, s);
   cu::fill_random_bf16(kk.get(), kvn, 4, 1.0f, s);
   cu::fill_random_bf16(v.get(), kvn, 5, 1.0f, s);
   cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), o.get(), scratch.get(), sh, s);
   ctx.synchronize();
-  cpu::AttentionShape cs{sh.requests, sh.q_tokens, sh.prefix, sh.q_heads, sh.kv_heads,
-                         sh.head_dim, sh.kv_capacity};
+  cpu::AttentionShape cs{sh.requests, sh.q_tokens, sh.prefix,     sh.q_heads,
+                         sh.kv_heads, sh.head_dim, sh.kv_capacity};
   std::vector<float> hq = device_values(q, qn), hk = device_values(kk, kvn),
                      hv = device_values(v, kvn), ho(qn);
   cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), cs);

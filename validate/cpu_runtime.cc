@@ -1,0 +1,409 @@
+// CPU runtime and reference forward. Weights, inputs and the cached KV prefix come from one
+// seed, so the runtime and the reference compute on identical data.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "sim/error.h"
+#include "validate/cpu_kernels.h"
+#include "validate/runtime.h"
+
+namespace tpo::validate {
+
+namespace {
+
+using sim::Op;
+using sim::OpCode;
+
+struct LayerWeights {
+  std::vector<float> attn_norm, wqkv, wo, mlp_norm, wgu, wd;
+};
+
+// Everything both the runtime and the reference read: per rank and layer the weight shard,
+// the input residual stream, and per rank and layer the cached KV of the prefix.
+struct ModelData {
+  sim::ShardDims d;
+  std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
+  std::vector<std::vector<LayerWeights>> w;  // [rank][layer]
+  std::vector<float> x0;                     // [tokens][hidden]
+  std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
+};
+
+std::vector<float> uniform(std::int64_t n, float scale, std::mt19937_64& rng, float offset = 0) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = offset + u(rng);
+  return v;
+}
+
+ModelData make_data(const sim::Workload& w, std::uint64_t seed) {
+  ModelData m;
+  m.d = sim::validate_workload(w);
+  m.tp = w.tp;
+  m.layers = w.layers;
+  m.batch = w.batch;
+  m.seq = w.seq;
+  m.context = w.context;
+  m.cap = w.context + w.seq;
+  m.tokens = w.batch * w.seq;
+  const auto& d = m.d;
+  const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+  std::mt19937_64 rng(seed);
+  m.w.resize(static_cast<std::size_t>(w.tp));
+  m.k0.resize(static_cast<std::size_t>(w.tp));
+  m.v0.resize(static_cast<std::size_t>(w.tp));
+  const float sh = 1.0f / std::sqrt(static_cast<float>(d.hidden));
+  for (std::int64_t r = 0; r < w.tp; ++r) {
+    for (std::int64_t l = 0; l < w.layers; ++l) {
+      LayerWeights lw;
+      lw.attn_norm = uniform(d.hidden, 0.1f, rng, 1.0f);
+      lw.wqkv = uniform(d.hidden * d.qkv_n(), sh, rng);
+      lw.wo = uniform(qd * d.hidden, 1.0f / std::sqrt(static_cast<float>(qd * w.tp)), rng);
+      lw.mlp_norm = uniform(d.hidden, 0.1f, rng, 1.0f);
+      lw.wgu = uniform(d.hidden * 2 * d.ffn, sh, rng);
+      lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), rng);
+      m.w[static_cast<std::size_t>(r)].push_back(std::move(lw));
+      std::vector<float> k(static_cast<std::size_t>(m.batch * m.cap * kvd), 0.0f), v = k;
+      for (std::int64_t b = 0; b < m.batch; ++b) {
+        for (std::int64_t p = 0; p < m.context; ++p) {
+          for (std::int64_t e = 0; e < kvd; ++e) {
+            const auto i = static_cast<std::size_t>((b * m.cap + p) * kvd + e);
+            k[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+            v[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+          }
+        }
+      }
+      m.k0[static_cast<std::size_t>(r)].push_back(std::move(k));
+      m.v0[static_cast<std::size_t>(r)].push_back(std::move(v));
+    }
+  }
+  m.x0 = uniform(m.tokens * d.hidden, 1.0f, rng);
+  return m;
+}
+
+// One rank's activations.
+struct RankState {
+  std::vector<float> x, normed, qkv, attn, gu, act;
+  std::vector<std::vector<float>> out;        // per module: its row-parallel partial output
+  std::vector<std::vector<float>> k, v;       // per layer: KV cache [batch][cap][kv][d]
+  std::vector<float> qtmp;
+};
+
+RankState make_state(const ModelData& m, std::int64_t rank, std::size_t modules) {
+  const auto& d = m.d;
+  const auto T = static_cast<std::size_t>(m.tokens);
+  RankState s;
+  s.x = m.x0;
+  s.normed.assign(T * static_cast<std::size_t>(d.hidden), 0);
+  s.qkv.assign(T * static_cast<std::size_t>(d.qkv_n()), 0);
+  s.attn.assign(T * static_cast<std::size_t>(d.q_heads * d.head_dim), 0);
+  s.gu.assign(T * static_cast<std::size_t>(2 * d.ffn), 0);
+  s.act.assign(T * static_cast<std::size_t>(d.ffn), 0);
+  s.out.assign(modules, std::vector<float>(T * static_cast<std::size_t>(d.hidden), 0));
+  s.k = m.k0[static_cast<std::size_t>(rank)];
+  s.v = m.v0[static_cast<std::size_t>(rank)];
+  return s;
+}
+
+// Rows [begin, end) of the token matrix an op covers, as contiguous blocks.
+struct Block {
+  std::int64_t row, len, request, pos;  // first row, rows, its request, its first position
+};
+std::vector<Block> blocks_of(const ModelData& m, const Op& op) {
+  std::vector<Block> b;
+  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
+  if (p0 == 0 && p1 == m.seq) {
+    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
+    return b;
+  }
+  for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
+    b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
+  }
+  return b;
+}
+
+// Attention for rows of one request: Q copied out of the fused qkv rows, K/V from the cache.
+void attend(const ModelData& m, RankState& s, std::int64_t layer, std::int64_t request,
+            std::int64_t row, std::int64_t len, std::int64_t pos) {
+  const auto& d = m.d;
+  const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+  s.qtmp.resize(static_cast<std::size_t>(len * qd));
+  for (std::int64_t t = 0; t < len; ++t) {
+    std::copy_n(s.qkv.data() + (row + t) * d.qkv_n(), qd, s.qtmp.data() + t * qd);
+  }
+  cpu::AttentionShape a;
+  a.requests = 1;
+  a.q_tokens = len;
+  a.prefix = pos;
+  a.q_heads = d.q_heads;
+  a.kv_heads = d.kv_heads;
+  a.head_dim = d.head_dim;
+  a.kv_capacity = m.cap;
+  const auto L = static_cast<std::size_t>(layer);
+  cpu::attention(s.qtmp.data(), s.k[L].data() + request * m.cap * kvd,
+                 s.v[L].data() + request * m.cap * kvd, s.attn.data() + row * qd, a);
+}
+
+// K and V of the rows' positions into the layer's cache.
+void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const Block& b) {
+  const auto& d = m.d;
+  const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+  const auto L = static_cast<std::size_t>(layer);
+  for (std::int64_t t = 0; t < b.len; ++t) {
+    const std::int64_t row = b.row + t;
+    const std::int64_t request = row / m.seq, pos = m.context + row % m.seq;
+    const float* src = s.qkv.data() + row * d.qkv_n() + qd;
+    std::copy_n(src, kvd, s.k[L].data() + (request * m.cap + pos) * kvd);
+    std::copy_n(src + kvd, kvd, s.v[L].data() + (request * m.cap + pos) * kvd);
+  }
+}
+
+void execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
+             cpu::SharedAllReduce& ar) {
+  const auto& d = m.d;
+  const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
+  const auto L = static_cast<std::size_t>(op.layer);
+  const LayerWeights* lw = op.layer >= 0 ? &m.w[static_cast<std::size_t>(rank)][L] : nullptr;
+  for (const Block& b : blocks_of(m, op)) {
+    switch (op.code) {
+      case OpCode::AttnNorm:
+        cpu::rmsnorm(s.x.data() + b.row * H, lw->attn_norm.data(), s.normed.data() + b.row * H,
+                     b.len, H);
+        break;
+      case OpCode::MlpNorm:
+        cpu::rmsnorm(s.x.data() + b.row * H, lw->mlp_norm.data(), s.normed.data() + b.row * H,
+                     b.len, H);
+        break;
+      case OpCode::Qkv:
+        cpu::gemm(s.normed.data() + b.row * H, lw->wqkv.data(), s.qkv.data() + b.row * d.qkv_n(),
+                  b.len, d.qkv_n(), H);
+        store_kv(m, s, op.layer, b);
+        break;
+      case OpCode::Attention:
+        if (b.len == (op.req_end - op.req_begin) * m.seq && op.req_end - op.req_begin > 1) {
+          for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
+            attend(m, s, op.layer, r, r * m.seq, m.seq, m.context);
+          }
+        } else {
+          attend(m, s, op.layer, b.request, b.row, b.len, b.pos);
+        }
+        break;
+      case OpCode::OProj:
+        cpu::gemm(s.attn.data() + b.row * qd, lw->wo.data(),
+                  s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len, H, qd,
+                  op.accumulate);
+        break;
+      case OpCode::GateUp:
+        cpu::gemm(s.normed.data() + b.row * H, lw->wgu.data(), s.gu.data() + b.row * 2 * d.ffn,
+                  b.len, 2 * d.ffn, H);
+        break;
+      case OpCode::SiluMul:
+        cpu::silu_mul(s.gu.data() + b.row * 2 * d.ffn, s.act.data() + b.row * d.ffn, b.len, d.ffn);
+        break;
+      case OpCode::Down:
+        cpu::gemm(s.act.data() + b.row * d.ffn, lw->wd.data(),
+                  s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len, H, d.ffn,
+                  op.accumulate);
+        break;
+      case OpCode::AllReduce:
+        ar.run(static_cast<int>(rank), s.out[static_cast<std::size_t>(op.module)].data() + b.row * H,
+               b.len * H);
+        break;
+      case OpCode::ResidualAdd:
+        cpu::add_inplace(s.x.data() + b.row * H,
+                         s.out[static_cast<std::size_t>(op.residual_of)].data() + b.row * H,
+                         b.len * H);
+        break;
+      default:
+        throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+    }
+  }
+}
+
+std::size_t module_count(const sim::Schedule& s) {
+  std::int32_t mx = -1;
+  for (const auto& op : s.ops) mx = std::max(mx, op.module);
+  return static_cast<std::size_t>(mx + 1);
+}
+
+struct Timeline {
+  std::vector<std::int64_t> start, end;
+  std::int64_t total = 0;
+  std::vector<float> output;
+};
+
+Timeline run_once(const ModelData& m, const sim::Schedule& s) {
+  const std::size_t n = s.ops.size();
+  const std::size_t modules = module_count(s);
+  std::vector<RankState> ranks;
+  for (std::int64_t r = 0; r < m.tp; ++r) ranks.push_back(make_state(m, r, modules));
+  // done[rank][op]
+  std::vector<std::unique_ptr<std::atomic<std::uint8_t>[]>> done;
+  for (std::int64_t r = 0; r < m.tp; ++r) {
+    done.emplace_back(new std::atomic<std::uint8_t>[n]);
+    for (std::size_t i = 0; i < n; ++i) done.back()[i].store(0);
+  }
+  cpu::SharedAllReduce ar(static_cast<int>(m.tp));
+  Timeline tl;
+  tl.start.assign(n, 0);
+  tl.end.assign(n, 0);
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+  std::mutex err_mu;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto now_ns = [&] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
+  auto stream_worker = [&](std::int64_t rank, sim::StreamKind stream) {
+    auto& dn = done[static_cast<std::size_t>(rank)];
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = s.ops[i];
+      if (op.stream != stream) continue;
+      for (auto dep : op.deps) {
+        auto& f = dn[static_cast<std::size_t>(dep)];
+        while (f.load(std::memory_order_acquire) == 0) {
+          if (failed.load()) return;
+          f.wait(0, std::memory_order_acquire);
+        }
+      }
+      if (failed.load()) return;
+      const std::int64_t a = now_ns();
+      try {
+        execute(m, ranks[static_cast<std::size_t>(rank)], rank, op, ar);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+        for (auto& d2 : done) {  // wake everyone so they can stop
+          for (std::size_t j = 0; j < n; ++j) d2[j].notify_all();
+        }
+        return;
+      }
+      if (rank == 0) {
+        tl.start[i] = a;
+        tl.end[i] = now_ns();
+      }
+      dn[i].store(1, std::memory_order_release);
+      dn[i].notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::int64_t r = 0; r < m.tp; ++r) {
+    threads.emplace_back(stream_worker, r, sim::StreamKind::Compute);
+    threads.emplace_back(stream_worker, r, sim::StreamKind::Comm);
+  }
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  tl.total = now_ns();
+  tl.output = std::move(ranks[0].x);
+  return tl;
+}
+
+}  // namespace
+
+RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o) {
+  for (const auto& op : s.ops) {
+    if (op.layer < 0) {
+      throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+    }
+  }
+  const ModelData m = make_data(w, o.seed);
+  for (int i = 0; i < o.warmup; ++i) run_once(m, s);
+  std::vector<Timeline> runs;
+  for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run_once(m, s));
+  std::vector<std::size_t> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return runs[a].total < runs[b].total; });
+  Timeline& med = runs[order[order.size() / 2]];
+  RunResult r;
+  r.start_ns = med.start;
+  r.end_ns = med.end;
+  r.total_ns = med.total;
+  for (const auto& t : runs) r.totals_ns.push_back(t.total);
+  r.output = std::move(med.output);
+  return r;
+}
+
+std::vector<float> reference_forward(const sim::Workload& w, const sim::StrategySpec& spec,
+                                     std::uint64_t seed) {
+  const ModelData m = make_data(w, seed);
+  const auto& d = m.d;
+  const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, T = m.tokens;
+  const bool parallel = spec.kind == sim::StrategyKind::ParallelBlock;
+  const bool ladder =
+      spec.kind == sim::StrategyKind::Ladder || spec.kind == sim::StrategyKind::IsoLadder;
+  const std::int64_t first_ladder =
+      !ladder ? m.layers : (spec.ladder_layers == 0 ? 0 : m.layers - spec.ladder_layers);
+  std::vector<float> x = m.x0;
+  std::vector<RankState> rs;
+  for (std::int64_t r = 0; r < m.tp; ++r) rs.push_back(make_state(m, r, 1));
+  struct Pending {
+    std::int64_t due;
+    std::vector<float> out;
+  };
+  std::vector<Pending> pending;
+  std::int64_t index = 0;
+  auto apply_due = [&](std::int64_t upto) {
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (it->due <= upto) {
+        cpu::add_inplace(x.data(), it->out.data(), T * H);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  // One module on every rank, summed over ranks (what the all-reduce produces).
+  auto module = [&](std::int64_t layer, int kind) {  // 0 attention, 1 MLP, 2 both
+    std::vector<float> sum(static_cast<std::size_t>(T * H), 0.0f);
+    for (std::int64_t r = 0; r < m.tp; ++r) {
+      RankState& s = rs[static_cast<std::size_t>(r)];
+      const LayerWeights& lw = m.w[static_cast<std::size_t>(r)][static_cast<std::size_t>(layer)];
+      std::vector<float> out(static_cast<std::size_t>(T * H), 0.0f);
+      cpu::rmsnorm(x.data(), (kind == 1 ? lw.mlp_norm : lw.attn_norm).data(), s.normed.data(), T, H);
+      if (kind != 1) {
+        cpu::gemm(s.normed.data(), lw.wqkv.data(), s.qkv.data(), T, d.qkv_n(), H);
+        store_kv(m, s, layer, {0, T, 0, m.context});
+        for (std::int64_t b = 0; b < m.batch; ++b) attend(m, s, layer, b, b * m.seq, m.seq, m.context);
+        cpu::gemm(s.attn.data(), lw.wo.data(), out.data(), T, H, qd);
+      }
+      if (kind != 0) {
+        cpu::gemm(s.normed.data(), lw.wgu.data(), s.gu.data(), T, 2 * d.ffn, H);
+        cpu::silu_mul(s.gu.data(), s.act.data(), T, d.ffn);
+        cpu::gemm(s.act.data(), lw.wd.data(), out.data(), T, H, d.ffn, kind == 2);
+      }
+      cpu::add_inplace(sum.data(), out.data(), T * H);
+    }
+    return sum;
+  };
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const std::int64_t delay = l >= first_ladder ? 1 : 0;
+    for (int kind : parallel ? std::vector<int>{2} : std::vector<int>{0, 1}) {
+      apply_due(index);
+      pending.push_back({index + 1 + delay, module(l, kind)});
+      ++index;
+    }
+  }
+  apply_due(std::numeric_limits<std::int64_t>::max());
+  return x;
+}
+
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double scale = 0, worst = 0;
+  for (float v : b) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    if (!(e <= worst)) worst = e;  // NaN propagates as a failure
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+}  // namespace tpo::validate
