@@ -19,10 +19,13 @@ int main(int argc, char** argv) {
       "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
       "  tpo plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 512:16384 --svg p.svg\n"
       "  tpo profile --backend cpu --model llama3.1-8b --tp 2 --quick --out cpu.json\n"
+      "  tpo validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 --seq 256 \\\n"
+      "      --strategy iso --profile cpu.json --trace v.trace.json\n"
       "Run `tpo SUBCOMMAND --help` for a subcommand's options.");
   auto run_simulate = tpo::cli::add_simulate(app);
   auto run_plan = tpo::cli::add_plan(app);
   auto run_profile = tpo::cli::add_profile(app);
+  auto run_validate = tpo::cli::add_validate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("simulate")) return run_simulate();
     if (app.got_subcommand("plan")) return run_plan();
     if (app.got_subcommand("profile")) return run_profile();
+    if (app.got_subcommand("validate")) return run_validate();
     return 2;
   } catch (const tpo::InputError& e) {
     std::cerr << "tpo: error: " << e.what() << "\n";

@@ -104,6 +104,8 @@ int run_simulate(const sim::SimulateOptions& o) {
   return 0;
 }
 
+}  // namespace
+
 // Options that would be silently ignored are errors: the user meant something by them.
 void check_given(const sim::SimulateOptions& o, const CLI::App& sub) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
@@ -133,14 +135,7 @@ void check_given(const sim::SimulateOptions& o, const CLI::App& sub) {
   }
 }
 
-}  // namespace
-
-std::function<int()> add_simulate(CLI::App& app) {
-  auto opts = std::make_shared<sim::SimulateOptions>();
-  auto* sub = app.add_subcommand(
-      "simulate",
-      "Predict the timeline of one overlap strategy (or --compare all of them) for a model on\n"
-      "a machine, with the analytical cost model and the discrete-event engine.");
+void add_workload_options(CLI::App* sub, sim::SimulateOptions* opts) {
   sub->add_option("--model", opts->model,
                   "Shipped model name (see configs/models), a path to a tpo model JSON, or a "
                   "Hugging Face config.json")
@@ -151,8 +146,7 @@ std::function<int()> add_simulate(CLI::App& app) {
   sub->add_option("--tp", opts->tp, "Tensor-parallel degree (GPUs sharing each layer)")
       ->capture_default_str();
   sub->add_option("--phase", opts->phase,
-                  "prefill (a batch of prompts) or decode (one token "
-                  "per request)")
+                  "prefill (a batch of prompts) or decode (one token per request)")
       ->capture_default_str();
   sub->add_option("--batch", opts->batch, "Requests in the batch")->capture_default_str();
   sub->add_option("--seq", opts->seq,
@@ -175,6 +169,21 @@ std::function<int()> add_simulate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--pieces", opts->pieces, "gemm-split: pieces of each block's last GEMM")
       ->capture_default_str();
+  sub->add_option("--profile", opts->profile_path,
+                  "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
+                  "what the profile lacks");
+  sub->add_option("--trace", opts->trace_path,
+                  "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
+}
+
+std::function<int()> add_simulate(CLI::App& app) {
+  auto opts = std::make_shared<sim::SimulateOptions>();
+  auto* sub = app.add_subcommand(
+      "simulate",
+      "Predict the timeline of one overlap strategy (or --compare all of them) for a model on\n"
+      "a machine, with the analytical cost model (or a measured --profile) and the\n"
+      "discrete-event engine.");
+  add_workload_options(sub, opts.get());
   sub->add_option("--layers", opts->layers, "Simulate only the first N layers (0 = all)")
       ->capture_default_str();
   sub->add_flag("--embed-head", opts->embed_head,
@@ -182,11 +191,6 @@ std::function<int()> add_simulate(CLI::App& app) {
   sub->add_flag("--compare", opts->compare,
                 "Simulate every strategy that applies and print them side by side");
   sub->add_option("--json", opts->json_path, "Write the report (schema tpo.simulate/1) to FILE");
-  sub->add_option("--profile", opts->profile_path,
-                  "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
-                  "what the profile lacks");
-  sub->add_option("--trace", opts->trace_path,
-                  "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
   return [opts, sub] {
     check_given(*opts, *sub);
     return run_simulate(*opts);

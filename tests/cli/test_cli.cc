@@ -307,3 +307,49 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   CHECK(r.code == 2);
   CHECK(r.out.find("no all_reduce_perf result rows") != std::string::npos);
 }
+
+TEST_CASE("validate: executes the graph on the CPU, checks it, reports predicted vs measured") {
+  const fs::path j = scratch() / "val.json", t = scratch() / "val.trace.json";
+  auto r = tpo("validate --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --seq 128 "
+               "--strategy iso --repeat 2 --json " +
+               j.string() + " --trace " + t.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("correct") != std::string::npos);
+  CHECK(r.out.find("measured_ms") != std::string::npos);
+  const std::string js = slurp(j);
+  for (const char* key : {"\"schema\": \"tpo.validate/1\"", "\"predicted_us\"", "\"measured_us\"",
+                          "\"measured_speedup\"", "\"all_correct\": true", "\"error_vs_reference\"",
+                          "\"measured_start_us\""}) {
+    CAPTURE(key);
+    CHECK(js.find(key) != std::string::npos);
+  }
+  const std::string tr = slurp(t);
+  CHECK(tr.find("predicted: iso") != std::string::npos);
+  CHECK(tr.find("measured (cpu): iso") != std::string::npos);
+}
+
+TEST_CASE("validate: a plan's points, and bad plans exit 2") {
+  const fs::path plan = scratch() / "tiny.plan.json";
+  auto r = tpo("plan --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --seq 128,256 "
+               "--layers 2 --quiet --json " +
+               plan.string());
+  REQUIRE(r.code == 0);
+  r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("correct") != std::string::npos);
+  r = tpo("validate --plan " + data + "/tiny_model.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("schema") != std::string::npos);
+  r = tpo("validate --plan " + plan.string() + " --strategy iso");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("comes from the plan") != std::string::npos);
+  r = tpo("validate --plan " + (scratch() / "missing.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("cannot open") != std::string::npos);
+  r = tpo("validate --backend cuda --model " + data +
+          "/tiny_model.json --hardware cpu-host --tp 2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("CUDA runtime is not built yet") != std::string::npos);
+}

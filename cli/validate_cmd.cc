@@ -1,0 +1,65 @@
+// `tpo validate`: execute a planned (or given) schedule with real kernels, check its output,
+// and report predicted against measured.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "validate/validate_run.h"
+
+namespace tpo::cli {
+
+std::function<int()> add_validate(CLI::App& app) {
+  auto o = std::make_shared<validate::ValidateOptions>();
+  o->sim.layers = 2;
+  auto* sub = app.add_subcommand(
+      "validate",
+      "Execute the very graph the simulator timed with real kernels, check its output against\n"
+      "a reference forward of the architecture (and against `none`), and report predicted vs\n"
+      "measured time, total and per op. --backend cpu runs anywhere: ranks are threads.");
+  add_workload_options(sub, &o->sim);
+  sub->add_option("--layers", o->sim.layers, "Layers to execute (runs are slow on a CPU)")
+      ->capture_default_str();
+  sub->add_option("--plan", o->plan_path,
+                  "Validate every point of a plan from `tpo plan --json` (its model, TP and "
+                  "strategies); --hardware and --profile still choose the prediction");
+  sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
+  sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
+      ->capture_default_str();
+  sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")
+      ->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  sub->add_option("--json", o->sim.json_path, "Write the report (schema tpo.validate/1) to FILE");
+  return [o, sub] {
+    if (!o->plan_path.empty()) {
+      for (const char* opt : {"--model", "--tp", "--phase", "--batch", "--seq", "--context",
+                              "--strategy", "--chunks", "--split", "--ladder-layers", "--pieces"}) {
+        if (sub->count(opt)) {
+          throw InputError(opt, "", "comes from the plan with --plan; drop it");
+        }
+      }
+      o->sim.hardware = sub->count("--hardware") ? o->sim.hardware : "";
+    } else {
+      check_given(o->sim, *sub);
+    }
+    const auto r = validate::run_validate(*o);
+    validate::print_validate(std::cout, r);
+    if (!o->sim.json_path.empty()) {
+      write_file_atomic(o->sim.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
+      std::cout << "wrote " << o->sim.json_path << "\n";
+    }
+    if (!o->sim.trace_path.empty()) {
+      write_file_atomic(o->sim.trace_path, validate::validate_trace(r), "--trace");
+      std::cout << "wrote " << o->sim.trace_path << " (predicted and measured, side by side)\n";
+    }
+    if (!r.all_correct()) {
+      throw RunFailure(
+          "wrong result: a strategy's output differs from its reference by more "
+          "than the tolerance (see the result column)");
+    }
+    return 0;
+  };
+}
+
+}  // namespace tpo::cli

@@ -1,0 +1,227 @@
+// Validation runs: simulate, execute, check, compare.
+#include "validate/validate_run.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+
+#include "planner/plan_report.h"
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/profile_cost.h"
+#include "sim/report.h"
+#include "sim/version.h"
+
+namespace tpo::validate {
+
+using ojson = nlohmann::ordered_json;
+
+bool ValidateReport::all_correct() const {
+  for (const auto& c : cases) {
+    if (!c.correct) return false;
+  }
+  return true;
+}
+
+namespace {
+
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+std::string fmt(const char* f, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+
+struct Case {
+  sim::SimulateOptions so;
+  sim::StrategySpec spec;
+};
+
+std::vector<Case> cases_of(const ValidateOptions& o) {
+  std::vector<Case> out;
+  if (o.plan_path.empty()) {
+    const auto kind = sim::parse_strategy(o.sim.strategy);
+    if (!kind) throw InputError("--strategy", o.sim.strategy, "unknown strategy");
+    const sim::Workload w = sim::make_workload(o.sim);
+    out.push_back({o.sim, sim::make_spec(o.sim, w, *kind)});
+    return out;
+  }
+  const planner::LoadedPlan plan = planner::load_plan(o.plan_path);
+  for (const auto& e : plan.entries) {
+    Case c;
+    c.so = o.sim;
+    c.so.model = plan.model;
+    c.so.hardware = o.sim.hardware.empty() ? plan.hardware : o.sim.hardware;
+    c.so.tp = plan.tp;
+    c.so.phase = plan.phase;
+    c.so.batch = e.batch;
+    if (plan.phase == "decode") {
+      c.so.context = e.seq;
+    } else {
+      c.so.seq = e.seq;
+    }
+    c.spec = sim::StrategySpec(*sim::parse_strategy(e.strategy), e.chunks);
+    if (e.strategy != "iso" && e.strategy != "iso+ladder") c.spec.chunk_tokens.clear();
+    c.spec.ladder_layers = e.ladder_layers;
+    c.spec.pieces = e.pieces > 0 ? e.pieces : 4;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+ValidateReport run_validate(const ValidateOptions& o) {
+  if (o.backend == "cuda") {
+    throw InputError("--backend", "cuda",
+                     "the CUDA runtime is not built yet (the CUDA kernels and `tpo profile "
+                     "--backend cuda` are); validate on the CPU with --backend cpu");
+  }
+  if (o.backend != "cpu") throw InputError("--backend", o.backend, "must be cpu or cuda");
+  if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be >= 1");
+  if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
+  if (o.sim.embed_head) {
+    throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+  }
+  if (!o.sim.json_path.empty()) check_writable(o.sim.json_path, "--json");
+  if (!o.sim.trace_path.empty()) check_writable(o.sim.trace_path, "--trace");
+  ValidateReport rep;
+  rep.options = o;
+  const auto cases = cases_of(o);  // validates every case's options up front
+  std::vector<sim::Workload> ws;
+  for (const auto& c : cases) ws.push_back(sim::make_workload(c.so));
+  RunOptions ro;
+  ro.repeat = o.repeat;
+  ro.warmup = o.warmup;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const sim::Workload& w = ws[i];
+    const auto cm = sim::make_cost_model(w, cases[i].so.profile_path);
+    rep.cost_model = cm->name();
+    CaseResult c;
+    c.workload = w;
+    c.spec = cases[i].spec;
+    c.schedule = sim::build_schedule(w, c.spec);
+    sim::Engine engine;
+    c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
+    const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
+    c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
+    std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
+                 sim::workload_line(w).c_str());
+    c.measured = run_cpu(w, c.schedule, ro);
+    const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : run_cpu(w, none_s, ro);
+    c.measured_none_ns = none.total_ns;
+    c.error_vs_reference = relative_error(c.measured.output, reference_forward(w, c.spec, ro.seed));
+    c.correct = c.error_vs_reference <= o.tolerance;
+    if (sim::preserves_function(c.spec.kind)) {
+      c.error_vs_none = relative_error(c.measured.output, none.output);
+      c.correct = c.correct && c.error_vs_none <= o.tolerance;
+    }
+    rep.cases.push_back(std::move(c));
+  }
+  return rep;
+}
+
+void print_validate(std::ostream& os, const ValidateReport& r) {
+  os << "tpo validate — " << r.options.backend << " backend (measured on this machine's CPU: "
+     << "ranks are threads, fp32, shared-memory all-reduce); predicted by the " << r.cost_model
+     << " cost model\n\n";
+  os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right
+     << std::setw(9) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
+     << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup"
+     << std::setw(12) << "meas_spdup" << "  result\n";
+  for (const auto& c : r.cases) {
+    const double pred = us(c.predicted.total_ns), meas = us(c.measured.total_ns);
+    os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
+       << sim::chunks_text(c.spec, c.schedule) << std::right << std::setw(9)
+       << c.workload.batch * c.workload.seq << std::setw(14) << fmt("%.3f", pred / 1e3)
+       << std::setw(13) << fmt("%.3f", meas / 1e3) << std::setw(9)
+       << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
+       << fmt("%.3fx", static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns))
+       << std::setw(12)
+       << fmt("%.3fx", static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns))
+       << "  " << (c.correct ? "correct" : "WRONG") << " (" << fmt("%.1e", c.error_vs_reference)
+       << ")\n";
+  }
+  os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
+        "workload; result: max |output - reference| / max |reference| against the "
+        "architecture's reference forward (and none's output when the function is the same)\n";
+}
+
+ojson validate_json(const ValidateReport& r) {
+  ojson j;
+  j["schema"] = "tpo.validate/1";
+  j["tool_version"] = tool_version();
+  j["git_sha"] = git_sha();
+  j["backend"] = r.options.backend;
+  j["measured_on"] = "cpu: ranks are threads, fp32 kernels, shared-memory all-reduce";
+  j["cost_model"] = r.cost_model;
+  j["options"] = sim::options_json(r.options.sim);
+  j["options"]["plan"] = r.options.plan_path;
+  j["options"]["repeat"] = r.options.repeat;
+  j["options"]["warmup"] = r.options.warmup;
+  j["tolerance"] = r.options.tolerance;
+  j["all_correct"] = r.all_correct();
+  ojson cases = ojson::array();
+  for (const auto& c : r.cases) {
+    ojson k;
+    k["model"] = c.workload.model.name;
+    k["tp"] = c.workload.tp;
+    k["phase"] = sim::phase_name(c.workload.phase);
+    k["batch"] = c.workload.batch;
+    k["seq_len"] = c.workload.seq;
+    k["context"] = c.workload.context;
+    k["num_layers"] = c.workload.layers;
+    k["strategy"] = ojson{{"name", c.schedule.strategy},
+                          {"chunks", c.schedule.chunk_tokens},
+                          {"preserves_function", c.schedule.preserves_function}};
+    k["predicted_us"] = us(c.predicted.total_ns);
+    k["measured_us"] = us(c.measured.total_ns);
+    k["measured_runs_us"] = ojson::array();
+    for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(us(t));
+    k["error"] = (us(c.predicted.total_ns) - us(c.measured.total_ns)) / us(c.measured.total_ns);
+    k["predicted_none_us"] = us(c.predicted_none_ns);
+    k["measured_none_us"] = us(c.measured_none_ns);
+    k["predicted_speedup"] = static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns);
+    k["measured_speedup"] = static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns);
+    k["correct"] = c.correct;
+    k["error_vs_reference"] = c.error_vs_reference;
+    if (c.error_vs_none >= 0) k["error_vs_none"] = c.error_vs_none;
+    ojson ops = ojson::array();
+    for (std::size_t i = 0; i < c.schedule.ops.size(); ++i) {
+      const auto& op = c.schedule.ops[i];
+      const double pd = us(c.predicted.end_ns[i] - c.predicted.start_ns[i]);
+      const double md = us(c.measured.end_ns[i] - c.measured.start_ns[i]);
+      ops.push_back(ojson{{"name", sim::op_code_name(op.code)},
+                          {"kind", sim::op_kind_name(op.kind)},
+                          {"layer", op.layer},
+                          {"chunk", op.chunk},
+                          {"stream", op.stream == sim::StreamKind::Compute ? "compute" : "comm"},
+                          {"predicted_start_us", us(c.predicted.start_ns[i])},
+                          {"predicted_us", pd},
+                          {"measured_start_us", us(c.measured.start_ns[i])},
+                          {"measured_us", md},
+                          {"error", md > 0 ? (pd - md) / md : 0.0}});
+    }
+    k["ops"] = std::move(ops);
+    cases.push_back(std::move(k));
+  }
+  j["cases"] = std::move(cases);
+  return j;
+}
+
+std::string validate_trace(const ValidateReport& r) {
+  ojson events = ojson::array();
+  int pid = 0;
+  for (const auto& c : r.cases) {
+    const std::string what = c.schedule.strategy + " — " + sim::workload_line(c.workload);
+    sim::append_trace(events, pid++, "predicted: " + what, c.schedule, c.predicted.start_ns,
+                      c.predicted.end_ns);
+    sim::append_trace(events, pid++, "measured (" + r.options.backend + "): " + what, c.schedule,
+                      c.measured.start_ns, c.measured.end_ns);
+  }
+  ojson j{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
+  return j.dump() + "\n";
+}
+
+}  // namespace tpo::validate

@@ -1,0 +1,54 @@
+// `tpo validate` as a library call: for each case (a workload and a strategy — from the
+// options, or every point of a plan file) time the graph with the simulator, execute the
+// same graph with the runtime, check the output, and report predicted against measured.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulate.h"
+#include "validate/runtime.h"
+
+namespace tpo::validate {
+
+struct ValidateOptions {
+  sim::SimulateOptions sim;  // model, hardware, tp, phase, batch, seq, strategy, ... profile
+  std::string plan_path;     // validate the plan's points instead of one strategy
+  std::string backend = "cpu";
+  std::string comm = "nccl";  // cuda: nccl | emulated
+  int repeat = 3;
+  int warmup = 1;
+  double tolerance = 1e-5;  // relative error allowed against the references (fp32 CPU)
+};
+
+struct CaseResult {
+  sim::Workload workload;
+  sim::StrategySpec spec;
+  sim::Schedule schedule;
+  sim::Timeline predicted;
+  std::int64_t predicted_none_ns = 0;
+  RunResult measured;
+  std::int64_t measured_none_ns = 0;
+  double error_vs_reference = 0;  // against the architecture's reference forward
+  double error_vs_none = -1;      // against none's output (function-preserving strategies)
+  bool correct = false;
+};
+
+struct ValidateReport {
+  ValidateOptions options;
+  std::string cost_model;
+  std::vector<CaseResult> cases;
+  bool all_correct() const;
+};
+
+// Throws InputError for bad input; returns the report (the caller prints and writes it).
+ValidateReport run_validate(const ValidateOptions& o);
+void print_validate(std::ostream& os, const ValidateReport& r);
+nlohmann::ordered_json validate_json(const ValidateReport& r);
+std::string validate_trace(const ValidateReport& r);
+
+}  // namespace tpo::validate
