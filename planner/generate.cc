@@ -14,6 +14,7 @@
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
+#include "sim/format.h"
 #include "sim/version.h"
 
 namespace tpo::planner {
@@ -243,11 +244,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
         "(prefill + " << o.new_tokens - 1 << " decode steps)\n";
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
         "so none ran\n";
-  auto f = [](const char* fm, double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fm, x);
-    return std::string(buf);
-  };
+  const auto& f = fmt;
   for (const auto& b : r.batches) {
     os << "\nbatch " << b.batch << "\n";
     os << std::left << std::setw(16) << "strategy" << std::setw(36) << "prefill / decode"

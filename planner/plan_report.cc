@@ -11,6 +11,7 @@
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/report.h"
+#include "sim/format.h"
 #include "sim/version.h"
 
 namespace tpo::planner {
@@ -18,12 +19,6 @@ namespace tpo::planner {
 using ojson = nlohmann::ordered_json;
 
 namespace {
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
 std::string length_label(std::int64_t n) {
   if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
   return std::to_string(n);
@@ -72,9 +67,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
     const Candidate& b = p.candidates[p.best];
     os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy << std::setw(20)
        << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
-       << fmt("%.3f", us(b.total_ns) / 1e3) << std::setw(10) << fmt("%.3f", us(p.none_ns) / 1e3)
+       << fmt("%.3f", to_us(b.total_ns) / 1e3) << std::setw(10) << fmt("%.3f", to_us(p.none_ns) / 1e3)
        << std::setw(9) << fmt("%.3fx", b.speedup) << std::setw(17)
-       << fmt("%.3f", us(b.exposed_comm_ns) / 1e3);
+       << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
     if (show_arch) {
       if (const Candidate* a = best_arch_change(p); a && a->total_ns < b.total_ns) {
         os << "  " << a->strategy << " " << fmt("%.3fx", a->speedup);
@@ -96,9 +91,9 @@ ojson plan_json(const Plan& plan) {
                  {"detail", c.detail},
                  {"chunks", c.spec.chunk_tokens},
                  {"params", params_json(c.spec)},
-                 {"total_us", us(c.total_ns)},
+                 {"total_us", to_us(c.total_ns)},
                  {"speedup", c.speedup},
-                 {"exposed_comm_us", us(c.exposed_comm_ns)},
+                 {"exposed_comm_us", to_us(c.exposed_comm_ns)},
                  {"preserves_function", c.preserves_function},
                  {"allowed", c.allowed}};
   };
@@ -142,14 +137,14 @@ ojson plan_json(const Plan& plan) {
                            {"chunks", b.spec.chunk_tokens},
                            {"chunk_fractions", fractions},
                            {"params", params_json(b.spec)},
-                           {"predicted_us", us(b.total_ns)},
-                           {"none_us", us(p.none_ns)},
+                           {"predicted_us", to_us(b.total_ns)},
+                           {"none_us", to_us(p.none_ns)},
                            {"speedup", b.speedup}});
     ojson cands = ojson::array();
     for (const auto& c : p.candidates) cands.push_back(cand_json(c));
     points.push_back(ojson{{"seq_len", p.seq},
                            {"batch", p.batch},
-                           {"none_us", us(p.none_ns)},
+                           {"none_us", to_us(p.none_ns)},
                            {"best", p.best},
                            {"overlap", p.best != 0},
                            {"simulations", p.simulations},
@@ -168,8 +163,8 @@ std::string plan_csv(const Plan& plan) {
     for (std::size_t i = 0; i < p.candidates.size(); ++i) {
       const Candidate& c = p.candidates[i];
       os << p.seq << ',' << p.batch << ',' << c.strategy << ",\"" << c.detail << "\","
-         << fmt("%.3f", us(c.total_ns)) << ',' << fmt("%.5f", c.speedup) << ','
-         << fmt("%.3f", us(c.exposed_comm_ns)) << ',' << (c.preserves_function ? 1 : 0) << ','
+         << fmt("%.3f", to_us(c.total_ns)) << ',' << fmt("%.5f", c.speedup) << ','
+         << fmt("%.3f", to_us(c.exposed_comm_ns)) << ',' << (c.preserves_function ? 1 : 0) << ','
          << (c.allowed ? 1 : 0) << ',' << (i == p.best ? 1 : 0) << "\n";
     }
   }

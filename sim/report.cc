@@ -5,22 +5,12 @@
 #include <iomanip>
 #include <sstream>
 
+#include "sim/format.h"
 #include "sim/version.h"
 
 namespace tpo::sim {
 
 using ojson = nlohmann::ordered_json;
-
-namespace {
-double us(std::int64_t ns) {
-  return static_cast<double>(ns) / 1e3;
-}
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
-}  // namespace
 
 ojson options_json(const SimulateOptions& o) {
   return ojson{{"model", o.model},
@@ -146,13 +136,13 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
   j["context"] = w.context;
   j["num_layers"] = w.layers;
   j["strategy"] = strategy;
-  j["total_us"] = us(tl.total_ns);
-  j["baseline_us"] = us(baseline_ns);
+  j["total_us"] = to_us(tl.total_ns);
+  j["baseline_us"] = to_us(baseline_ns);
   j["speedup"] =
       tl.total_ns > 0 ? static_cast<double>(baseline_ns) / static_cast<double>(tl.total_ns) : 0.0;
-  j["compute_busy_us"] = us(tl.compute_busy_ns);
-  j["comm_busy_us"] = us(tl.comm_busy_ns);
-  j["exposed_comm_us"] = us(tl.exposed_comm_ns);
+  j["compute_busy_us"] = to_us(tl.compute_busy_ns);
+  j["comm_busy_us"] = to_us(tl.comm_busy_ns);
+  j["exposed_comm_us"] = to_us(tl.exposed_comm_ns);
   j["overlap_efficiency"] = tl.overlap_efficiency;
   ojson layers = ojson::array();
   for (std::int32_t l = 0; l < s.num_layers; ++l)
@@ -178,10 +168,10 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
     }
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
-    e["standalone_us"] = us(r.costs.standalone_ns[i]);
+    e["standalone_us"] = to_us(r.costs.standalone_ns[i]);
     e["cost_source"] = cm.origin(op);
-    e["start_us"] = us(tl.start_ns[i]);
-    e["end_us"] = us(tl.end_ns[i]);
+    e["start_us"] = to_us(tl.start_ns[i]);
+    e["end_us"] = to_us(tl.end_ns[i]);
     if (op.layer >= 0) {
       layers[static_cast<std::size_t>(op.layer)]["ops"].push_back(std::move(e));
     } else {
@@ -240,8 +230,8 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
                            {"ph", "X"},
                            {"pid", pid},
                            {"tid", s.global_stream(op)},
-                           {"ts", us(start_ns[i])},
-                           {"dur", us(end_ns[i] - start_ns[i])},
+                           {"ts", to_us(start_ns[i])},
+                           {"dur", to_us(end_ns[i] - start_ns[i])},
                            {"cname", colour(op.kind)},
                            {"args", std::move(args)}});
   }
@@ -270,14 +260,14 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
   };
-  line("total", fmt("%.3f ms", us(tl.total_ns) / 1e3));
-  line("none (baseline)", fmt("%.3f ms", us(baseline_ns) / 1e3));
+  line("total", fmt("%.3f ms", to_us(tl.total_ns) / 1e3));
+  line("none (baseline)", fmt("%.3f ms", to_us(baseline_ns) / 1e3));
   line("speedup over none", fmt("%.3fx", tl.total_ns > 0 ? static_cast<double>(baseline_ns) /
                                                                static_cast<double>(tl.total_ns)
                                                          : 0.0));
-  line("compute busy", fmt("%.3f ms", us(tl.compute_busy_ns) / 1e3));
-  line("comm busy", fmt("%.3f ms", us(tl.comm_busy_ns) / 1e3));
-  line("exposed comm", fmt("%.3f ms", us(tl.exposed_comm_ns) / 1e3) +
+  line("compute busy", fmt("%.3f ms", to_us(tl.compute_busy_ns) / 1e3));
+  line("comm busy", fmt("%.3f ms", to_us(tl.comm_busy_ns) / 1e3));
+  line("exposed comm", fmt("%.3f ms", to_us(tl.exposed_comm_ns) / 1e3) +
                            fmt(" (%.1f%% of total)",
                                tl.total_ns > 0 ? 100.0 * static_cast<double>(tl.exposed_comm_ns) /
                                                      static_cast<double>(tl.total_ns)
@@ -300,9 +290,9 @@ void print_compare(std::ostream& os, const Workload& w, const std::vector<Compar
       os << "  n/a: " << r.skipped << "\n";
       continue;
     }
-    os << std::setw(12) << fmt("%.3f", us(r.total_ns) / 1e3) << std::setw(10)
+    os << std::setw(12) << fmt("%.3f", to_us(r.total_ns) / 1e3) << std::setw(10)
        << fmt("%.3fx", static_cast<double>(baseline_ns) / static_cast<double>(r.total_ns))
-       << std::setw(17) << fmt("%.3f", us(r.exposed_comm_ns) / 1e3) << std::setw(13)
+       << std::setw(17) << fmt("%.3f", to_us(r.exposed_comm_ns) / 1e3) << std::setw(13)
        << fmt("%.1f%%", 100.0 * r.overlap_efficiency) << "  "
        << (r.preserves_function ? "same" : "changed") << "\n";
   }

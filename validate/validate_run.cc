@@ -11,6 +11,7 @@
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/report.h"
+#include "sim/format.h"
 #include "sim/version.h"
 
 namespace tpo::validate {
@@ -25,13 +26,6 @@ bool ValidateReport::all_correct() const {
 }
 
 namespace {
-
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
-std::string fmt(const char* f, double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
 
 struct Case {
   sim::SimulateOptions so;
@@ -131,7 +125,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
      << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup"
      << std::setw(12) << "meas_spdup" << "  result\n";
   for (const auto& c : r.cases) {
-    const double pred = us(c.predicted.total_ns), meas = us(c.measured.total_ns);
+    const double pred = to_us(c.predicted.total_ns), meas = to_us(c.measured.total_ns);
     os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
        << sim::chunks_text(c.spec, c.schedule) << std::right << std::setw(9)
        << c.workload.batch * c.workload.seq << std::setw(14) << fmt("%.3f", pred / 1e3)
@@ -175,13 +169,13 @@ ojson validate_json(const ValidateReport& r) {
     k["strategy"] = ojson{{"name", c.schedule.strategy},
                           {"chunks", c.schedule.chunk_tokens},
                           {"preserves_function", c.schedule.preserves_function}};
-    k["predicted_us"] = us(c.predicted.total_ns);
-    k["measured_us"] = us(c.measured.total_ns);
+    k["predicted_us"] = to_us(c.predicted.total_ns);
+    k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
-    for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(us(t));
-    k["error"] = (us(c.predicted.total_ns) - us(c.measured.total_ns)) / us(c.measured.total_ns);
-    k["predicted_none_us"] = us(c.predicted_none_ns);
-    k["measured_none_us"] = us(c.measured_none_ns);
+    for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(to_us(t));
+    k["error"] = (to_us(c.predicted.total_ns) - to_us(c.measured.total_ns)) / to_us(c.measured.total_ns);
+    k["predicted_none_us"] = to_us(c.predicted_none_ns);
+    k["measured_none_us"] = to_us(c.measured_none_ns);
     k["predicted_speedup"] = static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns);
     k["measured_speedup"] = static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns);
     k["correct"] = c.correct;
@@ -190,16 +184,16 @@ ojson validate_json(const ValidateReport& r) {
     ojson ops = ojson::array();
     for (std::size_t i = 0; i < c.schedule.ops.size(); ++i) {
       const auto& op = c.schedule.ops[i];
-      const double pd = us(c.predicted.end_ns[i] - c.predicted.start_ns[i]);
-      const double md = us(c.measured.end_ns[i] - c.measured.start_ns[i]);
+      const double pd = to_us(c.predicted.end_ns[i] - c.predicted.start_ns[i]);
+      const double md = to_us(c.measured.end_ns[i] - c.measured.start_ns[i]);
       ops.push_back(ojson{{"name", sim::op_code_name(op.code)},
                           {"kind", sim::op_kind_name(op.kind)},
                           {"layer", op.layer},
                           {"chunk", op.chunk},
                           {"stream", op.stream == sim::StreamKind::Compute ? "compute" : "comm"},
-                          {"predicted_start_us", us(c.predicted.start_ns[i])},
+                          {"predicted_start_us", to_us(c.predicted.start_ns[i])},
                           {"predicted_us", pd},
-                          {"measured_start_us", us(c.measured.start_ns[i])},
+                          {"measured_start_us", to_us(c.measured.start_ns[i])},
                           {"measured_us", md},
                           {"error", md > 0 ? (pd - md) / md : 0.0}});
     }
