@@ -87,12 +87,9 @@ int run_simulate(const sim::SimulateOptions& o) {
   }
   print_compare(std::cout, w, rows, baseline_ns, cm.name());
   if (!o.json_path.empty()) {
-    nlohmann::ordered_json j{{"schema", "tpo.simulate-compare/1"},
-                             {"tool_version", tool_version()},
-                             {"git_sha", git_sha()},
-                             {"kind", "predicted"},
-                             {"options", options_json(o)},
-                             {"results", std::move(reports)}};
+    nlohmann::ordered_json j = report_header("tpo.simulate-compare/1", "predicted");
+    j["options"] = options_json(o);
+    j["results"] = std::move(reports);
     write_file_atomic(o.json_path, j.dump(1) + "\n", "--json");
     std::cout << "wrote " << o.json_path << "\n";
   }

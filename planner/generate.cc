@@ -15,6 +15,7 @@
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/format.h"
+#include "sim/report.h"
 #include "sim/version.h"
 
 namespace tpo::planner {
@@ -264,11 +265,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
 nlohmann::ordered_json generate_json(const GenerateReport& r) {
   using ojson = nlohmann::ordered_json;
   const auto& o = r.options;
-  ojson j;
-  j["schema"] = "tpo.generate/1";
-  j["tool_version"] = tool_version();
-  j["git_sha"] = git_sha();
-  j["kind"] = "predicted";
+  ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
   j["options"] = ojson{{"model", o.model},           {"hardware", o.hardware},
                        {"tp", o.tp},                 {"prompt", o.prompt},

@@ -97,11 +97,7 @@ ojson plan_json(const Plan& plan) {
                  {"preserves_function", c.preserves_function},
                  {"allowed", c.allowed}};
   };
-  ojson j;
-  j["schema"] = "tpo.plan/1";
-  j["tool_version"] = tool_version();
-  j["git_sha"] = git_sha();
-  j["kind"] = "predicted";
+  ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
   j["options"] = ojson{{"model", o.model},
                        {"hardware", o.hardware},

@@ -12,6 +12,11 @@ namespace tpo::sim {
 
 using ojson = nlohmann::ordered_json;
 
+ojson report_header(const std::string& schema, const std::string& kind) {
+  return ojson{
+      {"schema", schema}, {"tool_version", tool_version()}, {"git_sha", git_sha()}, {"kind", kind}};
+}
+
 ojson options_json(const SimulateOptions& o) {
   return ojson{{"model", o.model},
                {"hardware", o.hardware},
@@ -111,11 +116,7 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
     strategy["note"] =
         "changes the model architecture: needs a model trained (or converted) for it";
   }
-  ojson j;
-  j["schema"] = "tpo.simulate/1";
-  j["tool_version"] = tool_version();
-  j["git_sha"] = git_sha();
-  j["kind"] = "predicted";
+  ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
   if (!o.profile_path.empty()) j["profile"] = o.profile_path;
   {

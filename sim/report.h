@@ -13,6 +13,9 @@
 
 namespace tpo::sim {
 
+// The provenance block every report opens with: schema, tool version, git SHA, and whether
+// its numbers are "predicted" or "measured".
+nlohmann::ordered_json report_header(const std::string& schema, const std::string& kind);
 nlohmann::ordered_json options_json(const SimulateOptions& o);
 nlohmann::ordered_json model_json(const ModelConfig& m);
 nlohmann::ordered_json hardware_json(const HardwareConfig& h);

@@ -143,10 +143,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
 }
 
 ojson validate_json(const ValidateReport& r) {
-  ojson j;
-  j["schema"] = "tpo.validate/1";
-  j["tool_version"] = tool_version();
-  j["git_sha"] = git_sha();
+  ojson j = sim::report_header("tpo.validate/1", "predicted and measured");
   j["backend"] = r.options.backend;
   j["measured_on"] = "cpu: ranks are threads, fp32 kernels, shared-memory all-reduce";
   j["cost_model"] = r.cost_model;
