@@ -12,7 +12,12 @@ namespace tpo::cli {
 
 std::function<int()> add_validate(CLI::App& app) {
   auto o = std::make_shared<validate::ValidateOptions>();
+  // Defaults that run on any machine's CPU in seconds to minutes.
   o->sim.layers = 2;
+  o->sim.model = "llama3.1-8b";
+  o->sim.hardware = "cpu-host";
+  o->sim.tp = 2;
+  o->sim.seq = 512;
   auto* sub = app.add_subcommand(
       "validate",
       "Execute the very graph the simulator timed with real kernels, check its output against\n"
@@ -27,6 +32,10 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
+  sub->add_option("--comm-ctas", o->comm_ctas, "cuda --comm emulated: CTAs of the copy kernel")
+      ->capture_default_str();
+  sub->add_option("--tolerance", o->tolerance,
+                  "Relative output error allowed (default 1e-5 on cpu, 2e-2 on cuda)");
   sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();

@@ -13,26 +13,26 @@
 
 #define TPO_CUDA_CHECK(expr)                                                                  \
   do {                                                                                        \
-    cudaError_t e_ = (expr);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
+    cudaError_t tpo_err_ = (expr);                                                                  \
+    if (tpo_err_ != cudaSuccess) {                                                                  \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": " + cudaGetErrorString(e_));                     \
+                               ": " #expr ": " + cudaGetErrorString(tpo_err_));                     \
     }                                                                                         \
   } while (0)
 #define TPO_CUBLAS_CHECK(expr)                                                                \
   do {                                                                                        \
-    cublasStatus_t s_ = (expr);                                                               \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                        \
+    cublasStatus_t tpo_st_ = (expr);                                                               \
+    if (tpo_st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": cuBLAS status " + std::to_string(int(s_)));      \
+                               ": " #expr ": cuBLAS status " + std::to_string(int(tpo_st_)));      \
     }                                                                                         \
   } while (0)
 #define TPO_NCCL_CHECK(expr)                                                                  \
   do {                                                                                        \
-    ncclResult_t r_ = (expr);                                                                 \
-    if (r_ != ncclSuccess) {                                                                  \
+    ncclResult_t tpo_nr_ = (expr);                                                                 \
+    if (tpo_nr_ != ncclSuccess) {                                                                  \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": " + ncclGetErrorString(r_));                     \
+                               ": " #expr ": " + ncclGetErrorString(tpo_nr_));                     \
     }                                                                                         \
   } while (0)
 
@@ -265,9 +265,40 @@ double Timer::seconds() {
   return double(ms) * 1e-3;
 }
 
+Event::Event() {
+  cudaEvent_t e;
+  TPO_CUDA_CHECK(cudaEventCreate(&e));
+  e_ = e;
+}
+Event::~Event() { cudaEventDestroy(static_cast<cudaEvent_t>(e_)); }
+void Event::record(void* stream) {
+  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e_), S(stream)));
+}
+void Event::make_wait(void* stream) const {
+  TPO_CUDA_CHECK(cudaStreamWaitEvent(S(stream), static_cast<cudaEvent_t>(e_), 0));
+}
+void Event::synchronize() const {
+  TPO_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e_)));
+}
+double Event::seconds_between(const Event& from, const Event& to) {
+  float ms = 0;
+  TPO_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from.e_),
+                                      static_cast<cudaEvent_t>(to.e_)));
+  return double(ms) * 1e-3;
+}
+
+void set_device(int device) { TPO_CUDA_CHECK(cudaSetDevice(device)); }
+
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream) {
   fill_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(static_cast<bf16*>(p), n, seed, scale);
   TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width_bytes, std::size_t height, void* stream) {
+  if (height == 0 || width_bytes == 0) return;
+  TPO_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, height,
+                                   cudaMemcpyDeviceToDevice, S(stream)));
 }
 
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n) {
@@ -418,6 +449,16 @@ void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
     TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,
                                  impl_->comms[r], impl_->streams[r]));
+  }
+  TPO_NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
+                                  const std::vector<void*>& streams) {
+  TPO_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
+    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,
+                                 impl_->comms[r], S(streams[r])));
   }
   TPO_NCCL_CHECK(ncclGroupEnd());
 }

@@ -72,8 +72,29 @@ class Timer {
   void* stop_ = nullptr;
 };
 
+// A CUDA event: recorded on a stream, waited on by another, timed against another.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(void* stream);
+  void make_wait(void* stream) const;  // `stream` waits for this event
+  void synchronize() const;
+  static double seconds_between(const Event& from, const Event& to);
+
+ private:
+  void* e_ = nullptr;
+};
+
+void set_device(int device);
+
 // bf16 values uniform in [-scale, scale], from a counter-based hash of (seed, index).
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream);
+// Strided device-to-device copy of `height` rows of `width_bytes` (cudaMemcpy2DAsync).
+void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width_bytes, std::size_t height, void* stream);
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 
@@ -110,6 +131,9 @@ class NcclGroup {
   int ranks() const;
   // In-place bf16 sum over the ranks: bufs[r] on device r, enqueued on each rank's stream.
   void allreduce_bf16(const std::vector<void*>& bufs, std::size_t count);
+  // The same on the caller's streams (one per rank, e.g. each GPU's comm stream).
+  void allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
+                         const std::vector<void*>& streams);
   void* stream(int rank) const;
   void synchronize() const;
   struct Impl;

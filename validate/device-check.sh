@@ -7,8 +7,8 @@
 #   validate/device-check.sh            # everything
 #   ARCH=80 validate/device-check.sh    # another GPU architecture
 #
-# Not yet here: executing planned schedules on the GPU (`tpo validate`, issue 5). A single
-# GPU cannot measure a multi-GPU NCCL all-reduce: those rows are skipped and say so.
+# Validation runs use EMULATED communication (one GPU): a single GPU cannot measure a
+# multi-GPU NCCL all-reduce, and the profile skips those rows and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ARCH=${ARCH:-90}
@@ -40,6 +40,32 @@ log "profile Llama-2-70B TP 8 and Llama-3.1-8B TP 2 shard shapes"
 "$TPO" profile --backend cuda --model llama3.1-8b --tp 2 --hardware h200x8 --quick \
   --out "$OUT/profile-llama3.1-8b-tp2.json" | tee "$OUT/profile-llama3.1-8b-tp2.txt"
 
+log "validate on the GPU with EMULATED communication (8x RTX 4090 and 8x H100 links)"
+# Rank 0's shard runs on this GPU; each all-reduce is a copy kernel sized to the target
+# machine's all-reduce time. Not a multi-GPU run, and reported as emulated everywhere.
+VFAIL=0
+for model_tp in "llama2-70b 8" "llama3.1-8b 2"; do
+  set -- $model_tp
+  model=$1; tp=$2
+  for hw in rtx4090x8 h100x8; do
+    tag="$model-tp$tp-$hw"
+    "$TPO" plan --model "$model" --hardware "$hw" --tp "$tp" --seq 2048,4096,8192 --layers 4 \
+      --strategies iso --max-chunks 2 --quiet --json "$OUT/plan-$tag.json" > "$OUT/plan-$tag.txt"
+    "$TPO" validate --backend cuda --comm emulated --plan "$OUT/plan-$tag.json" --hardware "$hw" \
+      --layers 4 --repeat 5 --json "$OUT/validate-plan-$tag.json" \
+      --trace "$OUT/validate-plan-$tag.trace.json" | tee "$OUT/validate-plan-$tag.txt" || VFAIL=1
+    for seq in 2048 4096 8192; do
+      for s in "none" "iso --split 0.5,0.5" "iso --split 0.65,0.35" "ladder"; do
+        name=$(echo "$s" | tr -c 'a-z0-9\n' '-' | tr -s '-')
+        "$TPO" validate --backend cuda --comm emulated --model "$model" --hardware "$hw" \
+          --tp "$tp" --seq "$seq" --layers 4 --repeat 5 --strategy $s \
+          --json "$OUT/validate-$tag-$seq-$name.json" | tail -n +3 | head -1 \
+          | tee -a "$OUT/validate-$tag-explicit.txt" || VFAIL=1
+      done
+    done
+  done
+done
+
 log "predictions with the measured profiles (analytical model where unmeasured)"
 "$TPO" simulate --model llama3.1-8b --hardware h200x8 --tp 2 --seq 4096 --compare \
   --profile "$OUT/profile-llama3.1-8b-tp2.json" --json "$OUT/simulate-llama3.1-8b-tp2.json" \
@@ -67,4 +93,15 @@ for kind, v in s.items():
     print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
 PY
 done
+for f in "$OUT"/validate-*.json; do
+  python3 - "$f" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for c in j["cases"]:
+    print(f"  {sys.argv[1].split('/')[-1][:46]:46s} {c['strategy']['name']:8s} {c['seq_len']:6d} "
+          f"pred {c['predicted_us']/1e3:9.2f} ms  meas {c['measured_us']/1e3:9.2f} ms  "
+          f"err {100*c['error']:+6.1f}%  {'ok' if c['correct'] else 'WRONG'}")
+PY
+done
 echo "reports in $OUT"
+[ "$VFAIL" = 0 ] || { echo "some validation failed (wrong result or CUDA error)"; exit 1; }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct RunOptions {
 };
 
 struct RunResult {
+  struct Timeline {
+    std::vector<std::int64_t> start, end;
+    std::int64_t total = 0;
+    std::vector<float> output;
+  };
   std::vector<std::int64_t> start_ns, end_ns;  // rank 0, median run, from the run's start
   std::int64_t total_ns = 0;                   // median of the timed runs
   std::vector<std::int64_t> totals_ns;         // every timed run
@@ -36,8 +42,21 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
 // The reference: the same weights and inputs, computed module by module on all tokens at
 // once, with the architecture's residual rule (standard; ladder on the last N layers;
 // parallel attention + MLP). No schedule involved.
+// `ranks_summed`: how many ranks' partial outputs each all-reduce sums (all of them by
+// default; 1 for emulated communication, where only rank 0 runs and the all-reduce moves
+// bytes without summing).
 std::vector<float> reference_forward(const sim::Workload& w, const sim::StrategySpec& spec,
-                                     std::uint64_t seed);
+                                     std::uint64_t seed, std::int64_t ranks_summed = 0);
+
+// The CUDA runtime (builds with CUDA only): the graph enqueued op by op on each GPU's compute
+// and comm streams, cross-stream dependencies as events, bf16 kernels. comm "nccl": one GPU
+// per rank in this process, NCCL all-reduces. comm "emulated": rank 0 alone on GPU 0, each
+// all-reduce replaced by the SM-limited copy kernel sized to last `allreduce_target_ns[i]`
+// (the target machine's all-reduce time for op i); the output then sums rank 0 only.
+RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
+                   const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
+                   int comm_ctas = 16);
+bool cuda_runtime_built();
 
 // max |a - b| / max |b|: the error measure of the correctness check.
 double relative_error(const std::vector<float>& a, const std::vector<float>& b);

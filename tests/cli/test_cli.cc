@@ -348,8 +348,14 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   r = tpo("validate --plan " + (scratch() / "missing.json").string());
   CHECK(r.code == 2);
   CHECK(r.out.find("cannot open") != std::string::npos);
-  r = tpo("validate --backend cuda --model " + data +
+  // No GPU here: the CUDA runtime says so and fails, it does not pretend.
+  r = tpo("validate --backend cuda --comm emulated --layers 1 --seq 64 --model " + data +
+          "/tiny_model.json --hardware cpu-host --tp 2");
+  CHECK(r.code != 0);
+  CHECK((r.out.find("no CUDA device") != std::string::npos ||
+         r.out.find("this build has no CUDA") != std::string::npos));
+  r = tpo("validate --backend cuda --comm smoke-signals --model " + data +
           "/tiny_model.json --hardware cpu-host --tp 2");
   CHECK(r.code == 2);
-  CHECK(r.out.find("CUDA runtime is not built yet") != std::string::npos);
+  CHECK(r.out.find("--comm smoke-signals") != std::string::npos);
 }

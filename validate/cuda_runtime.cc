@@ -1,0 +1,338 @@
+// The CUDA runtime: the schedule enqueued op by op on each GPU's compute and comm streams,
+// with an event per op for cross-stream dependencies and timing. Nothing about strategies
+// lives here: ops are interpreted from their code, layer/module and token block, exactly as
+// on the CPU. Built only with CUDA; never run on a GPU before the first device check.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "sim/error.h"
+#include "validate/cuda_kernels.h"
+#include "validate/model_data.h"
+#include "validate/runtime.h"
+
+namespace tpo::validate {
+
+bool cuda_runtime_built() { return true; }
+
+namespace {
+
+namespace cu = tpo::validate::cuda;
+using sim::Op;
+using sim::OpCode;
+constexpr std::size_t kB = 2;  // bytes per bf16 value
+
+cu::Buffer upload(const std::vector<float>& v) {
+  cu::Buffer b(std::max<std::size_t>(1, v.size()) * kB);
+  if (!v.empty()) cu::copy_from_host_float_to_bf16(v.data(), b.get(), v.size());
+  return b;
+}
+
+struct DeviceLayer {
+  cu::Buffer attn_norm, wqkv, wo, mlp_norm, wgu, wd, k0, v0;
+};
+
+// One rank on one GPU: weights, activations, KV caches, streams.
+struct DeviceRank {
+  std::unique_ptr<cu::Context> ctx;
+  std::vector<DeviceLayer> layers;
+  cu::Buffer x0, x, normed, qkv, attn, gu, act, qtmp, scratch;
+  std::vector<cu::Buffer> out, k, v;
+};
+
+struct Rows {
+  std::int64_t row, len, request, pos;
+};
+std::vector<Rows> rows_of(const ModelData& m, const Op& op) {
+  std::vector<Rows> b;
+  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
+  if (p0 == 0 && p1 == m.seq) {
+    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
+    return b;
+  }
+  for (std::int64_t r = op.req_begin; r < op.req_end; ++r) b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
+  return b;
+}
+
+char* at(const cu::Buffer& b, std::int64_t elements) {
+  return static_cast<char*>(b.get()) + static_cast<std::size_t>(elements) * kB;
+}
+
+class CudaRun {
+ public:
+  CudaRun(const ModelData& m, const sim::Schedule& s, const std::string& comm,
+          const std::vector<std::int64_t>& target_ns, int ctas)
+      : m_(m), s_(s), emulated_(comm == "emulated"), target_ns_(target_ns), ctas_(ctas) {
+    const std::int64_t ranks = emulated_ ? 1 : m.tp;
+    if (!emulated_ && cu::device_count() < ranks) {
+      throw RunFailure("--comm nccl at TP " + std::to_string(m.tp) + " needs " +
+                       std::to_string(m.tp) + " GPUs in this machine; use --comm emulated");
+    }
+    std::size_t modules = 0;
+    for (const auto& op : s.ops) modules = std::max<std::size_t>(modules, std::size_t(op.module + 1));
+    const auto& d = m.d;
+    const std::int64_t T = m.tokens, H = d.hidden, qd = d.q_heads * d.head_dim,
+                       kvd = d.kv_heads * d.head_dim;
+    std::size_t scratch = 1;
+    for (const auto& op : s.ops) {
+      if (op.kind != sim::OpKind::Attention) continue;
+      cu::AttentionShape a;
+      a.q_tokens = op.seq_end - op.seq_begin;
+      a.prefix = op.seq_begin;
+      a.q_heads = d.q_heads;
+      scratch = std::max(scratch, cu::attention_scratch_bytes(a));
+    }
+    for (std::int64_t r = 0; r < ranks; ++r) {
+      DeviceRank dr;
+      dr.ctx = std::make_unique<cu::Context>(int(r));
+      for (std::int64_t l = 0; l < m.layers; ++l) {
+        const LayerWeights& lw = m.w[std::size_t(r)][std::size_t(l)];
+        dr.layers.push_back({upload(lw.attn_norm), upload(lw.wqkv), upload(lw.wo),
+                             upload(lw.mlp_norm), upload(lw.wgu), upload(lw.wd),
+                             upload(m.k0[std::size_t(r)][std::size_t(l)]),
+                             upload(m.v0[std::size_t(r)][std::size_t(l)])});
+        dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
+        dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
+      }
+      dr.x0 = upload(m.x0);
+      dr.x = cu::Buffer(std::size_t(T * H) * kB);
+      dr.normed = cu::Buffer(std::size_t(T * H) * kB);
+      dr.qkv = cu::Buffer(std::size_t(T * d.qkv_n()) * kB);
+      dr.attn = cu::Buffer(std::size_t(T * qd) * kB);
+      dr.gu = cu::Buffer(std::size_t(T * 2 * d.ffn) * kB);
+      dr.act = cu::Buffer(std::size_t(T * d.ffn) * kB);
+      dr.qtmp = cu::Buffer(std::size_t(T * qd) * kB);
+      dr.scratch = cu::Buffer(scratch);
+      for (std::size_t i = 0; i < modules; ++i) dr.out.emplace_back(std::size_t(T * H) * kB);
+      ranks_.push_back(std::move(dr));
+    }
+    if (emulated_) {
+      // Copy bandwidth of the copy kernel on `ctas` CTAs, to size each emulated all-reduce.
+      const std::size_t probe = 256u << 20;
+      comm_src_ = cu::Buffer(probe);
+      comm_dst_ = cu::Buffer(probe);
+      void* st = ranks_[0].ctx->comm_stream();
+      cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
+      cu::Event a, b;
+      a.record(st);
+      cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
+      b.record(st);
+      b.synchronize();
+      bytes_per_s_ = double(probe) / cu::Event::seconds_between(a, b);
+      std::size_t most = 16;
+      for (auto t : target_ns) most = std::max(most, copy_bytes(t));
+      if (most > probe) {
+        comm_src_ = cu::Buffer(most);
+        comm_dst_ = cu::Buffer(most);
+      }
+    } else {
+      nccl_ = std::make_unique<cu::NcclGroup>(int(ranks));
+    }
+  }
+
+  RunResult::Timeline run() {
+    const std::size_t n = s_.ops.size();
+    const auto& d = m_.d;
+    const std::int64_t T = m_.tokens, H = d.hidden, kvd = d.kv_heads * d.head_dim;
+    // Fresh state: x from x0, the KV caches from the prefix.
+    for (auto& r : ranks_) {
+      cu::set_device(r.ctx->device());
+      void* st = r.ctx->compute_stream();
+      cu::copy_rows(r.x.get(), 0, r.x0.get(), 0, std::size_t(T * H) * kB, 1, st);
+      for (std::size_t l = 0; l < r.layers.size(); ++l) {
+        const std::size_t bytes = std::size_t(m_.batch * m_.cap * kvd) * kB;
+        cu::copy_rows(r.k[l].get(), 0, r.layers[l].k0.get(), 0, bytes, 1, st);
+        cu::copy_rows(r.v[l].get(), 0, r.layers[l].v0.get(), 0, bytes, 1, st);
+      }
+      r.ctx->synchronize();
+    }
+    std::vector<std::vector<std::unique_ptr<cu::Event>>> start(ranks_.size()), done(ranks_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      cu::set_device(int(r));
+      for (std::size_t i = 0; i < n; ++i) {
+        start[r].push_back(std::make_unique<cu::Event>());
+        done[r].push_back(std::make_unique<cu::Event>());
+      }
+    }
+    cu::set_device(0);
+    cu::Event t0;
+    t0.record(ranks_[0].ctx->compute_stream());
+    t0.make_wait(ranks_[0].ctx->comm_stream());
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = s_.ops[i];
+      auto stream_of = [&](std::size_t r) {
+        return op.stream == sim::StreamKind::Compute ? ranks_[r].ctx->compute_stream()
+                                                     : ranks_[r].ctx->comm_stream();
+      };
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        cu::set_device(int(r));
+        for (auto dep : op.deps) {
+          if (s_.ops[std::size_t(dep)].stream != op.stream) done[r][std::size_t(dep)]->make_wait(stream_of(r));
+        }
+        start[r][i]->record(stream_of(r));
+        if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
+      }
+      if (op.code == OpCode::AllReduce) allreduce(op, i);
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        cu::set_device(int(r));
+        done[r][i]->record(stream_of(r));
+      }
+    }
+    for (auto& r : ranks_) r.ctx->synchronize();
+    RunResult::Timeline tl;
+    for (std::size_t i = 0; i < n; ++i) {
+      tl.start.push_back(std::int64_t(cu::Event::seconds_between(t0, *start[0][i]) * 1e9));
+      tl.end.push_back(std::int64_t(cu::Event::seconds_between(t0, *done[0][i]) * 1e9));
+      tl.total = std::max(tl.total, tl.end.back());
+    }
+    tl.output.resize(std::size_t(T * H));
+    cu::copy_to_host_bf16_as_float(ranks_[0].x.get(), tl.output.data(), tl.output.size());
+    return tl;
+  }
+
+ private:
+  std::size_t copy_bytes(std::int64_t ns) const {
+    return std::max<std::size_t>(16, std::size_t(double(ns) * 1e-9 * bytes_per_s_));
+  }
+
+  void allreduce(const Op& op, std::size_t i) {
+    const std::int64_t H = m_.d.hidden;
+    if (emulated_) {
+      cu::set_device(0);
+      const std::size_t bytes = copy_bytes(i < target_ns_.size() ? target_ns_[i] : 0);
+      cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, ranks_[0].ctx->comm_stream());
+      return;
+    }
+    for (const Rows& b : rows_of(m_, op)) {
+      std::vector<void*> bufs, streams;
+      for (auto& r : ranks_) {
+        bufs.push_back(at(r.out[std::size_t(op.module)], b.row * H));
+        streams.push_back(r.ctx->comm_stream());
+      }
+      nccl_->allreduce_bf16_on(bufs, std::size_t(b.len * H), streams);
+    }
+  }
+
+  void attend(DeviceRank& r, std::int64_t layer, std::int64_t request, std::int64_t row,
+              std::int64_t len, std::int64_t pos, void* st) {
+    const auto& d = m_.d;
+    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    cu::copy_rows(r.qtmp.get(), std::size_t(qd) * kB, at(r.qkv, row * d.qkv_n()),
+                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len), st);
+    cu::AttentionShape a;
+    a.requests = 1;
+    a.q_tokens = len;
+    a.prefix = pos;
+    a.q_heads = d.q_heads;
+    a.kv_heads = d.kv_heads;
+    a.head_dim = d.head_dim;
+    a.kv_capacity = m_.cap;
+    const auto L = std::size_t(layer);
+    cu::attention_bf16(*r.ctx, r.qtmp.get(), at(r.k[L], request * m_.cap * kvd),
+                       at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(),
+                       a, st);
+  }
+
+  void execute(std::size_t rank, const Op& op, void* st) {
+    DeviceRank& r = ranks_[rank];
+    const auto& d = m_.d;
+    const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    if (op.layer < 0) throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+    const DeviceLayer& lw = r.layers[std::size_t(op.layer)];
+    for (const Rows& b : rows_of(m_, op)) {
+      switch (op.code) {
+        case OpCode::AttnNorm:
+        case OpCode::MlpNorm:
+          cu::rmsnorm_bf16(at(r.x, b.row * H),
+                           (op.code == OpCode::AttnNorm ? lw.attn_norm : lw.mlp_norm).get(),
+                           at(r.normed, b.row * H), b.len, H, 1e-5f, st);
+          break;
+        case OpCode::Qkv: {
+          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wqkv.get(), at(r.qkv, b.row * d.qkv_n()),
+                        b.len, d.qkv_n(), H, false, st);
+          // K and V of these rows into the cache, one request at a time.
+          for (std::int64_t row = b.row; row < b.row + b.len;) {
+            const std::int64_t request = row / m_.seq, first = row % m_.seq;
+            const std::int64_t len = std::min(b.row + b.len - row, m_.seq - first);
+            const std::int64_t dst = (request * m_.cap + m_.context + first) * kvd;
+            cu::copy_rows(at(r.k[std::size_t(op.layer)], dst), std::size_t(kvd) * kB,
+                          at(r.qkv, row * d.qkv_n() + qd), std::size_t(d.qkv_n()) * kB,
+                          std::size_t(kvd) * kB, std::size_t(len), st);
+            cu::copy_rows(at(r.v[std::size_t(op.layer)], dst), std::size_t(kvd) * kB,
+                          at(r.qkv, row * d.qkv_n() + qd + kvd), std::size_t(d.qkv_n()) * kB,
+                          std::size_t(kvd) * kB, std::size_t(len), st);
+            row += len;
+          }
+          break;
+        }
+        case OpCode::Attention:
+          if (b.len == (op.req_end - op.req_begin) * m_.seq && op.req_end - op.req_begin > 1) {
+            for (std::int64_t q = op.req_begin; q < op.req_end; ++q) {
+              attend(r, op.layer, q, q * m_.seq, m_.seq, m_.context, st);
+            }
+          } else {
+            attend(r, op.layer, b.request, b.row, b.len, b.pos, st);
+          }
+          break;
+        case OpCode::OProj:
+          cu::gemm_bf16(*r.ctx, at(r.attn, b.row * qd), lw.wo.get(),
+                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, qd, op.accumulate, st);
+          break;
+        case OpCode::GateUp:
+          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wgu.get(), at(r.gu, b.row * 2 * d.ffn),
+                        b.len, 2 * d.ffn, H, false, st);
+          break;
+        case OpCode::SiluMul:
+          cu::silu_mul_bf16(at(r.gu, b.row * 2 * d.ffn), at(r.act, b.row * d.ffn), b.len, d.ffn, st);
+          break;
+        case OpCode::Down:
+          cu::gemm_bf16(*r.ctx, at(r.act, b.row * d.ffn), lw.wd.get(),
+                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, d.ffn,
+                        op.accumulate, st);
+          break;
+        case OpCode::ResidualAdd:
+          cu::add_bf16(at(r.x, b.row * H), at(r.out[std::size_t(op.residual_of)], b.row * H),
+                       b.len * H, st);
+          break;
+        default:
+          throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+      }
+    }
+  }
+
+  const ModelData& m_;
+  const sim::Schedule& s_;
+  bool emulated_;
+  std::vector<std::int64_t> target_ns_;
+  int ctas_;
+  double bytes_per_s_ = 1;
+  std::vector<DeviceRank> ranks_;
+  cu::Buffer comm_src_, comm_dst_;
+  std::unique_ptr<cu::NcclGroup> nccl_;
+};
+
+}  // namespace
+
+RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
+                   const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
+                   int comm_ctas) {
+  std::string why;
+  if (cu::device_count(&why) == 0) throw RunFailure("no CUDA device: " + why);
+  const ModelData m = make_data(w, o.seed);
+  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas);
+  for (int i = 0; i < o.warmup; ++i) run.run();
+  std::vector<RunResult::Timeline> runs;
+  for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.total < b.total; });
+  RunResult r;
+  for (const auto& t : runs) r.totals_ns.push_back(t.total);
+  auto& med = runs[runs.size() / 2];
+  r.start_ns = med.start;
+  r.end_ns = med.end;
+  r.total_ns = med.total;
+  r.output = std::move(med.output);
+  return r;
+}
+
+}  // namespace tpo::validate

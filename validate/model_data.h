@@ -1,0 +1,27 @@
+// The data a validation run computes on — per rank and layer the weight shard, the input
+// residual stream, the cached KV of the prefix — generated from one seed, so the CPU runtime,
+// the CUDA runtime and the reference forward all compute on identical numbers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/workload.h"
+
+namespace tpo::validate {
+
+struct LayerWeights {
+  std::vector<float> attn_norm, wqkv, wo, mlp_norm, wgu, wd;
+};
+
+struct ModelData {
+  sim::ShardDims d;
+  std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
+  std::vector<std::vector<LayerWeights>> w;             // [rank][layer]
+  std::vector<float> x0;                                // [tokens][hidden]
+  std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
+};
+
+ModelData make_data(const sim::Workload& w, std::uint64_t seed);
+
+}  // namespace tpo::validate
