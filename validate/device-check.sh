@@ -59,7 +59,7 @@ for model_tp in "llama2-70b 8" "llama3.1-8b 2"; do
         name=$(echo "$s" | tr -c 'a-z0-9\n' '-' | tr -s '-')
         "$TPO" validate --backend cuda --comm emulated --model "$model" --hardware "$hw" \
           --tp "$tp" --seq "$seq" --layers 4 --repeat 5 --strategy $s \
-          --json "$OUT/validate-$tag-$seq-$name.json" | tail -n +3 | head -1 \
+          --json "$OUT/validate-$tag-$seq-$name.json" | grep -E "^(none|iso|ladder) " \
           | tee -a "$OUT/validate-$tag-explicit.txt" || VFAIL=1
       done
     done
