@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <thread>
 
 #include "../sim/toy.h"
@@ -87,6 +88,50 @@ TEST_CASE("CPU kernels against plain loops") {
     ts.emplace_back([&, r] { ar.run(r, bufs[static_cast<std::size_t>(r)].data(), 5); });
   for (auto& t : ts) t.join();
   for (const auto& buf : bufs) CHECK(buf == std::vector<float>{111, 222, 333, 444, 555});
+}
+
+TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64 loop") {
+  cpu::AttentionShape s;
+  s.requests = 2;
+  s.q_tokens = 5;
+  s.prefix = 3;
+  s.q_heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 8;
+  s.kv_capacity = 9;  // one spare row: must never be read
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto rnd = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  const auto q = rnd(2 * 5 * 4 * 8), k = rnd(2 * 9 * 2 * 8), v = rnd(2 * 9 * 2 * 8);
+  std::vector<float> o(q.size());
+  cpu::attention(q.data(), k.data(), v.data(), o.data(), s);
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 5; ++i) {
+      for (int h = 0; h < 4; ++h) {
+        const int g = h / 2, keys = 3 + i + 1;  // causal: the prefix and queries 0..i
+        std::vector<double> w(static_cast<std::size_t>(keys));
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int e = 0; e < 8; ++e) {
+            dot += double(q[((b * 5 + i) * 4 + h) * 8 + e]) * k[((b * 9 + j) * 2 + g) * 8 + e];
+          }
+          w[static_cast<std::size_t>(j)] = dot / std::sqrt(8.0);
+          mx = std::max(mx, w[static_cast<std::size_t>(j)]);
+        }
+        for (auto& x : w) sum += (x = std::exp(x - mx));
+        for (int e = 0; e < 8; ++e) {
+          double ref = 0;
+          for (int j = 0; j < keys; ++j) ref += w[static_cast<std::size_t>(j)] / sum * v[((b * 9 + j) * 2 + g) * 8 + e];
+          CHECK(o[((b * 5 + i) * 4 + h) * 8 + e] == doctest::Approx(ref).epsilon(1e-5));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("profile JSON round trip") {
