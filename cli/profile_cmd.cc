@@ -28,10 +28,17 @@ int run_import(const ImportCli& c) {
   sim::Profile p;
   if (std::filesystem::exists(c.out)) {
     p = sim::load_profile(c.out);  // replace the comm section of an existing profile
+    if (p.tp != pts.front().ranks) {
+      throw InputError("--out", c.out,
+                       "is a profile for TP " + std::to_string(p.tp) + " but " + c.file +
+                           " ran on " + std::to_string(pts.front().ranks) +
+                           " ranks; import into a new file or a profile of that TP");
+    }
   } else {
     p.tool_version = tool_version();
     p.git_sha = git_sha();
     p.dtype = "bf16";
+    p.date = profiler::today();
     p.device = {{"backend", "nccl-tests import"}, {"hardware", c.hardware}};
     p.options = {{"imported_from", c.file}, {"hardware", c.hardware}};
     p.tp = pts.front().ranks;

@@ -41,6 +41,11 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   sub->add_option("--json", o->sim.json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
+    if (o->backend == "cpu") {
+      for (const char* opt : {"--comm", "--comm-ctas"}) {
+        if (sub->count(opt)) throw InputError(opt, "", "applies to --backend cuda only");
+      }
+    }
     if (!o->plan_path.empty()) {
       for (const char* opt : {"--model", "--tp", "--phase", "--batch", "--seq", "--context",
                               "--strategy", "--chunks", "--split", "--ladder-layers", "--pieces"}) {

@@ -409,6 +409,8 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   // "Don't overlap" unless the winner beats none by more than the threshold.
   if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
   point.simulations = ev.simulations();
+  point.cost_sources =
+      sim::cost_sources(sim::build_schedule(w, point.candidates[point.best].spec), cm);
 }
 
 }  // namespace

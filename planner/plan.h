@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct PlanPoint {
   std::vector<Candidate> candidates;  // candidates[0] is none
   std::size_t best = 0;               // index into candidates; 0 means don't overlap
   std::int64_t simulations = 0;       // graphs timed for this point
+  std::map<std::string, std::int64_t> cost_sources;  // of the best candidate's ops
 };
 
 struct Plan {

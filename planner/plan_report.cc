@@ -77,6 +77,15 @@ void print_plan(std::ostream& os, const Plan& plan) {
     }
     os << "\n";
   }
+  if (plan.cost_model != "analytical") {
+    std::map<std::string, std::int64_t> total;
+    for (const auto& p : plan.points) {
+      for (const auto& [k, n] : p.cost_sources) total[k] += n;
+    }
+    os << "\nop costs of the chosen schedules:";
+    for (const auto& [k, n] : total) os << " " << n << " " << k;
+    os << " (profile " << plan.options.profile_path << ")\n";
+  }
   if (show_arch) {
     os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "
           "shown, not chosen.\nPass --allow-arch-change to let the planner pick them.\n";
@@ -144,6 +153,7 @@ ojson plan_json(const Plan& plan) {
                            {"best", p.best},
                            {"overlap", p.best != 0},
                            {"simulations", p.simulations},
+                           {"cost_sources", p.cost_sources},
                            {"candidates", std::move(cands)}});
   }
   j["lookup"] = std::move(lookup);
@@ -332,6 +342,7 @@ LoadedPlan load_plan(const std::string& path) {
   p.tp = o.integer("tp");
   p.phase = o.string("phase");
   p.align = opts.integer_or("align", 64);
+  p.profile = opts.string_or("profile", "");
   if (!j.at("lookup").is_array() || j.at("lookup").empty()) {
     throw InputError(path, "lookup", "must be a non-empty array");
   }

@@ -30,6 +30,7 @@ struct LoadedPlanEntry {
 };
 struct LoadedPlan {
   std::string model, hardware, phase;
+  std::string profile;  // the profile the plan was made with ("" for the analytical model)
   std::int64_t tp = 0;
   std::int64_t align = 64;
   std::vector<LoadedPlanEntry> entries;

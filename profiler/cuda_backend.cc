@@ -26,6 +26,7 @@ constexpr double kTargetSeconds = 200e-6;
 class Batched : public Runner {
  public:
   Batched(cu::Context& ctx, void* stream, int sets) : ctx_(ctx), stream_(stream), sets_(sets) {}
+  void synchronize() { ctx_.synchronize(); }
   // One calibrated batch, enqueued and not waited for (an aggressor beside a victim).
   void enqueue_batch() {
     for (int i = 0; i < std::max(batch_, 1); ++i) launch(next_++ % sets_);
@@ -167,9 +168,11 @@ class AllReduceRunner : public Runner {
     }
     group_ = std::make_unique<cu::NcclGroup>(int(ranks));
     for (int r = 0; r < ranks; ++r) {
+      cu::set_device(r);  // each rank's buffer on its own GPU
       bufs_.push_back(random_buffer(n_, 3 + r, group_->stream(r)));
       ptrs_.push_back(bufs_.back().get());
     }
+    cu::set_device(0);
     group_->synchronize();
   }
   double run_once() override {
@@ -201,7 +204,9 @@ class Beside : public Runner {
   double run_once() override {
     // Enqueue the aggressor first (it is asynchronous), then time the victim beside it.
     for (int i = 0; i < 4; ++i) aggressor_->enqueue_batch();
-    return victim_->run_once();
+    const double t = victim_->run_once();
+    aggressor_->synchronize();  // no backlog leaks into the next measurement
+    return t;
   }
 
  private:

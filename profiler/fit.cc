@@ -24,6 +24,11 @@ sim::AlphaBeta alpha_beta(const std::vector<std::pair<double, double>>& pts) {
   f.hi_bytes = static_cast<std::int64_t>(pts.back().first);
   f.alpha_us = x(0);
   f.beta_us_per_byte = x(1);
+  if (f.alpha_us < 0) {  // a latency cannot be negative: fit the line through the origin
+    const Eigen::VectorXd b = A.col(1);
+    f.alpha_us = 0;
+    f.beta_us_per_byte = b.dot(y) / b.dot(b);
+  }
   return f;
 }
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -31,6 +33,14 @@ sim::Timing summarize_samples(std::vector<double> s) {
 }
 
 namespace {
+
+// Ctrl-C: finish the measurement in progress, skip the rest, keep the resume log. A second
+// Ctrl-C kills as usual.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
 
 // Google Benchmark needs a reporter; ours prints nothing (the harness shows progress).
 class QuietReporter : public benchmark::BenchmarkReporter {
@@ -105,6 +115,12 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     }
   }
   const std::size_t resumed = finished;
+  if (resumed > 0) {
+    std::fprintf(stderr, "resuming from %s: %zu of %zu measurements already done\n",
+                 o.resume_path.c_str(), resumed, items.size());
+  }
+  g_interrupted = false;
+  auto* previous_handler = std::signal(SIGINT, on_sigint);
   const bool tty = o.progress && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
@@ -130,8 +146,9 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     if (have[i]) continue;
     const Item item = items[i];
     benchmark::RegisterBenchmark(item.key.c_str(), [&, i, item](benchmark::State& st) {
-      if (throw_stop) {
+      if (throw_stop || g_interrupted) {
         st.SkipWithError("stopped");
+        if (g_interrupted && error.empty()) error = "interrupted (Ctrl-C)";
         return;
       }
       try {
@@ -194,6 +211,7 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     benchmark::RunSpecifiedBenchmarks(&quiet);
     benchmark::ClearRegisteredBenchmarks();
   }
+  std::signal(SIGINT, previous_handler);
   if (tty) std::fprintf(stderr, "\n");
   if (!skipped.empty()) {
     std::fprintf(stderr, "skipped %zu measurement(s) this machine cannot make, e.g. %s\n",

@@ -22,14 +22,14 @@
 
 namespace tpo::profiler {
 
-namespace {
-
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
   return buf;
 }
+
+namespace {
 
 double attention_flops(const Item& it) {
   const double q = static_cast<double>(it.q_tokens), p = static_cast<double>(it.prefix);
@@ -274,7 +274,6 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
      << o.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup
      << " warm-up runs each)\n";
-  if (std::filesystem::exists(h.resume_path)) os << "resuming from " << h.resume_path << "\n";
   const auto ms = run_sweep(*backend, items, h);
 
   sim::Profile p = assemble(ms, backend->dtype());

@@ -27,6 +27,7 @@ struct ProfileOptions {
 };
 
 int run_profile(const ProfileOptions& o, std::ostream& os);
+std::string today();  // YYYY-MM-DD, UTC
 
 // Assembles a profile from measurements (held-back ones excluded).
 sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dtype);

@@ -73,6 +73,23 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
       items.push_back(it);
     }
   });
+  // Decode attention: one new token per request after a context of t tokens.
+  add_sizes([&](std::int64_t t, bool hb) {
+    for (std::int64_t reqs : {1, 8}) {
+      Item it;
+      it.kind = ItemKind::Attention;
+      it.name = "attention";
+      it.requests = reqs;
+      it.q_tokens = 1;
+      it.prefix = t;
+      it.q_heads = d.q_heads;
+      it.kv_heads = d.kv_heads;
+      it.head_dim = d.head_dim;
+      it.held_back = hb;
+      it.key = "attention/decode/r" + std::to_string(reqs) + "/p" + std::to_string(t);
+      items.push_back(it);
+    }
+  });
   struct R {
     const char* name;
     std::int64_t cols;

@@ -41,7 +41,8 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
   }
   for (const auto& a : p_.attention) {
-    attn_[{a.q_heads, a.kv_heads, a.head_dim}].emplace_back(a.flops, a.t.median_us);
+    attn_[{a.q_heads, a.kv_heads, a.head_dim, a.q_tokens == 1}].emplace_back(a.flops,
+                                                                             a.t.median_us);
   }
   for (const auto& r : p_.rowwise) {
     rowwise_[{r.name, r.cols}].emplace_back(static_cast<double>(r.rows), r.t.median_us);
@@ -99,7 +100,8 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
       }
       break;
     case OpKind::Attention:
-      if (auto it = attn_.find({op.n, op.kv_heads, op.k}); it != attn_.end()) {
+      if (auto it = attn_.find({op.n, op.kv_heads, op.k, op.seq_end - op.seq_begin == 1});
+          it != attn_.end()) {
         return on_curve(it->second, op.flops, op, 0);
       }
       break;

@@ -40,8 +40,10 @@ class ProfileCostModel final : public CostModel {
 
   Profile p_;
   AnalyticalCostModel a_;
-  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;                 // (n, k) -> m
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Curve> attn_;  // heads -> flops
+  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m
+  // (q heads, kv heads, head dim, decode) -> flops; decode (one query per request) and
+  // prefill attention have different costs per FLOP, so they are separate curves.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>, Curve> attn_;
   std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
   std::int64_t tp_;

@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -90,9 +91,12 @@ void attention(const float* q, const float* k, const float* v, float* out,
 SharedAllReduce::SharedAllReduce(int ranks)
     : ranks_(ranks), bufs_(static_cast<std::size_t>(ranks), nullptr), sync_(ranks) {}
 
-void SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
+std::int64_t SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
   bufs_[static_cast<std::size_t>(rank)] = buf;
   sync_.arrive_and_wait();
+  const std::int64_t all_arrived = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count();
   auto slice = [&](int r) {
     return std::pair<std::int64_t, std::int64_t>{n * r / ranks_, n * (r + 1) / ranks_};
   };
@@ -113,6 +117,7 @@ void SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
     std::copy(src + ob, src + oe, buf + ob);
   }
   sync_.arrive_and_wait();
+  return all_arrived;
 }
 
 }  // namespace tpo::validate::cpu

@@ -42,7 +42,11 @@ void attention(const float* q, const float* k, const float* v, float* out,
 class SharedAllReduce {
  public:
   explicit SharedAllReduce(int ranks);
-  void run(int rank, float* buf, std::int64_t n);
+  // Returns when every rank has arrived (the collective's real start, after any wait for a
+  // late rank), in steady_clock nanoseconds since its epoch.
+  std::int64_t run(int rank, float* buf, std::int64_t n);
+  // A rank that stops early (after a failure elsewhere) releases the others.
+  void drop() { sync_.arrive_and_drop(); }
   int ranks() const { return ranks_; }
 
  private:

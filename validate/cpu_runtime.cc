@@ -98,8 +98,10 @@ void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const Block&
   }
 }
 
-void execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
-             cpu::SharedAllReduce& ar) {
+// Returns, for an all-reduce, when all ranks had arrived (steady_clock ns), else 0.
+std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
+                     cpu::SharedAllReduce& ar) {
+  std::int64_t arrived = 0;
   const auto& d = m.d;
   const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
   const auto L = static_cast<std::size_t>(op.layer);
@@ -145,10 +147,13 @@ void execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
                   s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len, H, d.ffn,
                   op.accumulate);
         break;
-      case OpCode::AllReduce:
-        ar.run(static_cast<int>(rank), s.out[static_cast<std::size_t>(op.module)].data() + b.row * H,
-               b.len * H);
+      case OpCode::AllReduce: {
+        const std::int64_t t = ar.run(static_cast<int>(rank),
+                                      s.out[static_cast<std::size_t>(op.module)].data() + b.row * H,
+                                      b.len * H);
+        if (arrived == 0) arrived = t;
         break;
+      }
       case OpCode::ResidualAdd:
         cpu::add_inplace(s.x.data() + b.row * H,
                          s.out[static_cast<std::size_t>(op.residual_of)].data() + b.row * H,
@@ -158,6 +163,7 @@ void execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
         throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     }
   }
+  return arrived;
 }
 
 std::size_t module_count(const sim::Schedule& s) {
@@ -167,7 +173,7 @@ std::size_t module_count(const sim::Schedule& s) {
 }
 
 struct Timeline {
-  std::vector<std::int64_t> start, end;
+  std::vector<std::int64_t> start, end, wait;
   std::int64_t total = 0;
   std::vector<float> output;
 };
@@ -187,6 +193,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
   Timeline tl;
   tl.start.assign(n, 0);
   tl.end.assign(n, 0);
+  tl.wait.assign(n, 0);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
   std::mutex err_mu;
@@ -195,33 +202,46 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
         .count();
   };
+  const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            t0.time_since_epoch())
+                            .count();
+  // Abort: every flag is set to 2 (so no thread sleeps on it), then woken.
+  auto abort_all = [&] {
+    failed = true;
+    for (auto& d2 : done) {
+      for (std::size_t j = 0; j < n; ++j) {
+        std::uint8_t zero = 0;
+        d2[j].compare_exchange_strong(zero, 2);
+        d2[j].notify_all();
+      }
+    }
+  };
   auto stream_worker = [&](std::int64_t rank, sim::StreamKind stream) {
     auto& dn = done[static_cast<std::size_t>(rank)];
+    auto stop = [&] {  // a comm thread that stops early releases the other ranks' barriers
+      if (stream == sim::StreamKind::Comm) ar.drop();
+    };
     for (std::size_t i = 0; i < n; ++i) {
       const Op& op = s.ops[i];
       if (op.stream != stream) continue;
-      for (auto dep : op.deps) {
-        auto& f = dn[static_cast<std::size_t>(dep)];
-        while (f.load(std::memory_order_acquire) == 0) {
-          if (failed.load()) return;
-          f.wait(0, std::memory_order_acquire);
-        }
-      }
-      if (failed.load()) return;
+      for (auto dep : op.deps) dn[static_cast<std::size_t>(dep)].wait(0, std::memory_order_acquire);
+      if (failed.load()) return stop();
       const std::int64_t a = now_ns();
+      std::int64_t arrived = 0;
       try {
-        execute(m, ranks[static_cast<std::size_t>(rank)], rank, op, ar);
+        arrived = execute(m, ranks[static_cast<std::size_t>(rank)], rank, op, ar);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (!error) error = std::current_exception();
-        failed = true;
-        for (auto& d2 : done) {  // wake everyone so they can stop
-          for (std::size_t j = 0; j < n; ++j) d2[j].notify_all();
+        {
+          std::lock_guard<std::mutex> lock(err_mu);
+          if (!error) error = std::current_exception();
         }
-        return;
+        abort_all();
+        return stop();
       }
       if (rank == 0) {
-        tl.start[i] = a;
+        // An all-reduce starts when the last rank arrives; the wait before is skew.
+        tl.start[i] = arrived > 0 ? arrived - epoch_ns : a;
+        tl.wait[i] = arrived > 0 ? arrived - epoch_ns - a : 0;
         tl.end[i] = now_ns();
       }
       dn[i].store(1, std::memory_order_release);
@@ -260,6 +280,7 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
   RunResult r;
   r.start_ns = med.start;
   r.end_ns = med.end;
+  r.wait_ns = med.wait;
   r.total_ns = med.total;
   for (const auto& t : runs) r.totals_ns.push_back(t.total);
   r.output = std::move(med.output);

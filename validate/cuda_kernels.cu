@@ -415,6 +415,8 @@ struct NcclGroup::Impl {
 };
 
 NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
   std::string why;
   const int n = device_count(&why);
   if (n < ranks) {
@@ -434,6 +436,7 @@ NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
     TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
     impl_->streams.push_back(s);
   }
+  TPO_CUDA_CHECK(cudaSetDevice(previous));  // leave the caller's device current
 }
 
 NcclGroup::~NcclGroup() {
@@ -464,10 +467,13 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
 }
 
 void NcclGroup::synchronize() const {
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
   for (std::size_t r = 0; r < impl_->streams.size(); ++r) {
     TPO_CUDA_CHECK(cudaSetDevice(int(r)));
     TPO_CUDA_CHECK(cudaStreamSynchronize(impl_->streams[r]));
   }
+  TPO_CUDA_CHECK(cudaSetDevice(previous));
 }
 
 }  // namespace tpo::validate::cuda

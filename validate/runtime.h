@@ -29,6 +29,9 @@ struct RunResult {
     std::vector<float> output;
   };
   std::vector<std::int64_t> start_ns, end_ns;  // rank 0, median run, from the run's start
+  // All-reduces: how long rank 0 waited for the last rank before the collective could start
+  // (its start_ns is when all had arrived). Empty where not measured.
+  std::vector<std::int64_t> wait_ns;
   std::int64_t total_ns = 0;                   // median of the timed runs
   std::vector<std::int64_t> totals_ns;         // every timed run
   std::vector<float> output;                   // final residual stream, [batch][seq][hidden]

@@ -47,6 +47,8 @@ std::vector<Case> cases_of(const ValidateOptions& o) {
     c.so = o.sim;
     c.so.model = plan.model;
     c.so.hardware = o.sim.hardware.empty() ? plan.hardware : o.sim.hardware;
+    // Predict with what the plan was made with unless told otherwise.
+    if (c.so.profile_path.empty()) c.so.profile_path = plan.profile;
     c.so.tp = plan.tp;
     c.so.phase = plan.phase;
     c.so.batch = e.batch;
@@ -218,6 +220,9 @@ ojson validate_json(const ValidateReport& r) {
                           {"predicted_us", pd},
                           {"measured_start_us", to_us(c.measured.start_ns[i])},
                           {"measured_us", md},
+                          {"measured_wait_us", i < c.measured.wait_ns.size()
+                                                   ? to_us(c.measured.wait_ns[i])
+                                                   : 0.0},
                           {"error", md > 0 ? (pd - md) / md : 0.0}});
     }
     k["ops"] = std::move(ops);

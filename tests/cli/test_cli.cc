@@ -277,6 +277,7 @@ TEST_CASE("profile: an interrupted run resumes where it stopped") {
   r = tpo(cmd);
   CHECK(r.code == 0);
   CHECK(r.out.find("resuming from") != std::string::npos);
+  CHECK(r.out.find("5 of") != std::string::npos);  // the 5 finished ones were not redone
   CHECK(fs::exists(prof));
   CHECK_FALSE(fs::exists(prof.string() + ".partial"));
   // A leftover log from other options is refused, not mixed in.

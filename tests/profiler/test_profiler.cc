@@ -126,7 +126,8 @@ TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64
         for (auto& x : w) sum += (x = std::exp(x - mx));
         for (int e = 0; e < 8; ++e) {
           double ref = 0;
-          for (int j = 0; j < keys; ++j) ref += w[static_cast<std::size_t>(j)] / sum * v[((b * 9 + j) * 2 + g) * 8 + e];
+          for (int j = 0; j < keys; ++j)
+            ref += w[static_cast<std::size_t>(j)] / sum * v[((b * 9 + j) * 2 + g) * 8 + e];
           CHECK(o[((b * 5 + i) * 4 + h) * 8 + e] == doctest::Approx(ref).epsilon(1e-5));
         }
       }
