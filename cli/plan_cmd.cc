@@ -120,8 +120,9 @@ std::function<int()> add_plan(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "plan",
       "Find the best overlap strategy and ISO chunk split for each prompt length (predicted\n"
-      "with the analytical cost model). --scenario generate: prefill + decode tokens/s per\n"
-      "strategy and batch size, like the ladder-residual paper's benchmark.");
+      "with the analytical cost model, or a measured --profile). --scenario generate:\n"
+      "prefill + decode tokens/s per strategy and batch size, like the ladder-residual\n"
+      "paper's benchmark.");
   sub->add_option("--model", o.model, "Shipped model name, a tpo model JSON or a HF config.json")
       ->capture_default_str();
   sub->add_option("--hardware", o.hardware, "Shipped hardware name or a hardware JSON")

@@ -28,7 +28,7 @@ std::function<int()> add_validate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--plan", o->plan_path,
                   "Validate every point of a plan from `tpo plan --json` (its model, TP and "
-                  "strategies); --hardware and --profile still choose the prediction");
+                  "strategies); predicted with the plan's profile unless --profile is given");
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
