@@ -3,12 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "../sim/toy.h"
 #include "planner/plan.h"
 #include "planner/plan_report.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/simulate.h"
 
 using namespace tpo;
 using namespace tpo::planner;
@@ -82,6 +84,29 @@ TEST_CASE(
       CHECK(s3.score_ns == doctest::Approx(b3.score_ns).epsilon(0.005));
       CHECK(s3.score_ns >= b3.score_ns);
     }
+  }
+}
+
+TEST_CASE(
+    "3-chunk descent stays within 1% of brute force on real models beyond the exhaustive limit") {
+  // 8192 tokens on the 64-token grid: 8001 boundary pairs, more than kExhaustiveLimit.
+  for (const auto& [model, hw, tp] :
+       {std::tuple{"llama3-70b", "h100x8", 8}, std::tuple{"llama2-70b", "a800x8", 8}}) {
+    sim::SimulateOptions o;
+    o.model = model;
+    o.hardware = hw;
+    o.tp = tp;
+    o.seq = 8192;
+    o.layers = 4;
+    const auto w = sim::make_workload(o);
+    const sim::AnalyticalCostModel cm(w.hardware, w.tp);
+    Evaluator ev(w, cm);
+    CAPTURE(model);
+    const auto s2 = search_split(ev, StrategyKind::Iso, 2, 64);
+    const auto s3 = search_split(ev, StrategyKind::Iso, 3, 64, s2.chunks);
+    const auto b3 = brute_force_split(ev, StrategyKind::Iso, 3, 64);
+    CHECK(s3.score_ns >= b3.score_ns);
+    CHECK(s3.score_ns <= b3.score_ns * 1.01);
   }
 }
 
