@@ -319,7 +319,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                    int comm_ctas) {
   std::string why;
   if (cu::device_count(&why) == 0) throw RunFailure("no CUDA device: " + why);
-  const ModelData m = make_data(w, o.seed);
+  const ModelData m = make_data(w, o.seed, comm == "emulated" ? 1 : 0);
   CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;

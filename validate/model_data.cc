@@ -1,22 +1,36 @@
-// Seeded model data for validation runs.
+// Seeded model data for validation runs. Values come from a counter-based hash of (seed,
+// stream, index) — fast, and rank r's data is the same whichever ranks are generated, so a
+// one-GPU run (emulated communication) computes on exactly rank 0's shard.
 #include "validate/model_data.h"
 
 #include <cmath>
-#include <random>
 
 namespace tpo::validate {
 
 namespace {
-std::vector<float> uniform(std::int64_t n, float scale, std::mt19937_64& rng, float offset = 0) {
-  std::uniform_real_distribution<float> u(-scale, scale);
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// n values uniform in offset + [-scale, scale) from stream `stream` of `seed`.
+std::vector<float> uniform(std::int64_t n, float scale, std::uint64_t seed, std::uint64_t stream,
+                           float offset = 0) {
   std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = offset + u(rng);
+  const std::uint64_t base = mix(seed ^ mix(stream));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double u = static_cast<double>(mix(base + i) >> 11) * (1.0 / 9007199254740992.0);
+    v[i] = offset + scale * static_cast<float>(2.0 * u - 1.0);
+  }
   return v;
 }
 
 }  // namespace
 
-ModelData make_data(const sim::Workload& w, std::uint64_t seed) {
+ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks) {
   ModelData m;
   m.d = sim::validate_workload(w);
   m.tp = w.tp;
@@ -28,38 +42,38 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed) {
   m.tokens = w.batch * w.seq;
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-  std::mt19937_64 rng(seed);
-  m.w.resize(static_cast<std::size_t>(w.tp));
-  m.k0.resize(static_cast<std::size_t>(w.tp));
-  m.v0.resize(static_cast<std::size_t>(w.tp));
+  const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
+  m.w.resize(static_cast<std::size_t>(made));
+  m.k0.resize(static_cast<std::size_t>(made));
+  m.v0.resize(static_cast<std::size_t>(made));
   const float sh = 1.0f / std::sqrt(static_cast<float>(d.hidden));
-  for (std::int64_t r = 0; r < w.tp; ++r) {
+  for (std::int64_t r = 0; r < made; ++r) {
     for (std::int64_t l = 0; l < w.layers; ++l) {
+      const std::uint64_t s = static_cast<std::uint64_t>((r * 1000 + l) * 16);
       LayerWeights lw;
-      lw.attn_norm = uniform(d.hidden, 0.1f, rng, 1.0f);
-      lw.wqkv = uniform(d.hidden * d.qkv_n(), sh, rng);
-      lw.wo = uniform(qd * d.hidden, 1.0f / std::sqrt(static_cast<float>(qd * w.tp)), rng);
-      lw.mlp_norm = uniform(d.hidden, 0.1f, rng, 1.0f);
-      lw.wgu = uniform(d.hidden * 2 * d.ffn, sh, rng);
-      lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), rng);
+      lw.attn_norm = uniform(d.hidden, 0.1f, seed, s + 0, 1.0f);
+      lw.wqkv = uniform(d.hidden * d.qkv_n(), sh, seed, s + 1);
+      lw.wo = uniform(qd * d.hidden, 1.0f / std::sqrt(static_cast<float>(qd * w.tp)), seed, s + 2);
+      lw.mlp_norm = uniform(d.hidden, 0.1f, seed, s + 3, 1.0f);
+      lw.wgu = uniform(d.hidden * 2 * d.ffn, sh, seed, s + 4);
+      lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), seed, s + 5);
       m.w[static_cast<std::size_t>(r)].push_back(std::move(lw));
+      // The cached prefix: positions < context of every request; the rest is filled by runs.
       std::vector<float> k(static_cast<std::size_t>(m.batch * m.cap * kvd), 0.0f), v = k;
+      const auto pk = uniform(m.batch * m.context * kvd, 1.0f, seed, s + 6);
+      const auto pv = uniform(m.batch * m.context * kvd, 1.0f, seed, s + 7);
       for (std::int64_t b = 0; b < m.batch; ++b) {
-        for (std::int64_t p = 0; p < m.context; ++p) {
-          for (std::int64_t e = 0; e < kvd; ++e) {
-            const auto i = static_cast<std::size_t>((b * m.cap + p) * kvd + e);
-            k[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
-            v[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
-          }
+        for (std::int64_t i = 0; i < m.context * kvd; ++i) {
+          k[static_cast<std::size_t>(b * m.cap * kvd + i)] = pk[static_cast<std::size_t>(b * m.context * kvd + i)];
+          v[static_cast<std::size_t>(b * m.cap * kvd + i)] = pv[static_cast<std::size_t>(b * m.context * kvd + i)];
         }
       }
       m.k0[static_cast<std::size_t>(r)].push_back(std::move(k));
       m.v0[static_cast<std::size_t>(r)].push_back(std::move(v));
     }
   }
-  m.x0 = uniform(m.tokens * d.hidden, 1.0f, rng);
+  m.x0 = uniform(m.tokens * d.hidden, 1.0f, seed, 0xFFFFFFFFull);
   return m;
 }
-
 
 }  // namespace tpo::validate

@@ -17,11 +17,12 @@ struct LayerWeights {
 struct ModelData {
   sim::ShardDims d;
   std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
-  std::vector<std::vector<LayerWeights>> w;             // [rank][layer]
+  std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
 };
 
-ModelData make_data(const sim::Workload& w, std::uint64_t seed);
+// `ranks`: how many ranks' shards to generate (0: all TP ranks; 1 for a one-GPU run).
+ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0);
 
 }  // namespace tpo::validate

@@ -82,10 +82,10 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
 
 std::vector<float> reference_forward(const sim::Workload& wl, const sim::StrategySpec& spec,
                                      std::uint64_t seed, std::int64_t ranks_summed) {
-  const ModelData m = make_data(wl, seed);
+  const std::int64_t ranks = ranks_summed > 0 ? std::min(ranks_summed, wl.tp) : wl.tp;
+  const ModelData m = make_data(wl, seed, ranks);
   const auto& d = m.d;
   const std::int64_t T = m.tokens, H = d.hidden;
-  const std::int64_t ranks = ranks_summed > 0 ? std::min(ranks_summed, m.tp) : m.tp;
   const bool parallel = spec.kind == sim::StrategyKind::ParallelBlock;
   const bool ladder =
       spec.kind == sim::StrategyKind::Ladder || spec.kind == sim::StrategyKind::IsoLadder;

@@ -132,9 +132,16 @@ ValidateReport run_validate(const ValidateOptions& o) {
     c.measured = execute(c.schedule);
     const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
     c.measured_none_ns = none.total_ns;
-    c.error_vs_reference = relative_error(
-        c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
-    c.correct = c.error_vs_reference <= tolerance;
+    // The float64 reference is cheap on CPU-sized runs and always used there; on the GPU
+    // (large shards) it is computed where it is the only check: strategies that change the
+    // model. Function-preserving ones are checked against none's output.
+    c.correct = true;
+    c.error_vs_reference = -1;
+    if (o.backend == "cpu" || !sim::preserves_function(c.spec.kind)) {
+      c.error_vs_reference = relative_error(
+          c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
+      c.correct = c.error_vs_reference <= tolerance;
+    }
     if (sim::preserves_function(c.spec.kind)) {
       c.error_vs_none = relative_error(c.measured.output, none.output);
       c.correct = c.correct && c.error_vs_none <= tolerance;
@@ -161,8 +168,9 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
        << fmt("%.3fx", static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns))
        << std::setw(12)
        << fmt("%.3fx", static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns))
-       << "  " << (c.correct ? "correct" : "WRONG") << " (" << fmt("%.1e", c.error_vs_reference)
-       << ")\n";
+       << "  " << (c.correct ? "correct" : "WRONG") << " ("
+       << fmt("%.1e", c.error_vs_reference >= 0 ? c.error_vs_reference : c.error_vs_none)
+       << (c.error_vs_reference >= 0 ? "" : " vs none") << ")\n";
   }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
         "workload; result: max |output - reference| / max |reference| against the "
@@ -204,7 +212,7 @@ ojson validate_json(const ValidateReport& r) {
     k["predicted_speedup"] = static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns);
     k["measured_speedup"] = static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns);
     k["correct"] = c.correct;
-    k["error_vs_reference"] = c.error_vs_reference;
+    if (c.error_vs_reference >= 0) k["error_vs_reference"] = c.error_vs_reference;
     if (c.error_vs_none >= 0) k["error_vs_none"] = c.error_vs_none;
     ojson ops = ojson::array();
     for (std::size_t i = 0; i < c.schedule.ops.size(); ++i) {
