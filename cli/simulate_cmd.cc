@@ -38,10 +38,16 @@ int run_simulate(const sim::SimulateOptions& o) {
     const SimResult r = *kind == StrategyKind::None ? base : simulate(w, spec, cm);
     print_summary(std::cout, w, r, baseline_ns, cm.name());
     if (!o.profile_path.empty()) {
-      std::cout << "  " << std::left << std::setw(22) << "op costs from";
-      for (const auto& [src, n] : cost_sources(r.schedule, cm))
-        std::cout << n << " " << src << "  ";
-      std::cout << "(profile " << o.profile_path << ")\n";
+      auto sources = [&](const char* label, const Schedule& sch) {
+        std::cout << "  " << std::left << std::setw(22) << label;
+        for (const auto& [src, n] : cost_sources(sch, cm)) std::cout << n << " " << src << "  ";
+        std::cout << "\n";
+      };
+      sources("op costs (strategy)", r.schedule);
+      sources("op costs (none)", base.schedule);
+      std::cout << "  profile " << o.profile_path
+                << ": measured sizes are exact, interpolated ones between them, extrapolated "
+                   "and analytical ones are the model's\n";
     }
     if (!o.json_path.empty()) {
       write_file_atomic(o.json_path, simulate_report(o, w, r, baseline_ns, cm).dump(1) + "\n",

@@ -252,7 +252,8 @@ class CudaBackend : public Backend {
 std::unique_ptr<Backend> make_cuda_backend() {
   std::string why;
   if (cu::device_count(&why) == 0) {
-    throw RunFailure("no CUDA device: " + why + " (profile the CPU with --backend cpu)");
+    throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +
+                     "); profile the CPU with --backend cpu");
   }
   return std::make_unique<CudaBackend>();
 }

@@ -287,9 +287,10 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   fit_profile(p);
   os << "measured " << p.gemm.size() << " GEMMs, " << p.attention.size() << " attentions, "
      << p.rowwise.size() << " norm/elementwise ops, " << p.allreduce.size()
-     << " all-reduces; interference: GEMM x" << std::setprecision(3)
-     << p.compute_slowdown_under_comm << " beside comm, comm x" << p.comm_slowdown_under_compute
-     << " beside a GEMM\n";
+     << " all-reduces\ninterference: a GEMM runs " << std::fixed << std::setprecision(2)
+     << p.compute_slowdown_under_comm << "x as long beside communication, communication "
+     << p.comm_slowdown_under_compute << "x as long beside a GEMM\n";
+  os.unsetf(std::ios::fixed);
   if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, o.tp, ms, os);
   p.analytical_vs_measured = analytical_vs_measured(w.hardware, o.tp, ms, os);
   write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");

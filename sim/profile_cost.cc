@@ -146,6 +146,14 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
                      "was measured at TP " + std::to_string(p.tp) + " but --tp is " +
                          std::to_string(w.tp) + " (shard shapes differ); profile at this TP");
   }
+  const std::string measured_for = p.options.value("hardware", "");
+  if (!measured_for.empty() && measured_for != w.hardware.name &&
+      measured_for != w.hardware.origin) {
+    throw InputError("--profile", profile_path,
+                     "was measured for hardware '" + measured_for + "' but --hardware is '" +
+                         w.hardware.name + "'; pass --hardware " + measured_for +
+                         " (its analytical model fills what the profile lacks)");
+  }
   if (!p.model.empty() && p.model != w.model.name) {
     throw InputError("--profile", profile_path,
                      "was measured for model '" + p.model + "', not '" + w.model.name +

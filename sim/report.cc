@@ -224,6 +224,10 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
     if (op.piece >= 0) args["piece"] = op.piece;
     if (op.kind == OpKind::Gemm)
       args["mnk"] = std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k);
+    if (op.kind == OpKind::Attention) {
+      args["q_tokens"] = op.seq_end - op.seq_begin;
+      args["kv_prefix"] = op.kv_prefix;
+    }
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;
     events.push_back(ojson{{"name", op_code_name(op.code)},

@@ -318,7 +318,10 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas) {
   std::string why;
-  if (cu::device_count(&why) == 0) throw RunFailure("no CUDA device: " + why);
+  if (cu::device_count(&why) == 0) {
+    throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +
+                     "); validate on the CPU with --backend cpu");
+  }
   const ModelData m = make_data(w, o.seed, comm == "emulated" ? 1 : 0);
   CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas);
   for (int i = 0; i < o.warmup; ++i) run.run();

@@ -18,8 +18,18 @@ JOBS=${JOBS:-$(nproc)}
 mkdir -p "$OUT"
 log() { printf '\n== %s\n' "$*"; }
 
+# Fail fast where there is no GPU, before a long build.
+if ! nvidia-smi -L > "$OUT/gpus.txt" 2>&1; then
+  echo "no NVIDIA GPU visible (nvidia-smi -L failed); this script is for machines with one"
+  cat "$OUT/gpus.txt"
+  exit 1
+fi
+cat "$OUT/gpus.txt"
+GEN=()
+command -v ninja > /dev/null && GEN=(-G Ninja)
+
 log "configure and build (CUDA arch $ARCH) in $BUILD"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
   -DTPO_BUILD_BENCH=OFF > "$OUT/configure.log"
 grep -E "tpo: CUDA" "$OUT/configure.log" || true
 grep -q "tpo: CUDA=1" "$OUT/configure.log" || { echo "CUDA not found by CMake"; exit 1; }

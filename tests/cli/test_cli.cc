@@ -83,7 +83,7 @@ TEST_CASE("compare lists every strategy, with n/a and the reason where one does 
   CHECK(r.out.find("n/a: microbatch needs --batch >= 2") != std::string::npos);
 }
 
-TEST_CASE("two runs write byte-identical JSON; the report has the documented fields") {
+TEST_CASE("two runs write byte-identical JSON, and the report has the documented fields") {
   const fs::path a = scratch() / "a.json", b = scratch() / "b.json", t = scratch() / "t.json";
   REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + a.string()).code == 0);
   REQUIRE(tpo(small + "--layers 4 --strategy iso --json " + b.string() + " --trace " + t.string())
@@ -353,7 +353,7 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   r = tpo("validate --backend cuda --comm emulated --layers 1 --seq 64 --model " + data +
           "/tiny_model.json --hardware cpu-host --tp 2");
   CHECK(r.code != 0);
-  CHECK((r.out.find("no CUDA device") != std::string::npos ||
+  CHECK((r.out.find("no usable CUDA device") != std::string::npos ||
          r.out.find("this build has no CUDA") != std::string::npos));
   r = tpo("validate --backend cuda --comm smoke-signals --model " + data +
           "/tiny_model.json --hardware cpu-host --tp 2");

@@ -15,7 +15,7 @@ TEST_CASE("GEMM time follows wave quantization of 128x128 tiles over the SMs") {
   CHECK(cm.gemm_ns(1, 1, 1, 0) == doctest::Approx(32768));      // a partial tile costs a tile
 }
 
-TEST_CASE("few tiles: K is split over idle SMs; a decode GEMM is bound by its bytes") {
+TEST_CASE("few tiles: K is split over idle SMs, and a decode GEMM is bound by its bytes") {
   auto hw = tpo::test::toy_hardware();
   hw.sms = 8;
   const AnalyticalCostModel cm(hw, 2);
@@ -59,7 +59,7 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(37000));
 }
 
-TEST_CASE("launch overhead is added once per kernel; slowdowns come from the hardware file") {
+TEST_CASE("launch overhead is added once per kernel, and slowdowns come from the hardware file") {
   auto hw = tpo::test::toy_hardware();
   hw.launch_overhead_us = 3;
   hw.compute_under_comm = {1.1, 1.2, 1.3};
