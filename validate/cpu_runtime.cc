@@ -45,23 +45,6 @@ RankState make_state(const ModelData& m, std::int64_t rank, std::size_t modules)
   return s;
 }
 
-// Rows [begin, end) of the token matrix an op covers, as contiguous blocks.
-struct Block {
-  std::int64_t row, len, request, pos;  // first row, rows, its request, its first position
-};
-std::vector<Block> blocks_of(const ModelData& m, const Op& op) {
-  std::vector<Block> b;
-  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
-  if (p0 == 0 && p1 == m.seq) {
-    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
-    return b;
-  }
-  for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
-    b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
-  }
-  return b;
-}
-
 // Attention for rows of one request: Q copied out of the fused qkv rows, K/V from the cache.
 void attend(const ModelData& m, RankState& s, std::int64_t layer, std::int64_t request,
             std::int64_t row, std::int64_t len, std::int64_t pos) {
@@ -85,7 +68,7 @@ void attend(const ModelData& m, RankState& s, std::int64_t layer, std::int64_t r
 }
 
 // K and V of the rows' positions into the layer's cache.
-void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const Block& b) {
+void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const RowBlock& b) {
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const auto L = static_cast<std::size_t>(layer);
@@ -106,7 +89,7 @@ std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const 
   const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
   const auto L = static_cast<std::size_t>(op.layer);
   const LayerWeights* lw = op.layer >= 0 ? &m.w[static_cast<std::size_t>(rank)][L] : nullptr;
-  for (const Block& b : blocks_of(m, op)) {
+  for (const RowBlock& b : row_blocks(m, op)) {
     switch (op.code) {
       case OpCode::AttnNorm:
         cpu::rmsnorm(s.x.data() + b.row * H, lw->attn_norm.data(), s.normed.data() + b.row * H,

@@ -41,20 +41,6 @@ struct DeviceRank {
   std::vector<cu::Buffer> out, k, v;
 };
 
-struct Rows {
-  std::int64_t row, len, request, pos;
-};
-std::vector<Rows> rows_of(const ModelData& m, const Op& op) {
-  std::vector<Rows> b;
-  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
-  if (p0 == 0 && p1 == m.seq) {
-    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
-    return b;
-  }
-  for (std::int64_t r = op.req_begin; r < op.req_end; ++r) b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
-  return b;
-}
-
 char* at(const cu::Buffer& b, std::int64_t elements) {
   return static_cast<char*>(b.get()) + static_cast<std::size_t>(elements) * kB;
 }
@@ -204,7 +190,7 @@ class CudaRun {
       cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, ranks_[0].ctx->comm_stream());
       return;
     }
-    for (const Rows& b : rows_of(m_, op)) {
+    for (const RowBlock& b : row_blocks(m_, op)) {
       std::vector<void*> bufs, streams;
       for (auto& r : ranks_) {
         bufs.push_back(at(r.out[std::size_t(op.module)], b.row * H));
@@ -240,7 +226,7 @@ class CudaRun {
     const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     if (op.layer < 0) throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     const DeviceLayer& lw = r.layers[std::size_t(op.layer)];
-    for (const Rows& b : rows_of(m_, op)) {
+    for (const RowBlock& b : row_blocks(m_, op)) {
       switch (op.code) {
         case OpCode::AttnNorm:
         case OpCode::MlpNorm:

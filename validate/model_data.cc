@@ -76,4 +76,18 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   return m;
 }
 
+std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op) {
+  std::vector<RowBlock> b;
+  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
+  if (p0 == 0 && p1 == m.seq) {
+    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin,
+                 op.seq_begin});
+    return b;
+  }
+  for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
+    b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
+  }
+  return b;
+}
+
 }  // namespace tpo::validate

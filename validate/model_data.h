@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/schedule.h"
 #include "sim/workload.h"
 
 namespace tpo::validate {
@@ -23,6 +24,14 @@ struct ModelData {
 };
 
 // `ranks`: how many ranks' shards to generate (0: all TP ranks; 1 for a one-GPU run).
+// The rows of the [tokens][...] activation matrices an op covers (row = request * seq +
+// position - context), as contiguous blocks: one block when the op spans whole sequences,
+// else one per request.
+struct RowBlock {
+  std::int64_t row, len, request, pos;  // first row, rows, its request, its first position
+};
+std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op);
+
 ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0);
 
 }  // namespace tpo::validate

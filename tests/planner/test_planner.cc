@@ -67,7 +67,8 @@ TEST_CASE("planner finds the hand-derived optimum split of a comm-bound toy") {
 }
 
 TEST_CASE(
-    "k = 2 exhaustive search equals brute force, and coordinate descent matches it on small cases") {
+    "k = 2 exhaustive search equals brute force, and coordinate descent matches it on small "
+    "cases") {
   const test::ToyCost cm(1.15, 1.3);
   for (std::int64_t seq : {256, 320, 448}) {
     for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
