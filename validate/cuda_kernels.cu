@@ -3,9 +3,14 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include "tpo/config.h"
+#if TPO_WITH_NCCL
 #include <nccl.h>
+#endif
 
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +32,7 @@
                                ": " #expr ": cuBLAS status " + std::to_string(int(tpo_st_)));      \
     }                                                                                         \
   } while (0)
+#if TPO_WITH_NCCL
 #define TPO_NCCL_CHECK(expr)                                                                  \
   do {                                                                                        \
     ncclResult_t tpo_nr_ = (expr);                                                                 \
@@ -35,6 +41,7 @@
                                ": " #expr ": " + ncclGetErrorString(tpo_nr_));                     \
     }                                                                                         \
   } while (0)
+#endif
 
 namespace tpo::validate::cuda {
 
@@ -177,7 +184,9 @@ nlohmann::json device_info(int device) {
   int driver = 0, runtime = 0, nccl = 0;
   TPO_CUDA_CHECK(cudaDriverGetVersion(&driver));
   TPO_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+#if TPO_WITH_NCCL
   ncclGetVersion(&nccl);
+#endif
   return {{"backend", "cuda"},
           {"name", prop.name},
           {"sms", prop.multiProcessorCount},
@@ -210,11 +219,22 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
+// A GEMM shape's cuBLASLt descriptors and the algorithm the heuristic picked for it (with
+// the workspace allowed), made once per shape: per-call heuristics cost tens of microseconds
+// of host time, which would land in the measurements of small GEMMs.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool has_algo = false;
+};
+
 struct Context::Impl {
   cudaStream_t compute = nullptr, comm = nullptr;
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   Buffer workspace;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, LtPlan> plans;
 };
 
 Context::Context(int device) : device_(device), impl_(std::make_unique<Impl>()) {
@@ -230,6 +250,12 @@ Context::Context(int device) : device_(device), impl_(std::make_unique<Impl>()) 
 }
 
 Context::~Context() {
+  for (auto& [shape, p] : impl_->plans) {
+    cublasLtMatrixLayoutDestroy(p.la);
+    cublasLtMatrixLayoutDestroy(p.lb);
+    cublasLtMatrixLayoutDestroy(p.lc);
+    cublasLtMatmulDescDestroy(p.op);
+  }
   if (impl_->lt) cublasLtDestroy(impl_->lt);
   if (impl_->blas) cublasDestroy(impl_->blas);
   if (impl_->compute) cudaStreamDestroy(impl_->compute);
@@ -238,7 +264,10 @@ Context::~Context() {
 
 void* Context::compute_stream() const { return impl_->compute; }
 void* Context::comm_stream() const { return impl_->comm; }
-void Context::synchronize() const { TPO_CUDA_CHECK(cudaDeviceSynchronize()); }
+void Context::synchronize() const {
+  TPO_CUDA_CHECK(cudaSetDevice(device_));
+  TPO_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 Timer::Timer() {
   cudaEvent_t a, b;
@@ -294,6 +323,11 @@ void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, v
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 
+void copy_device(void* dst, const void* src, std::size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  TPO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(stream)));
+}
+
 void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width_bytes, std::size_t height, void* stream) {
   if (height == 0 || width_bytes == 0) return;
@@ -318,21 +352,34 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
   // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
   // matrix, A's a k x m one, C's an n x m one. No transposes needed.
   auto& I = ctx.impl();
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, n, k, n));
-  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));
-  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
+  auto it = I.plans.find({m, n, k});
+  if (it == I.plans.end()) {
+    LtPlan p;
+    TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_16BF, n, k, n));
+    TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16BF, k, m, k));
+    TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lc, CUDA_R_16BF, n, m, n));
+    cublasLtMatmulPreference_t pref = nullptr;
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    std::size_t ws = I.workspace.bytes();
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc,
+                                                             pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+      p.algo = result.algo;
+      p.has_algo = true;
+    }
+    it = I.plans.emplace(std::make_tuple(m, n, k), p).first;
+  }
+  const LtPlan& p = it->second;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  const cublasStatus_t st =
-      cublasLtMatmul(I.lt, op, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr,
-                     I.workspace.get(), I.workspace.bytes(), S(stream));
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(op);
-  TPO_CUBLAS_CHECK(st);
+  TPO_CUBLAS_CHECK(cublasLtMatmul(I.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
+                                  p.has_algo ? &p.algo : nullptr, I.workspace.get(),
+                                  I.workspace.bytes(), S(stream)));
 }
 
 std::size_t attention_scratch_bytes(const AttentionShape& s) {
@@ -409,6 +456,7 @@ void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void*
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 
+#if TPO_WITH_NCCL
 struct NcclGroup::Impl {
   std::vector<ncclComm_t> comms;
   std::vector<cudaStream_t> streams;
@@ -475,5 +523,19 @@ void NcclGroup::synchronize() const {
   }
   TPO_CUDA_CHECK(cudaSetDevice(previous));
 }
+
+#else  // built without NCCL
+struct NcclGroup::Impl {};
+NcclGroup::NcclGroup(int) {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
+NcclGroup::~NcclGroup() = default;
+int NcclGroup::ranks() const { return 0; }
+void* NcclGroup::stream(int) const { return nullptr; }
+void NcclGroup::allreduce_bf16(const std::vector<void*>&, std::size_t) {}
+void NcclGroup::allreduce_bf16_on(const std::vector<void*>&, std::size_t,
+                                  const std::vector<void*>&) {}
+void NcclGroup::synchronize() const {}
+#endif
 
 }  // namespace tpo::validate::cuda

@@ -92,6 +92,8 @@ void set_device(int device);
 
 // bf16 values uniform in [-scale, scale], from a counter-based hash of (seed, index).
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream);
+// Contiguous device-to-device copy.
+void copy_device(void* dst, const void* src, std::size_t bytes, void* stream);
 // Strided device-to-device copy of `height` rows of `width_bytes` (cudaMemcpy2DAsync).
 void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width_bytes, std::size_t height, void* stream);
