@@ -3,6 +3,7 @@
 // CTest reports as skipped.
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,12 +107,17 @@ int main() {
   cu::copy_on_ctas(src.get(), dst.get(), 1000002, 4, s);
   ctx.synchronize();
   expect_close("copy", device_values(dst, 500001), device_values(src, 500001), 0.0);
-  // NCCL with one rank is the identity.
-  cu::NcclGroup g(1);
-  cu::Buffer ar = upload(std::vector<float>(1024, 0.5f));
-  g.allreduce_bf16({ar.get()}, 1024);
-  g.synchronize();
-  expect_close("nccl-1", device_values(ar, 1024), std::vector<float>(1024, 0.5f), 0.0);
+  // NCCL with one rank is the identity (when this build has NCCL).
+  try {
+    cu::NcclGroup g(1);
+    cu::Buffer ar = upload(std::vector<float>(1024, 0.5f));
+    g.allreduce_bf16({ar.get()}, 1024);
+    g.synchronize();
+    expect_close("nccl-1", device_values(ar, 1024), std::vector<float>(1024, 0.5f), 0.0);
+  } catch (const std::runtime_error& e) {
+    if (std::string(e.what()).find("no NCCL") == std::string::npos) throw;
+    std::printf("nccl-1     skipped: %s\n", e.what());
+  }
   std::printf("%s\n", failures ? "FAILED" : "all GPU kernel checks passed");
   return failures ? 1 : 0;
 }
