@@ -14,6 +14,16 @@ namespace fs = std::filesystem;
 
 std::string config_dir() {
   if (const char* env = std::getenv("TPO_CONFIG_DIR"); env && *env) return env;
+  std::error_code ec;
+  if (fs::is_directory(TPO_SOURCE_CONFIG_DIR, ec)) return TPO_SOURCE_CONFIG_DIR;
+  // A binary moved to another checkout (build/cli/tpo): the configs/ two folders up.
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "configs" / "models", ec)) return (dir / "configs").string();
+    }
+  }
   return TPO_SOURCE_CONFIG_DIR;
 }
 

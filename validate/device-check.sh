@@ -7,7 +7,11 @@
 #
 #   validate/device-check.sh                  # everything
 #   PHASE=build|test|profile|validate ...     # one phase (to split it over several calls)
-#   PREBUILT=build-gpu validate/device-check.sh   # use binaries built elsewhere (same ARCH)
+#   PREBUILT=build-gpu validate/device-check.sh   # use binaries built elsewhere (same ARCH):
+#       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
+#       cmake --build build-gpu --target tpo tpo_gpu_tests
+#       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
+#       then carry build-gpu/cli/tpo, build-gpu/tests/tpo_gpu_tests and build-gpu/lib
 #   ARCH=80 validate/device-check.sh          # another GPU architecture
 #
 # Validation runs use EMULATED communication (one GPU): a single GPU cannot measure a
@@ -23,6 +27,12 @@ mkdir -p "$OUT"
 log() { printf '\n== %s\n' "$*"; }
 want() { [ "$PHASE" = all ] || [ "$PHASE" = "$1" ]; }
 TPO="$BUILD/cli/tpo"
+export TPO_CONFIG_DIR="$PWD/configs"  # binaries built in another checkout find the configs
+# Prebuilt binaries may bring the shared libraries the device lacks (e.g. Debian's
+# libbenchmark.so.1debian) in $PREBUILT/lib.
+if [ -n "${PREBUILT:-}" ] && [ -d "$PREBUILT/lib" ]; then
+  export LD_LIBRARY_PATH="$PWD/$PREBUILT/lib:${LD_LIBRARY_PATH:-}"
+fi
 
 # Fail fast where there is no GPU, before a long build.
 if ! nvidia-smi -L > "$OUT/gpus.txt" 2>&1; then
