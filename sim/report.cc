@@ -165,7 +165,7 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
     }
     if (op.kind == OpKind::Attention) {
       e["q_tokens"] = op.seq_end - op.seq_begin;
-      e["kv_prefix"] = op.kv_prefix;
+      e["kv_prefix"] = op.kv_prefix();
     }
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
@@ -226,7 +226,7 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
       args["mnk"] = std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k);
     if (op.kind == OpKind::Attention) {
       args["q_tokens"] = op.seq_end - op.seq_begin;
-      args["kv_prefix"] = op.kv_prefix;
+      args["kv_prefix"] = op.kv_prefix();
     }
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;

@@ -81,8 +81,6 @@ struct Op {
   // The data an op covers: requests [req_begin, req_end) x positions [seq_begin, seq_end).
   std::int64_t req_begin = 0, req_end = 0;
   std::int64_t seq_begin = 0, seq_end = 0;
-  std::int64_t kv_prefix =
-      0;  // attention: KV tokens before seq_begin (cached context + earlier chunks)
   // GEMM: shape m x n x k (m = token rows). Attention: m = query tokens, n = local query
   // heads, k = head dim. Norms and elementwise ops: m = rows, n = width.
   std::int64_t m = 0, n = 0, k = 0;
@@ -93,6 +91,8 @@ struct Op {
   bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
   DepList deps;
 
+  // Attention: KV tokens before the op's first position (cached context + earlier chunks).
+  std::int64_t kv_prefix() const { return seq_begin; }
   std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }
 };
 

@@ -203,7 +203,6 @@ class GraphBuilder {
     op.req_end = g.req_end;
     op.seq_begin = g.seq_begin;
     op.seq_end = g.seq_end;
-    op.kv_prefix = g.seq_begin;
     return op;
   }
 

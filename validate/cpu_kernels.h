@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "validate/attention_shape.h"
+
 namespace tpo::validate::cpu {
 
 // c[m x n] (+)= a[m x k] * b[k x n], all row-major.
@@ -24,13 +26,7 @@ void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t 
 // acc[i] += x[i].
 void add_inplace(float* acc, const float* x, std::int64_t n);
 
-struct AttentionShape {
-  std::int64_t requests = 1;
-  std::int64_t q_tokens = 1;  // new tokens per request
-  std::int64_t prefix = 0;    // KV tokens before them
-  std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
-  std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
-};
+using validate::AttentionShape;
 // q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]
 // holding the prefix and the new tokens; out like q. Query i sees keys 0 .. prefix + i
 // (causal, bottom-right aligned); query head h reads KV head h / (q_heads / kv_heads).

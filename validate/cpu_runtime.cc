@@ -54,14 +54,7 @@ void attend(const ModelData& m, RankState& s, std::int64_t layer, std::int64_t r
   for (std::int64_t t = 0; t < len; ++t) {
     std::copy_n(s.qkv.data() + (row + t) * d.qkv_n(), qd, s.qtmp.data() + t * qd);
   }
-  cpu::AttentionShape a;
-  a.requests = 1;
-  a.q_tokens = len;
-  a.prefix = pos;
-  a.q_heads = d.q_heads;
-  a.kv_heads = d.kv_heads;
-  a.head_dim = d.head_dim;
-  a.kv_capacity = m.cap;
+  const AttentionShape a = chunk_attention(m, len, pos);
   const auto L = static_cast<std::size_t>(layer);
   cpu::attention(s.qtmp.data(), s.k[L].data() + request * m.cap * kvd,
                  s.v[L].data() + request * m.cap * kvd, s.attn.data() + row * qd, a);

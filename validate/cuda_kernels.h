@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "validate/attention_shape.h"
+
 namespace tpo::validate::cuda {
 
 // Number of CUDA devices; 0 (and `why` filled) when there is no driver or device.
@@ -104,11 +106,7 @@ void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m,
                std::int64_t n, std::int64_t k, bool accumulate, void* stream);
 
-struct AttentionShape {
-  std::int64_t requests = 1, q_tokens = 1, prefix = 0;
-  std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
-  std::int64_t kv_capacity = 0;
-};
+using validate::AttentionShape;
 // Scratch bytes attention_bf16 needs for one request (fp32 scores and bf16 probabilities).
 std::size_t attention_scratch_bytes(const AttentionShape& s);
 // q: [requests][q_tokens][q_heads][d]; k, v: [requests][kv_capacity][kv_heads][d]; out like q.

@@ -213,14 +213,7 @@ class CudaRun {
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     cu::copy_rows(r.qtmp.get(), std::size_t(qd) * kB, at(r.qkv, row * d.qkv_n()),
                   std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len), st);
-    cu::AttentionShape a;
-    a.requests = 1;
-    a.q_tokens = len;
-    a.prefix = pos;
-    a.q_heads = d.q_heads;
-    a.kv_heads = d.kv_heads;
-    a.head_dim = d.head_dim;
-    a.kv_capacity = m_.cap;
+    const AttentionShape a = chunk_attention(m_, len, pos);
     const auto L = std::size_t(layer);
     cu::attention_bf16(*r.ctx, r.qtmp.get(), at(r.k[L], request * m_.cap * kvd),
                        at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(),

@@ -76,6 +76,18 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   return m;
 }
 
+AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos) {
+  AttentionShape a;
+  a.requests = 1;
+  a.q_tokens = len;
+  a.prefix = pos;
+  a.q_heads = m.d.q_heads;
+  a.kv_heads = m.d.kv_heads;
+  a.head_dim = m.d.head_dim;
+  a.kv_capacity = m.cap;
+  return a;
+}
+
 std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op) {
   std::vector<RowBlock> b;
   const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/schedule.h"
+#include "validate/attention_shape.h"
 #include "sim/workload.h"
 
 namespace tpo::validate {
@@ -31,6 +32,10 @@ struct RowBlock {
   std::int64_t row, len, request, pos;  // first row, rows, its request, its first position
 };
 std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op);
+
+// Attention for `len` new tokens of one request starting at position `pos`, with the
+// model's shard heads and KV cache capacity.
+AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos);
 
 ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0);
 

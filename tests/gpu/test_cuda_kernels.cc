@@ -78,11 +78,9 @@ int main() {
   cu::fill_random_bf16(v.get(), kvn, 5, 1.0f, s);
   cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), o.get(), scratch.get(), sh, s);
   ctx.synchronize();
-  cpu::AttentionShape cs{sh.requests, sh.q_tokens, sh.prefix,     sh.q_heads,
-                         sh.kv_heads, sh.head_dim, sh.kv_capacity};
   std::vector<float> hq = device_values(q, qn), hk = device_values(kk, kvn),
                      hv = device_values(v, kvn), ho(qn);
-  cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), cs);
+  cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), sh);
   expect_close("attention", device_values(o, qn), ho);
   // rmsnorm and SiLU*mul.
   const std::int64_t rows = 33, cols = 200;

@@ -46,7 +46,7 @@ TEST_CASE("harness statistics: median, min, max in microseconds") {
   CHECK(t.median_us == doctest::Approx(3.0));  // even count: mean of the middle two
 }
 
-TEST_CASE("inputs are rotated through enough sets to leave the cache") {
+TEST_CASE("the number of rotated input sets covers 64 MiB, between 2 and 8") {
   CHECK(profiler::rotation_sets(1 << 10) == 8);     // small ops: the most sets
   CHECK(profiler::rotation_sets(20ll << 20) == 4);  // 20 MiB: 4 sets cover 64 MiB
   CHECK(profiler::rotation_sets(1ll << 30) == 2);   // huge ops: at least two

@@ -51,7 +51,7 @@ TEST_CASE("llama3.1-8b TP2 ISO chunk 2 (600 + 400 tokens): attention with a KV p
   StrategySpec spec{StrategyKind::Iso, {600, 400}};
   const Schedule s = build_schedule(w, spec);
   const Op& a2 = find(s, OpCode::Attention, 0, 1);
-  CHECK(a2.kv_prefix == 600);
+  CHECK(a2.kv_prefix() == 600);
   // 400 * 600 + 400 * 401 / 2 = 320,200 pairs; 32/2 = 16 query heads, 8/2 = 4 KV heads.
   CHECK(a2.flops == 2623078400.0);  // 4 * 16 * 128 * 320,200
   CHECK(a2.bytes == 6144000.0);     // 2 * (2*400*16*128 + 2*1000*4*128 + 2*400*4*128)

@@ -96,7 +96,7 @@ TEST_CASE("iso: chunk j's attention depends on the qkv of every earlier chunk") 
       if (dep.code == OpCode::Qkv && dep.chunk < op.chunk) ++earlier_qkv;
     }
     CHECK(earlier_qkv == op.chunk);
-    CHECK(op.kv_prefix == 4 * op.chunk);
+    CHECK(op.kv_prefix() == 4 * op.chunk);
   }
 }
 
