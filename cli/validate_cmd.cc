@@ -34,6 +34,10 @@ std::function<int()> add_validate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--comm-ctas", o->comm_ctas, "cuda --comm emulated: CTAs of the copy kernel")
       ->capture_default_str();
+  sub->add_option("--emulate", o->emulate,
+                  "cuda --comm emulated: hardware whose all-reduce each copy kernel imitates "
+                  "(default --hardware; with --plan, the plan's hardware); compute is predicted "
+                  "for --hardware, the machine running");
   sub->add_option("--tolerance", o->tolerance,
                   "Relative output error allowed (default 1e-5 on cpu, 2e-2 on cuda)");
   sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")
@@ -42,7 +46,7 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--json", o->sim.json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
     if (o->backend == "cpu") {
-      for (const char* opt : {"--comm", "--comm-ctas"}) {
+      for (const char* opt : {"--comm", "--comm-ctas", "--emulate"}) {
         if (sub->count(opt)) throw InputError(opt, "", "applies to --backend cuda only");
       }
     }

@@ -244,7 +244,8 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
       throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     }
   }
-  const ModelData m = make_data(w, o.seed);
+  const auto data = shared_data(w, o.seed);
+  const ModelData& m = *data;
   for (int i = 0; i < o.warmup; ++i) run_once(m, s);
   std::vector<Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run_once(m, s));

@@ -234,7 +234,12 @@ struct Context::Impl {
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   Buffer workspace;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, LtPlan> plans;
+  // Keyed by shape and by the alignment of the three pointers: the heuristic must only pick
+  // kernels that can read operands at those alignments (it assumes 256 bytes otherwise).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint32_t, std::uint32_t,
+                      std::uint32_t>,
+           LtPlan>
+      plans;
 };
 
 Context::Context(int device) : device_(device), impl_(std::make_unique<Impl>()) {
@@ -352,7 +357,15 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
   // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
   // matrix, A's a k x m one, C's an n x m one. No transposes needed.
   auto& I = ctx.impl();
-  auto it = I.plans.find({m, n, k});
+  auto alignment = [](const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    std::uint32_t al = 256;
+    while (al > 1 && a % al != 0) al /= 2;
+    return al;
+  };
+  const std::uint32_t al_a = alignment(b), al_b = alignment(a), al_c = alignment(c);
+  const auto key = std::make_tuple(m, n, k, al_a, al_b, al_c);
+  auto it = I.plans.find(key);
   if (it == I.plans.end()) {
     LtPlan p;
     TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -364,6 +377,15 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
     std::size_t ws = I.workspace.bytes();
     TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // Lt's A is our b, its B our a (see above).
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c)));
+    TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c)));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc,
@@ -373,7 +395,7 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
       p.algo = result.algo;
       p.has_algo = true;
     }
-    it = I.plans.emplace(std::make_tuple(m, n, k), p).first;
+    it = I.plans.emplace(key, p).first;
   }
   const LtPlan& p = it->second;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

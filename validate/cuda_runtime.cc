@@ -308,7 +308,8 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
     throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +
                      "); validate on the CPU with --backend cpu");
   }
-  const ModelData m = make_data(w, o.seed, comm == "emulated" ? 1 : 0);
+  const auto data = shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
+  const ModelData& m = *data;
   CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;

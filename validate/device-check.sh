@@ -1,143 +1,199 @@
 #!/usr/bin/env bash
 # One command for a machine with a GPU (the project's lent H200, or your own): build with
-# CUDA for sm_90, run the GPU tests, profile a fixed set of shard shapes, validate planned
-# schedules with emulated communication, and print predicted against measured. Reports go to
-# $OUT (default results/device/<date>), and all of them into $OUT/device-check.tar.gz.
-# Exits non-zero on any CUDA error, wrong kernel result or failed step.
+# CUDA, run the GPU tests, profile a fixed set of shard shapes, validate planned schedules
+# with emulated communication, and print predicted against measured. Every step runs under a
+# time limit and the script goes on after a failed step, so one run shows every problem;
+# it exits non-zero when any step failed (a CUDA error, a wrong result, a timeout).
 #
-#   validate/device-check.sh                  # everything
-#   PHASE=build|test|profile|validate ...     # one phase (to split it over several calls)
-#   PREBUILT=build-gpu validate/device-check.sh   # use binaries built elsewhere (same ARCH):
+#   validate/device-check.sh                      # everything
+#   PHASE=build|test|profile|validate ...         # one phase
+#   PREBUILT=build-gpu validate/device-check.sh   # binaries built elsewhere (same ARCH):
 #       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
 #       cmake --build build-gpu --target tpo tpo_gpu_tests
 #       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
 #       then carry build-gpu/cli/tpo, build-gpu/tests/tpo_gpu_tests and build-gpu/lib
-#   ARCH=80 validate/device-check.sh          # another GPU architecture
+#   ARCH=80 validate/device-check.sh              # another GPU architecture
+#   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
 #
-# Validation runs use EMULATED communication (one GPU): a single GPU cannot measure a
-# multi-GPU NCCL all-reduce, and the profile skips those rows and says so.
-set -euo pipefail
+# Reports go to REPORTS (default results/device/<date>) and, all of them, into
+# device-check.tar.gz there; where $OUT is set (the device tool), the tarball and the
+# summary are copied to $OUT.
+#
+# Validation runs use EMULATED communication: this GPU computes rank 0's shard, and each
+# all-reduce is a copy kernel lasting the target machine's all-reduce (8x RTX 4090 or
+# 8x H100). A single GPU cannot measure a multi-GPU NCCL all-reduce; the profile skips those
+# rows and says so.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+START=$(date +%s)
 ARCH=${ARCH:-90}
-OUT=${OUT:-results/device/$(date -u +%Y-%m-%d)}
+REPORTS=${REPORTS:-results/device/$(date -u +%Y-%m-%d)}
 BUILD=${PREBUILT:-${BUILD:-build-gpu}}
 PHASE=${PHASE:-all}
+BUDGET=${BUDGET:-1800}
 JOBS=${JOBS:-$(nproc)}
-mkdir -p "$OUT"
-log() { printf '\n== %s\n' "$*"; }
-want() { [ "$PHASE" = all ] || [ "$PHASE" = "$1" ]; }
+mkdir -p "$REPORTS"
+R=$REPORTS
 TPO="$BUILD/cli/tpo"
 export TPO_CONFIG_DIR="$PWD/configs"  # binaries built in another checkout find the configs
-# Prebuilt binaries may bring the shared libraries the device lacks (e.g. Debian's
-# libbenchmark.so.1debian) in $PREBUILT/lib.
 if [ -n "${PREBUILT:-}" ] && [ -d "$PREBUILT/lib" ]; then
   export LD_LIBRARY_PATH="$PWD/$PREBUILT/lib:${LD_LIBRARY_PATH:-}"
 fi
+want() { [ "$PHASE" = all ] || [ "$PHASE" = "$1" ]; }
+log() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
+: > "$R/steps.txt"
+FAILED=0
+# step NAME LIMIT_SECONDS COMMAND...: output to $R/NAME.log; status line in steps.txt.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET - ($(date +%s) - START)))
+  if [ "$left" -lt 20 ]; then
+    printf '%-52s SKIPPED (budget spent)\n' "$name" | tee -a "$R/steps.txt"
+    FAILED=1
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  local t0=$(date +%s) rc=0
+  timeout --kill-after=5 "$limit" "$@" > "$R/$name.log" 2>&1 || rc=$?
+  local what=ok
+  [ "$rc" = 0 ] || what="FAILED (exit $rc$([ "$rc" = 124 ] && echo ", timed out after ${limit}s"))"
+  [ "$rc" = 0 ] || FAILED=1
+  printf '%-52s %-34s %4ss\n' "$name" "$what" "$(($(date +%s) - t0))" | tee -a "$R/steps.txt"
+  [ "$rc" = 0 ] || tail -15 "$R/$name.log" | sed 's/^/    /'
+  return "$rc"
+}
+
+finish() {
+  local sha
+  sha=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+  cat > "$R/README.md" <<EOM
+# Device check $(date -u +%Y-%m-%d)
+
+- git SHA: $sha$(git diff --quiet HEAD 2>/dev/null || echo " (with uncommitted changes)") (the binaries write their own in every JSON)
+- GPU: $(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1)
+- command: PHASE=$PHASE validate/device-check.sh (ARCH=$ARCH)
+- measured: kernel correctness (gpu-tests.log, gpu-cli.log), op profiles (profile-*.json,
+  kind "measured"), validation runs (validate-*.json: measured on ONE GPU with EMULATED
+  communication; the all-reduce is a copy kernel lasting the target machine's all-reduce)
+- predicted: the "predicted_us" fields, by the cost model each file names
+- one GPU: multi-GPU NCCL all-reduces were not measured (skipped rows in the profiles)
+EOM
+  log "summary"
+  {
+    echo "steps:"
+    cat "$R/steps.txt"
+    python3 - "$R" <<'PY'
+import glob, json, os, sys
+r = sys.argv[1]
+for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
+    try:
+        j = json.load(open(f))
+    except Exception as e:
+        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    s = j.get("analytical_vs_measured", {}).get("summary", {})
+    print(f"\n{os.path.basename(f)} on {j['device'].get('name', '?')}: analytical model vs measured, per op kind")
+    for kind, v in s.items():
+        print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
+    a = j.get("accuracy", {}).get("summary", {})
+    for kind, v in a.items():
+        print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
+rows = []
+for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
+    try:
+        j = json.load(open(f))
+    except Exception as e:
+        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    for c in j.get("cases", []):
+        chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
+        rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
+                     c["predicted_us"] / 1e3, c["measured_us"] / 1e3, 100 * c["error"],
+                     c["predicted_speedup"], c["measured_speedup"], c["correct"], j.get("cost_model", "?")))
+if rows:
+    print("\nvalidation on one GPU, EMULATED communication (links of the target machine):")
+    print(f"  {'links':10s} {'model':12s} {'tokens':>6s} {'strategy':9s} {'chunks':11s} {'pred_ms':>8s} {'meas_ms':>8s} {'error':>7s} {'pred_x':>6s} {'meas_x':>6s} result")
+    for x in sorted(rows):
+        print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG'}")
+    print(f"  error = (predicted - measured) / measured; cost model: {rows[0][11]}")
+PY
+  } 2>&1 | tee "$R/summary.txt"
+  tar -czf "/tmp/device-check.tar.gz" -C "$R" . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
+  if [ -n "${OUT:-}" ] && [ "$OUT" != "$R" ]; then
+    cp "$R/device-check.tar.gz" "$R/summary.txt" "$OUT/" 2>/dev/null || true
+  fi
+  echo "reports in $R (all of them in $R/device-check.tar.gz)"
+  [ "$FAILED" = 0 ] && echo "device check: all steps passed" || echo "device check: SOME STEPS FAILED"
+}
 
 # Fail fast where there is no GPU, before a long build.
-if ! nvidia-smi -L > "$OUT/gpus.txt" 2>&1; then
+if ! nvidia-smi -L > "$R/gpus.txt" 2>&1; then
   echo "no NVIDIA GPU visible (nvidia-smi -L failed); this script is for machines with one"
-  cat "$OUT/gpus.txt"
+  cat "$R/gpus.txt"
   exit 1
 fi
-cat "$OUT/gpus.txt"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.csv" 2>/dev/null || true
+cat "$R/gpus.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
+  > "$R/nvidia-smi.csv" 2>/dev/null || true
 
 if want build && [ -z "${PREBUILT:-}" ]; then
   log "configure and build (CUDA arch $ARCH) in $BUILD"
   GEN=()
   command -v ninja > /dev/null && GEN=(-G Ninja)
-  cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-    -DTPO_BUILD_BENCH=OFF > "$OUT/configure.log"
-  grep -E "tpo: CUDA" "$OUT/configure.log" || true
-  grep -q "tpo: CUDA=1" "$OUT/configure.log" || { echo "CUDA not found by CMake"; exit 1; }
-  cmake --build "$BUILD" -j "$JOBS" --target tpo tpo_gpu_tests > "$OUT/build.log" 2>&1 \
-    || { tail -30 "$OUT/build.log"; exit 1; }
+  step configure 300 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF
+  grep -q "tpo: CUDA=1" "$R/configure.log" || { echo "CUDA not found by CMake"; FAILED=1; }
+  step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo_gpu_tests
 fi
+"$TPO" --version > "$R/version.txt" 2>&1 || { echo "$TPO does not run:"; cat "$R/version.txt"; FAILED=1; finish; exit 1; }
 
 if want test; then
-  log "GPU tests: the CUDA kernels against the CPU ones"
-  # A skipped GPU test (no device) is a failure here: this script is for machines with one.
-  "$BUILD/tests/tpo_gpu_tests" | tee "$OUT/gpu-tests.txt"
+  log "GPU tests: the CUDA kernels against the CPU ones; the runtime and profiler on a tiny model"
+  # A skipped GPU test (exit 77, no device) counts as a failure here.
+  step gpu-tests 120 "$BUILD/tests/tpo_gpu_tests"
+  step gpu-cli 240 tests/gpu/cli_gpu.sh "$TPO" tests/data
 fi
 
-if want profile; then
-  log "profile Llama-2-70B TP 8 and Llama-3.1-8B TP 2 shard shapes"
-  "$TPO" profile --backend cuda --model llama2-70b --tp 8 --hardware h200x8 --quick --quiet \
-    --out "$OUT/profile-llama2-70b-tp8.json" | tee "$OUT/profile-llama2-70b-tp8.txt"
-  "$TPO" profile --backend cuda --model llama3.1-8b --tp 2 --hardware h200x8 --quick --quiet \
-    --out "$OUT/profile-llama3.1-8b-tp2.json" | tee "$OUT/profile-llama3.1-8b-tp2.txt"
-fi
-
-VFAIL=0
-if want validate; then
-  log "validate on the GPU with EMULATED communication (8x RTX 4090 and 8x H100 links)"
-  # Rank 0's shard runs here; each all-reduce is a copy kernel sized to the target machine's
-  # all-reduce time. Two layers, 5 timed runs. Function-preserving strategies are checked
-  # against none's output; ladder against the float64 host reference (slow: 2k tokens, one
-  # target only).
-  for model_tp in "llama2-70b 8" "llama3.1-8b 2"; do
-    set -- $model_tp
-    model=$1
-    tp=$2
-    for hw in rtx4090x8 h100x8; do
-      tag="$model-tp$tp-$hw"
-      "$TPO" plan --model "$model" --hardware "$hw" --tp "$tp" --seq 2048,4096,8192 --layers 2 \
-        --strategies iso --max-chunks 2 --quiet --json "$OUT/plan-$tag.json" > "$OUT/plan-$tag.txt"
-      "$TPO" validate --backend cuda --comm emulated --plan "$OUT/plan-$tag.json" --hardware "$hw" \
-        --layers 2 --repeat 5 --json "$OUT/validate-plan-$tag.json" \
-        --trace "$OUT/trace-validate-plan-$tag.json" | tee "$OUT/validate-plan-$tag.txt" || VFAIL=1
+# The shards: Llama-3.1-8B TP 2 first (smaller), then Llama-2-70B TP 8.
+SHARDS=("llama3.1-8b 2" "llama2-70b 8")
+for shard in "${SHARDS[@]}"; do
+  read -r model tp <<< "$shard"
+  prof="$R/profile-$model-tp$tp.json"
+  if want profile; then
+    log "profile $model TP $tp on this GPU"
+    step "profile-$model-tp$tp" 200 "$TPO" profile --backend cuda --model "$model" --tp "$tp" \
+      --hardware h200x8 --quick --quiet --out "$prof"
+  fi
+  if want validate; then
+    log "validate $model TP $tp on this GPU with EMULATED communication"
+    # Predicted with this GPU's measured profile when there is one (compute, interference),
+    # and the target machine's links for the all-reduce; else the analytical h200x8 model.
+    popt=()
+    [ -s "$prof" ] && popt=(--profile "$prof")
+    for target in rtx4090x8 h100x8; do
+      tag="$model-tp$tp-$target"
+      # The planner's ISO split for the target machine (its analytical model).
+      step "plan-$tag" 60 "$TPO" plan --model "$model" --hardware "$target" --tp "$tp" \
+        --seq 2048,4096,8192 --layers 2 --strategies iso --quiet --json "$R/plan-$tag.json"
+      step "validate-$tag-plan" 150 "$TPO" validate --backend cuda --comm emulated \
+        --plan "$R/plan-$tag.json" --hardware h200x8 --emulate "$target" "${popt[@]}" \
+        --layers 2 --repeat 5 --json "$R/validate-$tag-plan.json" \
+        --trace "$R/trace-$tag-plan.json"
       for seq in 2048 4096 8192; do
         cases=("iso --split 0.5,0.5" "iso --split 0.65,0.35")
-        if [ "$seq" = 2048 ] && [ "$hw" = h100x8 ]; then cases+=("ladder"); fi
+        # Ladder is checked against the float64 host reference (host work): one target.
+        [ "$target" = h100x8 ] && cases+=("ladder")
         for s in "${cases[@]}"; do
-          name=$(echo "$s" | tr -c 'a-z0-9\n' '-' | tr -s '-')
-          "$TPO" validate --backend cuda --comm emulated --model "$model" --hardware "$hw" \
-            --tp "$tp" --seq "$seq" --layers 2 --repeat 5 --strategy $s \
-            --json "$OUT/validate-$tag-$seq-$name.json" | grep -E "^(none|iso|ladder) " \
-            | tee -a "$OUT/validate-$tag-explicit.txt" || VFAIL=1
+          name=$(echo "$s" | sed -e 's/--split //' -e 's/[^a-z0-9.]\+/-/g')
+          # shellcheck disable=SC2086
+          step "validate-$tag-$seq-$name" 150 "$TPO" validate --backend cuda --comm emulated \
+            --model "$model" --hardware h200x8 --emulate "$target" --tp "$tp" --seq "$seq" \
+            "${popt[@]}" --layers 2 --repeat 5 --strategy $s \
+            --json "$R/validate-$tag-$seq-$name.json"
         done
       done
     done
-  done
-fi
-
-GIT_SHA=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-cat > "$OUT/README.md" <<EOM
-# Device check $(date -u +%Y-%m-%d)
-
-- git SHA: $GIT_SHA (the binaries report their own in every JSON)
-- GPU: $(tail -n +2 "$OUT/nvidia-smi.csv" 2>/dev/null | head -1)
-- command: PHASE=$PHASE validate/device-check.sh (ARCH=$ARCH)
-- measured: kernel correctness (gpu-tests.txt), op profiles (profile-*.json, kind "measured"),
-  validation runs (validate-*.json: measured on one GPU with EMULATED communication)
-- predicted: the "predicted_us" fields (cost model named in each file)
-- one GPU: multi-GPU NCCL all-reduces were not measured (skipped rows in the profiles)
-EOM
-
-log "summary"
-for f in "$OUT"/profile-*.json; do
-  [ -e "$f" ] || continue
-  python3 - "$f" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-s = j.get("analytical_vs_measured", {}).get("summary", {})
-print(sys.argv[1].split("/")[-1], "-", j["device"].get("name", "?"), "(analytical h200x8 vs measured)")
-for kind, v in s.items():
-    print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
-PY
+  fi
 done
-for f in "$OUT"/validate-*.json; do
-  [ -e "$f" ] || continue
-  python3 - "$f" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-for c in j.get("cases", []):
-    print(f"  {sys.argv[1].split('/')[-1][:46]:46s} {c['strategy']['name']:8s} {c['seq_len']:6d} "
-          f"pred {c['predicted_us']/1e3:9.2f} ms  meas {c['measured_us']/1e3:9.2f} ms  "
-          f"err {100*c['error']:+6.1f}%  {'ok' if c['correct'] else 'WRONG'}")
-PY
-done
-tar -czf "$OUT/device-check.tar.gz" -C "$OUT" --exclude device-check.tar.gz . 2>/dev/null || true
-echo "reports in $OUT (all of them in $OUT/device-check.tar.gz)"
-[ "$VFAIL" = 0 ] || { echo "some validation failed (wrong result or CUDA error)"; exit 1; }
+
+finish
+[ "$FAILED" = 0 ]

@@ -4,6 +4,10 @@
 #include "validate/model_data.h"
 
 #include <cmath>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <type_traits>
 
 namespace tpo::validate {
 
@@ -74,6 +78,24 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   }
   m.x0 = uniform(m.tokens * d.hidden, 1.0f, seed, 0xFFFFFFFFull);
   return m;
+}
+
+std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64_t seed,
+                                             std::int64_t ranks) {
+  const sim::ShardDims d = sim::validate_workload(w);
+  const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
+  const auto key = std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp,
+                                   w.layers, w.batch, w.seq, w.context, seed, made);
+  static std::mutex mu;
+  static std::optional<std::remove_const_t<decltype(key)>> cached_key;
+  static std::shared_ptr<const ModelData> cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!cached || cached_key != key) {
+    cached.reset();  // free the old data before making the new
+    cached = std::make_shared<const ModelData>(make_data(w, seed, ranks));
+    cached_key = key;
+  }
+  return cached;
 }
 
 AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/schedule.h"
@@ -38,5 +39,11 @@ std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op);
 AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos);
 
 ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0);
+
+// The same, kept for the next caller asking for the same data (one entry): a validation
+// case, its `none` run and the reference forward share one generation, which on a full-size
+// shard is seconds of host work.
+std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64_t seed,
+                                             std::int64_t ranks = 0);
 
 }  // namespace tpo::validate

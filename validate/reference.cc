@@ -7,7 +7,9 @@
 //   parallel block:  x <- x + attn(n) + mlp(n) with n = rmsnorm(x), one all-reduce
 // The runtime must match this within the tolerance, or the validation fails.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "validate/model_data.h"
@@ -23,6 +25,34 @@ Mat from(const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
   Mat m(rows, cols);
   for (std::int64_t i = 0; i < rows * cols; ++i) m.data()[i] = v[static_cast<std::size_t>(i)];
   return m;
+}
+
+// fn(begin, end) over [0, n) in contiguous blocks, one thread per core: the reference of a
+// full-size shard (a GPU validation) is a teraflop of float64 work.
+// Blocks hold at least `min_block` items.
+template <class Fn>
+void parallel_for(std::int64_t n, std::int64_t min_block, Fn fn) {
+  const std::int64_t threads = std::clamp<std::int64_t>(std::thread::hardware_concurrency(), 1,
+                                                        std::max<std::int64_t>(1, n / min_block));
+  if (threads == 1) {
+    fn(std::int64_t{0}, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::int64_t t = 0; t < threads; ++t) {
+    const std::int64_t b = n * t / threads, e = n * (t + 1) / threads;
+    pool.emplace_back([=] { fn(b, e); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// a * b with the rows of a split over threads (Eigen itself runs single-threaded here).
+Mat matmul(const Mat& a, const Mat& b) {
+  Mat c(a.rows(), b.cols());
+  parallel_for(a.rows(), 64, [&](std::int64_t r0, std::int64_t r1) {
+    c.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b;
+  });
+  return c;
 }
 
 Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
@@ -44,37 +74,50 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
   const auto& v0 = m.v0[static_cast<std::size_t>(rank)][static_cast<std::size_t>(layer)];
   Mat out = Mat::Zero(m.tokens, qd);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  // Key/value of request b at absolute position p, head g, element e.
-  auto key = [&](std::int64_t b, std::int64_t p, std::int64_t g, std::int64_t e, bool value) {
-    if (p < m.context) {
-      const auto& c = value ? v0 : k0;
-      return static_cast<double>(c[static_cast<std::size_t>((b * m.cap + p) * kvd + g * D + e)]);
-    }
-    return qkv(b * m.seq + (p - m.context), qd + (value ? kvd : 0) + g * D + e);
-  };
-  std::vector<double> w;
+  // Keys and values of each request at every position: the cached prefix, then the new tokens.
+  std::vector<Mat> keys, values;
   for (std::int64_t b = 0; b < m.batch; ++b) {
-    for (std::int64_t i = 0; i < m.seq; ++i) {
-      const std::int64_t row = b * m.seq + i, pos = m.context + i;  // sees keys 0..pos
-      for (std::int64_t h = 0; h < hq; ++h) {
-        const std::int64_t g = h / group;
-        w.assign(static_cast<std::size_t>(pos + 1), 0.0);
-        double mx = -1e300;
-        for (std::int64_t j = 0; j <= pos; ++j) {
-          double s = 0;
-          for (std::int64_t e = 0; e < D; ++e) s += qkv(row, h * D + e) * key(b, j, g, e, false);
-          w[static_cast<std::size_t>(j)] = s * scale;
-          mx = std::max(mx, s * scale);
-        }
-        double sum = 0;
-        for (auto& x : w) sum += (x = std::exp(x - mx));
-        for (std::int64_t j = 0; j <= pos; ++j) {
-          const double p = w[static_cast<std::size_t>(j)] / sum;
-          for (std::int64_t e = 0; e < D; ++e) out(row, h * D + e) += p * key(b, j, g, e, true);
+    Mat kb(m.cap, kvd), vb(m.cap, kvd);
+    for (std::int64_t p = 0; p < m.cap; ++p) {
+      for (std::int64_t c = 0; c < kvd; ++c) {
+        if (p < m.context) {
+          const auto i = static_cast<std::size_t>((b * m.cap + p) * kvd + c);
+          kb(p, c) = k0[i];
+          vb(p, c) = v0[i];
+        } else {
+          kb(p, c) = qkv(b * m.seq + (p - m.context), qd + c);
+          vb(p, c) = qkv(b * m.seq + (p - m.context), qd + kvd + c);
         }
       }
     }
+    keys.push_back(std::move(kb));
+    values.push_back(std::move(vb));
   }
+  // Query row i of request b (position context + i) sees keys 0..context + i: softmax of the
+  // scaled scores over those, times the values. Tasks are (request, head, block of rows).
+  constexpr std::int64_t kRows = 256;
+  const std::int64_t blocks = (m.seq + kRows - 1) / kRows;
+  parallel_for(m.batch * hq * blocks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t b = t / (hq * blocks), h = t / blocks % hq, i0 = t % blocks * kRows;
+      const std::int64_t len = std::min(kRows, m.seq - i0), seen = m.context + i0 + len;
+      const std::int64_t g = h / group;
+      const auto bi = static_cast<std::size_t>(b);
+      Mat sc = qkv.block(b * m.seq + i0, h * D, len, D) *
+               keys[bi].block(0, g * D, seen, D).transpose() * scale;
+      for (std::int64_t r = 0; r < len; ++r) {
+        const std::int64_t visible = m.context + i0 + r + 1;
+        const double mx = sc.row(r).head(visible).maxCoeff();
+        double sum = 0;
+        for (std::int64_t j = 0; j < seen; ++j) {
+          sc(r, j) = j < visible ? std::exp(sc(r, j) - mx) : 0.0;
+          sum += sc(r, j);
+        }
+        sc.row(r) /= sum;
+      }
+      out.block(b * m.seq + i0, h * D, len, D) = sc * values[bi].block(0, g * D, seen, D);
+    }
+  });
   return out;
 }
 
@@ -83,7 +126,8 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
 std::vector<float> reference_forward(const sim::Workload& wl, const sim::StrategySpec& spec,
                                      std::uint64_t seed, std::int64_t ranks_summed) {
   const std::int64_t ranks = ranks_summed > 0 ? std::min(ranks_summed, wl.tp) : wl.tp;
-  const ModelData m = make_data(wl, seed, ranks);
+  const auto data = shared_data(wl, seed, ranks);
+  const ModelData& m = *data;
   const auto& d = m.d;
   const std::int64_t T = m.tokens, H = d.hidden;
   const bool parallel = spec.kind == sim::StrategyKind::ParallelBlock;
@@ -99,11 +143,11 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
       const LayerWeights& w = m.w[static_cast<std::size_t>(r)][static_cast<std::size_t>(layer)];
       const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm);
       if (attn) {
-        const Mat qkv = n * from(w.wqkv, H, d.qkv_n());
-        sum += attention(m, r, layer, qkv) * from(w.wo, d.q_heads * d.head_dim, H);
+        const Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
+        sum += matmul(attention(m, r, layer, qkv), from(w.wo, d.q_heads * d.head_dim, H));
       }
       if (mlp) {
-        const Mat gu = n * from(w.wgu, H, 2 * d.ffn);
+        const Mat gu = matmul(n, from(w.wgu, H, 2 * d.ffn));
         Mat act(T, d.ffn);
         for (std::int64_t t = 0; t < T; ++t) {
           for (std::int64_t c = 0; c < d.ffn; ++c) {
@@ -111,7 +155,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
             act(t, c) = g / (1.0 + std::exp(-g)) * u;
           }
         }
-        sum += act * from(w.wd, d.ffn, H);
+        sum += matmul(act, from(w.wd, d.ffn, H));
       }
     }
     return sum;

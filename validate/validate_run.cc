@@ -30,6 +30,7 @@ namespace {
 struct Case {
   sim::SimulateOptions so;
   sim::StrategySpec spec;
+  std::string emulate;  // hardware whose links the emulated all-reduce imitates
 };
 
 std::vector<Case> cases_of(const ValidateOptions& o) {
@@ -38,7 +39,7 @@ std::vector<Case> cases_of(const ValidateOptions& o) {
     const auto kind = sim::parse_strategy(o.sim.strategy);
     if (!kind) throw InputError("--strategy", o.sim.strategy, "unknown strategy");
     const sim::Workload w = sim::make_workload(o.sim);
-    out.push_back({o.sim, sim::make_spec(o.sim, w, *kind)});
+    out.push_back({o.sim, sim::make_spec(o.sim, w, *kind), o.emulate});
     return out;
   }
   const planner::LoadedPlan plan = planner::load_plan(o.plan_path);
@@ -47,6 +48,7 @@ std::vector<Case> cases_of(const ValidateOptions& o) {
     c.so = o.sim;
     c.so.model = plan.model;
     c.so.hardware = o.sim.hardware.empty() ? plan.hardware : o.sim.hardware;
+    c.emulate = o.emulate.empty() ? plan.hardware : o.emulate;
     // Predict with what the plan was made with unless told otherwise.
     if (c.so.profile_path.empty()) c.so.profile_path = plan.profile;
     c.so.tp = plan.tp;
@@ -97,9 +99,32 @@ ValidateReport run_validate(const ValidateOptions& o) {
                                  "a copy kernel on " + std::to_string(o.comm_ctas) +
                                  " CTAs sized to the target machine's all-reduce time"
                                : "one GPU per rank, NCCL all-reduce";
+  if (!o.emulate.empty() && !emulated) {
+    throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
+  }
   const auto cases = cases_of(o);  // validates every case's options up front
   std::vector<sim::Workload> ws;
-  for (const auto& c : cases) ws.push_back(sim::make_workload(c.so));
+  for (const auto& c : cases) {
+    sim::Workload w = sim::make_workload(c.so);
+    if (emulated && !c.emulate.empty() && c.emulate != w.hardware.name) {
+      // Compute is this machine's; the all-reduce is the target machine's: its links (and so
+      // its all-reduce times) replace the running machine's.
+      const sim::HardwareConfig target = sim::load_hardware(c.emulate);
+      if (w.tp > target.max_tp()) {
+        throw InputError("--emulate", c.emulate,
+                         "has " + std::to_string(target.max_tp()) + " GPUs, fewer than TP " +
+                             std::to_string(w.tp));
+      }
+      w.hardware.gpus_per_node = target.gpus_per_node;
+      w.hardware.nodes = target.nodes;
+      w.hardware.intra = target.intra;
+      w.hardware.inter = target.inter;
+      rep.emulated_links = target.name;
+    } else if (emulated) {
+      rep.emulated_links = w.hardware.name;
+    }
+    ws.push_back(std::move(w));
+  }
   RunOptions ro;
   ro.repeat = o.repeat;
   ro.warmup = o.warmup;
@@ -153,7 +178,12 @@ ValidateReport run_validate(const ValidateOptions& o) {
 
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
-     << " cost model\n\n";
+     << " cost model\n";
+  if (!r.emulated_links.empty()) {
+    os << "EMULATED COMMUNICATION: each all-reduce imitates " << r.emulated_links
+       << "'s; this is one GPU, not a multi-GPU run\n";
+  }
+  os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right
      << std::setw(9) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
      << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup"
@@ -182,6 +212,7 @@ ojson validate_json(const ValidateReport& r) {
   j["backend"] = r.options.backend;
   j["measured_on"] = r.measured_on;
   j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
+  if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
   j["cost_model"] = r.cost_model;
   j["options"] = sim::options_json(r.options.sim);
   j["options"]["plan"] = r.options.plan_path;

@@ -23,6 +23,10 @@ struct ValidateOptions {
   int repeat = 3;
   int warmup = 1;
   int comm_ctas = 16;       // emulated: CTAs of the copy kernel
+  // emulated: the machine whose links each all-reduce's copy kernel imitates (its all-reduce
+  // time); compute is predicted for sim.hardware, the machine running. Empty: sim.hardware's
+  // own links, or with a plan the plan's hardware.
+  std::string emulate;
   double tolerance = 0;     // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA
 };
 
@@ -41,6 +45,7 @@ struct CaseResult {
 
 struct ValidateReport {
   ValidateOptions options;
+  std::string emulated_links;  // hardware whose all-reduce was emulated (emulated runs only)
   std::string cost_model;
   std::string measured_on;  // what the measurements ran on, in words
   std::vector<CaseResult> cases;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# GPU test (label gpu): the CUDA runtime and profiler end to end through the CLI, on the tiny
+# test model. Every strategy runs on the GPU with emulated communication and must match its
+# reference (validate exits 1 on a wrong result); a CUDA profile must be usable by simulate.
+# Without a CUDA device: "skipped: no CUDA device", exit 77 (CTest: skipped).
+#   cli_gpu.sh TPO_BINARY TEST_DATA_DIR
+set -u
+TPO=$1
+DATA=$2
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  echo "skipped: no CUDA device"
+  exit 77
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() {  # name, command...
+  local name=$1
+  shift
+  if "$@" > "$TMP/out.txt" 2>&1; then
+    echo "ok    $name"
+  else
+    echo "FAIL  $name (exit $?)"
+    sed 's/^/      /' "$TMP/out.txt"
+    fail=1
+  fi
+}
+M="$DATA/tiny_model.json"
+for s in "none" "iso --split 0.4,0.6" "iso --chunks 3" "ladder" "ladder --ladder-layers 1" \
+  "gemm-split" "parallel-block" "iso+ladder"; do
+  check "validate cuda emulated: $s" "$TPO" validate --backend cuda --comm emulated --model "$M" \
+    --hardware h100x8 --tp 2 --seq 192 --layers 2 --repeat 2 --strategy $s
+done
+check "validate cuda emulated: microbatch, batch 2" "$TPO" validate --backend cuda --comm emulated \
+  --model "$M" --hardware h100x8 --tp 2 --batch 2 --seq 96 --layers 2 --repeat 2 --strategy microbatch
+check "validate cuda emulated: decode" "$TPO" validate --backend cuda --comm emulated --model "$M" \
+  --hardware h100x8 --tp 2 --phase decode --batch 4 --seq 160 --layers 2 --repeat 2 --strategy gemm-split
+check "validate cuda emulated: prefill after a cached prefix" "$TPO" validate --backend cuda \
+  --comm emulated --model "$M" --hardware h100x8 --tp 2 --seq 128 --context 64 --layers 2 \
+  --repeat 2 --strategy iso --json "$TMP/v.json"
+check "validate json says emulated" grep -q "EMULATED COMMUNICATION" "$TMP/v.json"
+check "profile cuda (tiny, quick)" "$TPO" profile --backend cuda --model "$M" --tp 2 --quick \
+  --max-tokens 256 --reps 3 --quiet --out "$TMP/p.json"
+check "simulate with the cuda profile" "$TPO" simulate --model "$M" --hardware h200x8 --tp 2 \
+  --seq 256 --strategy iso --profile "$TMP/p.json"
+if [ "$fail" = 0 ]; then echo "all GPU CLI checks passed"; else echo "FAILED"; fi
+exit "$fail"
