@@ -66,11 +66,11 @@ step() {
 
 finish() {
   local sha
-  sha=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+  sha=$("$TPO" --version 2>/dev/null | sed -n "s/.*(\(.*\))/\1/p")
   cat > "$R/README.md" <<EOM
 # Device check $(date -u +%Y-%m-%d)
 
-- git SHA: $sha$(git diff --quiet HEAD 2>/dev/null || echo " (with uncommitted changes)") (the binaries write their own in every JSON)
+- git SHA of the binaries: ${sha:-unknown} (`tpo --version`; also `git_sha` in every JSON)
 - GPU: $(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1)
 - command: PHASE=$PHASE validate/device-check.sh (ARCH=$ARCH)
 - measured: kernel correctness (gpu-tests.log, gpu-cli.log), op profiles (profile-*.json,
