@@ -47,5 +47,7 @@ int rotation_sets(std::int64_t bytes_per_set);
 std::unique_ptr<Backend> make_cuda_backend();
 // Comm workers (threads on the CPU, CTAs on the GPU) the interference sweep tries.
 std::vector<std::int64_t> comm_workers(const std::string& backend);
+// Multiples of the mid chunk's all-reduce measured as the comm victim beside a GEMM.
+std::vector<std::int64_t> comm_lengths(const std::string& backend);
 
 }  // namespace tpo::profiler

@@ -281,6 +281,13 @@ std::vector<std::int64_t> comm_workers(const std::string& backend) {
   return {1};  // one copying thread beside the GEMM's (ranks are threads; CI has 2 cores)
 }
 
+std::vector<std::int64_t> comm_lengths(const std::string& backend) {
+  // On a GPU a short transfer waits for the GEMM's thread blocks to leave the SMs and a long
+  // one shares them: the slowdown depends on the length, so three lengths are measured.
+  if (backend == "cuda") return {1, 8, 64};
+  return {1};
+}
+
 int rotation_sets(std::int64_t bytes_per_set) {
   const std::int64_t target = 64ll << 20;
   return static_cast<int>(

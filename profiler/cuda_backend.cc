@@ -21,6 +21,7 @@ namespace {
 namespace cu = tpo::validate::cuda;
 
 constexpr double kTargetSeconds = 200e-6;
+constexpr double kHostUsPerLaunch = 40;  // host time allowed per queued op (a generous bound)
 
 // Launches `op(set)` back to back on `stream`, rotating input sets; seconds per launch.
 class Batched : public Runner {
@@ -31,14 +32,17 @@ class Batched : public Runner {
   void enqueue_batch() {
     for (int i = 0; i < std::max(batch_, 1); ++i) launch(next_++ % sets_);
   }
-  double run_once() override {
+  double run_once() override { return measure(true); }
+  // Seconds per launch; `ahead`: hold the stream with a spin until the batch is queued.
+  double measure(bool ahead) {
     if (batch_ == 0) {  // calibrate on the first call
       batch_ = 1;
-      const double t = time_batch();
+      const double t = time_batch(true);
       batch_ = static_cast<int>(std::clamp(std::ceil(kTargetSeconds / std::max(t, 1e-7)), 1.0, 64.0));
     }
-    return time_batch() / batch_;
+    return time_batch(ahead) / batch_;
   }
+  int batch() const { return std::max(batch_, 1); }
 
  protected:
   virtual void launch(int set) = 0;
@@ -47,7 +51,11 @@ class Batched : public Runner {
   void* stream_;
 
  private:
-  double time_batch() {
+  double time_batch(bool ahead) {
+    // The GPU waits (a spin kernel) while the host queues the batch, so what is timed is the
+    // GPU's work back to back, not the host's launch rate (cuBLAS calls cost microseconds of
+    // host time each, longer than a small GEMM).
+    if (ahead) cu::spin(stream_, kHostUsPerLaunch * (batch_ + 1));
     timer_.start(stream_);
     for (int i = 0; i < batch_; ++i) launch(next_++ % sets_);
     timer_.stop(stream_);
@@ -198,19 +206,31 @@ class Beside : public Runner {
  public:
   Beside(std::unique_ptr<Batched> victim, std::unique_ptr<Batched> aggressor)
       : victim_(std::move(victim)), aggressor_(std::move(aggressor)) {
-    victim_->run_once();  // calibrate both
-    aggressor_->run_once();
+    // Calibrate both; the aggressor then runs for 8x the victim's batch alone (a slowed
+    // victim must still finish beside it).
+    const double victim_batch = victim_->run_once() * victim_->batch();
+    const double aggressor_batch = aggressor_->run_once() * aggressor_->batch();
+    aggressor_batches_ = static_cast<int>(
+        std::clamp(std::ceil(8 * victim_batch / std::max(aggressor_batch, 1e-7)), 4.0, 256.0));
   }
   double run_once() override {
-    // Enqueue the aggressor first (it is asynchronous), then time the victim beside it.
-    for (int i = 0; i < 4; ++i) aggressor_->enqueue_batch();
-    const double t = victim_->run_once();
+    // Both streams wait on a spin until everything is queued; then the aggressor (4 batches,
+    // longer than the victim's one) and the timed victim start together.
+    cu::spin(victim_->stream_,
+             std::min(20e3, kHostUsPerLaunch * (aggressor_batches_ * aggressor_->batch() +
+                                                victim_->batch() + 1)));
+    cu::Event go;
+    go.record(victim_->stream_);
+    go.make_wait(aggressor_->stream_);
+    for (int i = 0; i < aggressor_batches_; ++i) aggressor_->enqueue_batch();
+    const double t = victim_->measure(false);
     aggressor_->synchronize();  // no backlog leaks into the next measurement
     return t;
   }
 
  private:
   std::unique_ptr<Batched> victim_, aggressor_;
+  int aggressor_batches_ = 4;
 };
 
 class CudaBackend : public Backend {

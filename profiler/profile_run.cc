@@ -255,6 +255,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   sw.align = o.align;
   sw.accuracy = o.accuracy;
   sw.comm_workers = comm_workers(o.backend);
+  sw.comm_lengths = comm_lengths(o.backend);
   sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
                                    : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
   if (sw.max_tokens < o.align) {

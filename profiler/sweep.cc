@@ -143,6 +143,21 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     c.key = "interference/comm_beside_gemm/p" + std::to_string(p);
     items.push_back(c);
   }
+  const std::int64_t mid_workers = o.comm_workers[o.comm_workers.size() / 2];
+  for (auto mult : o.comm_lengths) {
+    if (mult <= 1) continue;
+    Item c;
+    c.kind = ItemKind::CommBesideGemm;
+    c.name = "comm";
+    c.m = mid;
+    c.n = 2 * d.ffn;
+    c.k = d.hidden;
+    c.elements = mid * d.hidden * mult;
+    c.workers = mid_workers;
+    c.key = "interference/comm_beside_gemm/p" + std::to_string(mid_workers) + "/x" +
+            std::to_string(mult);
+    items.push_back(c);
+  }
   return items;
 }
 

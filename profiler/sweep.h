@@ -31,6 +31,9 @@ struct SweepOptions {
   bool quick = false;              // fewer sizes
   bool accuracy = false;           // add the held-back set
   std::vector<std::int64_t> comm_workers = {1};  // interference: comm workers to try
+  // Interference: longer transfers (multiples of the mid chunk's all-reduce) measured beside
+  // the GEMM at the middle worker count, so the slowdown is known against the duration.
+  std::vector<std::int64_t> comm_lengths = {1};
 };
 
 std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,

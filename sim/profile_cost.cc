@@ -54,6 +54,17 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
   for (auto& [k, c] : attn_) sort_curve(c);
   for (auto& [k, c] : rowwise_) sort_curve(c);
   for (auto& [k, c] : allreduce_) sort_curve(c);
+  // The comm-beside-GEMM series: the comm-worker count measured at the most lengths.
+  std::map<std::int64_t, Curve> comm_by_workers;
+  for (const auto& x : p_.interference) {
+    if (x.victim == "comm" && x.alone_us > 0) {
+      comm_by_workers[x.workers].emplace_back(x.alone_us, x.slowdown());
+    }
+  }
+  for (auto& [workers, c] : comm_by_workers) {
+    sort_curve(c);
+    if (c.size() >= 2 && c.size() > comm_slowdown_.size()) comm_slowdown_ = c;
+  }
 }
 
 // Same op at another size (the size being the curve's x): for the analytical edge ratio.
@@ -134,8 +145,18 @@ std::string ProfileCostModel::origin(const Op& op) const {
 double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
   const bool measured = !p_.interference.empty();
   if (!measured) return a_.overlap_slowdown(op, beside);
-  return op.kind == OpKind::AllReduce ? p_.comm_slowdown_under_compute
-                                      : p_.compute_slowdown_under_comm;
+  if (op.kind != OpKind::AllReduce) return p_.compute_slowdown_under_comm;
+  if (comm_slowdown_.empty()) return p_.comm_slowdown_under_compute;
+  // Interpolated in log(duration) between the measured lengths, flat beyond them.
+  const double us = std::max(estimate(op).us, 1e-3);
+  const auto& c = comm_slowdown_;
+  if (us <= c.front().first) return c.front().second;
+  if (us >= c.back().first) return c.back().second;
+  const auto hi = std::lower_bound(c.begin(), c.end(), std::pair<double, double>{us, -1e300});
+  const auto lo = hi - 1;
+  const double t =
+      (std::log(us) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return lo->second + t * (hi->second - lo->second);
 }
 
 std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string& profile_path) {

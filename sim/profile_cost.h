@@ -46,6 +46,10 @@ class ProfileCostModel final : public CostModel {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>, Curve> attn_;
   std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
+  // Communication's slowdown beside a GEMM against its duration alone (us -> factor): a
+  // short transfer waits for the running GEMM's thread blocks to leave the SMs, a long one
+  // mostly shares them. Empty when the profile measured one length only.
+  Curve comm_slowdown_;
   std::int64_t tp_;
 };
 

@@ -103,38 +103,128 @@ __global__ void fill_kernel(bf16* p, std::size_t n, std::uint64_t seed, float sc
   }
 }
 
+// Eight bf16 values moved as one 16-byte load or store (the vector paths below need the
+// pointers 16-byte aligned and the lengths multiples of 8; the callers check).
+struct alignas(16) Bf16x8 {
+  bf16 v[8];
+};
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// One block per row; VEC: 8 values per load.
+template <bool VEC>
 __global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64_t cols,
                                float eps) {
   const bf16* xr = x + blockIdx.x * cols;
   bf16* yr = y + blockIdx.x * cols;
   float ss = 0;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = __bfloat162float(xr[c]);
-    ss += v * v;
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      for (int e = 0; e < 8; ++e) {
+        const float v = __bfloat162float(a.v[e]);
+        ss += v * v;
+      }
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float v = __bfloat162float(xr[c]);
+      ss += v * v;
+    }
   }
   ss = block_sum(ss);
   const float inv = rsqrtf(ss / float(cols) + eps);
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      const Bf16x8 g = *reinterpret_cast<const Bf16x8*>(w + c);
+      Bf16x8 o;
+      for (int e = 0; e < 8; ++e) {
+        o.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) * inv * __bfloat162float(g.v[e]));
+      }
+      *reinterpret_cast<Bf16x8*>(yr + c) = o;
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
+    }
   }
 }
 
+// Rows on grid y (strided), columns on x; VEC: 8 columns per thread.
+template <bool VEC>
 __global__ void silu_mul_kernel(const bf16* gu, bf16* out, std::int64_t rows, std::int64_t ffn) {
-  const std::size_t n = std::size_t(rows) * ffn;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::size_t r = i / ffn, c = i % ffn;
-    const float g = __bfloat162float(gu[r * 2 * ffn + c]);
-    const float u = __bfloat162float(gu[r * 2 * ffn + ffn + c]);
-    out[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
+  const std::int64_t step = VEC ? 8 : 1;
+  const std::int64_t c = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) * step;
+  if (c >= ffn) return;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const bf16* g = gu + r * 2 * ffn + c;
+    const bf16* u = g + ffn;
+    bf16* o = out + r * ffn + c;
+    if (VEC) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(g);
+      const Bf16x8 b = *reinterpret_cast<const Bf16x8*>(u);
+      Bf16x8 y;
+      for (int e = 0; e < 8; ++e) {
+        const float gv = __bfloat162float(a.v[e]);
+        y.v[e] = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(b.v[e]));
+      }
+      *reinterpret_cast<Bf16x8*>(o) = y;
+    } else {
+      const float gv = __bfloat162float(*g);
+      *o = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(*u));
+    }
   }
 }
 
+// n counts elements, or groups of 8 with VEC.
+template <bool VEC>
 __global__ void add_kernel(bf16* acc, const bf16* x, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    acc[i] = __float2bfloat16(__bfloat162float(acc[i]) + __bfloat162float(x[i]));
+    if (VEC) {
+      Bf16x8 a = reinterpret_cast<Bf16x8*>(acc)[i];
+      const Bf16x8 b = reinterpret_cast<const Bf16x8*>(x)[i];
+      for (int e = 0; e < 8; ++e) {
+        a.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) + __bfloat162float(b.v[e]));
+      }
+      reinterpret_cast<Bf16x8*>(acc)[i] = a;
+    } else {
+      acc[i] = __float2bfloat16(__bfloat162float(acc[i]) + __bfloat162float(x[i]));
+    }
   }
+}
+
+// Holds its stream for `ns` nanoseconds of GPU time (one thread, no memory traffic).
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// Pointer arrays of the batched attention GEMMs, one entry per (request, query head).
+struct AttnPtrs {
+  const void** k;
+  const void** q;
+  void** s;
+  const void** v;
+  const void** p;
+  void** o;
+};
+__global__ void attention_ptrs_kernel(AttnPtrs a, const bf16* q, const bf16* k, const bf16* v,
+                                      bf16* out, float* scores, bf16* probs, int batch,
+                                      int q_heads, int group, int d, long long q_request,
+                                      long long kv_request, long long per_head) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const int r = b / q_heads, h = b % q_heads, g = h / group;
+  a.k[b] = k + r * kv_request + std::size_t(g) * d;
+  a.v[b] = v + r * kv_request + std::size_t(g) * d;
+  a.q[b] = q + r * q_request + std::size_t(h) * d;
+  a.o[b] = out + r * q_request + std::size_t(h) * d;
+  a.s[b] = scores + b * per_head;
+  a.p[b] = probs + b * per_head;
 }
 
 __global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const char* src_tail,
@@ -146,12 +236,14 @@ __global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const c
   if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
 }
 
-// One block per (query row, head): softmax over the keys the row may see (prefix + row + 1),
-// zeros beyond. Scores are [heads][q][kv] fp32; probabilities the same layout in bf16.
-__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int kv, int prefix) {
+// One block per (query row, request x head): softmax over the keys the row may see
+// (prefix + row + 1), zeros beyond, up to the padded row length ld. Scores are
+// [request x head][q][ld] fp32; probabilities the same layout in bf16.
+__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, int prefix) {
   const int row = blockIdx.x, h = blockIdx.y;
-  const float* sr = s + (std::size_t(h) * q + row) * kv;
-  bf16* pr = p + (std::size_t(h) * q + row) * kv;
+  const int kv = ld;
+  const float* sr = s + (std::size_t(h) * q + row) * ld;
+  bf16* pr = p + (std::size_t(h) * q + row) * ld;
   const int valid = prefix + row + 1;
   float mx = -INFINITY;
   for (int j = threadIdx.x; j < valid; j += blockDim.x) mx = fmaxf(mx, sr[j]);
@@ -404,53 +496,80 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
                                   I.workspace.bytes(), S(stream)));
 }
 
+namespace {
+// Keys per score row, padded to 8 so every row starts 16-byte aligned (an odd number of keys
+// would put cuBLAS on a slow path).
+std::int64_t padded_keys(const AttentionShape& s) { return (s.prefix + s.q_tokens + 7) / 8 * 8; }
+std::size_t round256(std::size_t b) { return (b + 255) / 256 * 256; }
+}  // namespace
+
 std::size_t attention_scratch_bytes(const AttentionShape& s) {
-  const std::size_t kv = std::size_t(s.prefix + s.q_tokens);
-  return std::size_t(s.q_heads) * std::size_t(s.q_tokens) * kv * (sizeof(float) + sizeof(bf16));
+  const std::size_t batch = std::size_t(s.requests * s.q_heads);
+  const std::size_t per_head = std::size_t(s.q_tokens * padded_keys(s));
+  return round256(6 * batch * sizeof(void*)) + round256(batch * per_head * sizeof(float)) +
+         batch * per_head * sizeof(bf16);
 }
 
+// All requests and heads in four launches: a kernel that fills the pointer arrays, the scores
+// S = Q K^T as one batched GEMM (fp32 out), a masked softmax, and O = P V as one batched GEMM.
 void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
                     void* scratch, const AttentionShape& s, void* stream) {
   auto& I = ctx.impl();
   TPO_CUBLAS_CHECK(cublasSetStream(I.blas, S(stream)));
   const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens), d = int(s.head_dim);
-  const int group = int(s.q_heads / s.kv_heads);
-  float* scores = static_cast<float*>(scratch);
-  bf16* probs = reinterpret_cast<bf16*>(scores + std::size_t(s.q_heads) * nq * kv);
-  const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
+  const int ld = int(padded_keys(s));
+  const int batch = int(s.requests * s.q_heads);
+  const std::size_t per_head = std::size_t(nq) * std::size_t(ld);
+  char* base = static_cast<char*>(scratch);
+  const std::size_t ptr_bytes = round256(6 * std::size_t(batch) * sizeof(void*));
+  void** ptrs = reinterpret_cast<void**>(base);
+  float* scores = reinterpret_cast<float*>(base + ptr_bytes);
+  bf16* probs = reinterpret_cast<bf16*>(base + ptr_bytes +
+                                        round256(std::size_t(batch) * per_head * sizeof(float)));
+  AttnPtrs P{const_cast<const void**>(ptrs), const_cast<const void**>(ptrs + batch),
+             ptrs + 2 * batch, const_cast<const void**>(ptrs + 3 * batch),
+             const_cast<const void**>(ptrs + 4 * batch), ptrs + 5 * batch};
   const int ldq = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
-  for (std::int64_t r = 0; r < s.requests; ++r) {
-    const bf16* qr = static_cast<const bf16*>(q) + std::size_t(r) * nq * ldq;
-    const bf16* kr = static_cast<const bf16*>(k) + std::size_t(r) * s.kv_capacity * ldk;
-    const bf16* vr = static_cast<const bf16*>(v) + std::size_t(r) * s.kv_capacity * ldk;
-    bf16* orow = static_cast<bf16*>(out) + std::size_t(r) * nq * ldq;
-    // S_h^T (kv x nq) = K_g (kv x d) Q_h^T, batched over KV heads g for each j, h = g*group+j.
-    for (int j = 0; j < group; ++j) {
-      TPO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale, kr, CUDA_R_16BF, ldk, d,
-          qr + std::size_t(j) * d, CUDA_R_16BF, ldq, (long long)group * d, &zero,
-          scores + std::size_t(j) * nq * kv, CUDA_R_32F, kv, (long long)group * nq * kv,
-          int(s.kv_heads), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-    masked_softmax_kernel<<<dim3(nq, unsigned(s.q_heads)), 256, 0, S(stream)>>>(
-        scores, probs, nq, kv, int(s.prefix));
-    TPO_CUDA_CHECK(cudaGetLastError());
-    // O_h^T (d x nq) = V_g^T (d x kv) P_h^T (kv x nq).
-    for (int j = 0; j < group; ++j) {
-      TPO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, vr, CUDA_R_16BF, ldk, d,
-          probs + std::size_t(j) * nq * kv, CUDA_R_16BF, kv, (long long)group * nq * kv, &zero,
-          orow + std::size_t(j) * d, CUDA_R_16BF, ldq, (long long)group * d, int(s.kv_heads),
-          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-  }
+  attention_ptrs_kernel<<<(batch + 127) / 128, 128, 0, S(stream)>>>(
+      P, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+      static_cast<bf16*>(out), scores, probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads),
+      d, (long long)nq * ldq, (long long)s.kv_capacity * ldk, (long long)per_head);
+  TPO_CUDA_CHECK(cudaGetLastError());
+  const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
+  // Column-major view: S_b^T (kv x nq, ld) = K_g^T' (K stored d x kv, ld ldk, transposed)
+  // times Q_h (d x nq, ld ldq).
+  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale,
+                                       P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF, ldq, &zero,
+                                       P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
+  masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
+      scores, probs, nq, ld, int(s.prefix));
+  TPO_CUDA_CHECK(cudaGetLastError());
+  // O_h^T (d x nq, ld ldq) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
+  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, P.v,
+                                       CUDA_R_16BF, ldk, P.p, CUDA_R_16BF, ld, &zero, P.o,
+                                       CUDA_R_16BF, ldq, batch, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
+}
+
+void spin(void* stream, double microseconds) {
+  if (microseconds <= 0) return;
+  spin_kernel<<<1, 1, 0, S(stream)>>>((unsigned long long)(microseconds * 1e3));
+  TPO_CUDA_CHECK(cudaGetLastError());
 }
 
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
                   float eps, void* stream) {
   if (rows == 0) return;
-  rmsnorm_kernel<<<unsigned(rows), 256, 0, S(stream)>>>(
-      static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
+  if (cols % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
+    rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols,
+        eps);
+  } else {
+    rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols,
+        eps);
+  }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -458,15 +577,28 @@ void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64
                    void* stream) {
   const std::size_t n = std::size_t(rows) * ffn;
   if (n == 0) return;
-  silu_mul_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(
-      static_cast<const bf16*>(gate_up), static_cast<bf16*>(out), rows, ffn);
+  const bool vec = ffn % 8 == 0 && aligned16(gate_up) && aligned16(out);
+  const std::int64_t per_row = vec ? ffn / 8 : ffn;
+  const dim3 grid(unsigned((per_row + 255) / 256), unsigned(std::min<std::int64_t>(rows, 65535)));
+  if (vec) {
+    silu_mul_kernel<true><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
+                                                       static_cast<bf16*>(out), rows, ffn);
+  } else {
+    silu_mul_kernel<false><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
+                                                        static_cast<bf16*>(out), rows, ffn);
+  }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 
 void add_bf16(void* acc, const void* x, std::int64_t n, void* stream) {
   if (n == 0) return;
-  add_kernel<<<blocks_for(std::size_t(n), 256), 256, 0, S(stream)>>>(
-      static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n));
+  if (n % 8 == 0 && aligned16(acc) && aligned16(x)) {
+    add_kernel<true><<<blocks_for(std::size_t(n) / 8, 256), 256, 0, S(stream)>>>(
+        static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n) / 8);
+  } else {
+    add_kernel<false><<<blocks_for(std::size_t(n), 256), 256, 0, S(stream)>>>(
+        static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n));
+  }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -119,6 +119,10 @@ void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64
                    void* stream);
 void add_bf16(void* acc, const void* x, std::int64_t n, void* stream);
 
+// Holds `stream` for that much GPU time: enqueued before a timed region, it lets the host
+// queue the region's launches before the GPU starts on them, so host launch time is not timed.
+void spin(void* stream, double microseconds);
+
 // Copies `bytes` with exactly `ctas` thread blocks: communication emulated on a limited
 // number of SMs, like NCCL's kernels.
 void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void* stream);

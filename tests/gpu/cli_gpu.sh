@@ -39,6 +39,19 @@ check "validate cuda emulated: prefill after a cached prefix" "$TPO" validate --
   --comm emulated --model "$M" --hardware h100x8 --tp 2 --seq 128 --context 64 --layers 2 \
   --repeat 2 --strategy iso --json "$TMP/v.json"
 check "validate json says emulated" grep -q "EMULATED COMMUNICATION" "$TMP/v.json"
+check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
+  --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
+# More ranks than GPUs: exit 1 with a message saying what to do, not a crash.
+nccl_tp2_refused() {
+  local out rc=0
+  out=$("$TPO" validate --backend cuda --comm nccl --model "$M" --hardware h100x8 --tp 2 \
+    --seq 128 --strategy iso 2>&1) || rc=$?
+  echo "$out"
+  [ "$rc" = 1 ] && grep -q "needs 2 GPUs" <<< "$out"
+}
+if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
+  check "validate cuda nccl: TP 2 on one GPU is refused" nccl_tp2_refused
+fi
 check "profile cuda (tiny, quick)" "$TPO" profile --backend cuda --model "$M" --tp 2 --quick \
   --max-tokens 256 --reps 3 --quiet --out "$TMP/p.json"
 check "simulate with the cuda profile" "$TPO" simulate --model "$M" --hardware h200x8 --tp 2 \

@@ -61,11 +61,12 @@ int main() {
   std::vector<float> ha = device_values(a, m * k), hb = device_values(b, k * n), ref(m * n);
   cpu::gemm(ha.data(), hb.data(), ref.data(), m, n, k);
   expect_close("gemm", device_values(c, m * n), ref);
-  // Attention: 2 requests, 48 new tokens after a prefix of 40, 4 query heads on 2 KV heads.
+  // Attention: 2 requests, 48 new tokens after a prefix of 41 (89 keys: the padded score rows),
+  // 4 query heads on 2 KV heads.
   cu::AttentionShape sh;
   sh.requests = 2;
   sh.q_tokens = 48;
-  sh.prefix = 40;
+  sh.prefix = 41;
   sh.q_heads = 4;
   sh.kv_heads = 2;
   sh.head_dim = 64;
@@ -82,23 +83,31 @@ int main() {
                      hv = device_values(v, kvn), ho(qn);
   cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), sh);
   expect_close("attention", device_values(o, qn), ho);
-  // rmsnorm and SiLU*mul.
-  const std::int64_t rows = 33, cols = 200;
-  cu::Buffer x(rows * cols * 2), w(cols * 2), y(rows * cols * 2), gu(rows * 2 * cols * 2);
-  cu::fill_random_bf16(x.get(), rows * cols, 6, 1.0f, s);
-  cu::fill_random_bf16(w.get(), cols, 7, 1.0f, s);
-  cu::fill_random_bf16(gu.get(), rows * 2 * cols, 8, 2.0f, s);
-  cu::rmsnorm_bf16(x.get(), w.get(), y.get(), rows, cols, 1e-5f, s);
-  ctx.synchronize();
-  std::vector<float> hx = device_values(x, rows * cols), hw = device_values(w, cols),
-                     hy(rows * cols);
-  cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
-  expect_close("rmsnorm", device_values(y, rows * cols), hy);
-  cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);
-  ctx.synchronize();
-  std::vector<float> hgu = device_values(gu, rows * 2 * cols);
-  cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
-  expect_close("silu_mul", device_values(y, rows * cols), hy);
+  // rmsnorm, SiLU*mul and the residual add: 200 columns (the 8-wide vector paths) and 203
+  // (the scalar ones).
+  for (const std::int64_t cols : {std::int64_t{200}, std::int64_t{203}}) {
+    const std::int64_t rows = 33;
+    cu::Buffer x(rows * cols * 2), w(cols * 2), y(rows * cols * 2), gu(rows * 2 * cols * 2);
+    cu::fill_random_bf16(x.get(), rows * cols, 6, 1.0f, s);
+    cu::fill_random_bf16(w.get(), cols, 7, 1.0f, s);
+    cu::fill_random_bf16(gu.get(), rows * 2 * cols, 8, 2.0f, s);
+    cu::rmsnorm_bf16(x.get(), w.get(), y.get(), rows, cols, 1e-5f, s);
+    ctx.synchronize();
+    std::vector<float> hx = device_values(x, rows * cols), hw = device_values(w, cols),
+                       hy(rows * cols);
+    cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
+    expect_close("rmsnorm", device_values(y, rows * cols), hy);
+    cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);
+    ctx.synchronize();
+    std::vector<float> hgu = device_values(gu, rows * 2 * cols);
+    cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
+    expect_close("silu_mul", device_values(y, rows * cols), hy);
+    std::vector<float> hsum = device_values(y, rows * cols);
+    cu::add_bf16(y.get(), x.get(), rows * cols, s);
+    ctx.synchronize();
+    for (std::size_t i = 0; i < hsum.size(); ++i) hsum[i] += hx[i];
+    expect_close("add", device_values(y, rows * cols), hsum);
+  }
   // The copy kernel on 4 CTAs, with an odd byte count.
   cu::Buffer src(1000003), dst(1000003);
   cu::fill_random_bf16(src.get(), 500001, 9, 1.0f, s);

@@ -186,6 +186,49 @@ TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, 
   CHECK(cm.origin(gemm_op(64, 999, 128)) == "analytical");
 }
 
+TEST_CASE("profile cost model: communication's slowdown beside a GEMM depends on its length") {
+  sim::Profile p;
+  p.tp = 2;
+  // All-reduce times measured at three sizes (bf16 elements -> us).
+  p.allreduce.push_back({1000, 2, 2000, {10, 10, 10, 1}});
+  p.allreduce.push_back({10000, 2, 20000, {100, 100, 100, 1}});
+  p.allreduce.push_back({100000, 2, 200000, {1000, 1000, 1000, 1}});
+  // The series at 16 workers: a short transfer waits, a long one shares (factor 5, 2, 1.1);
+  // a single point at 8 workers is not a series.
+  p.interference.push_back({"comm", "gemm", 16, "", 10, 50});
+  p.interference.push_back({"comm", "gemm", 16, "", 100, 200});
+  p.interference.push_back({"comm", "gemm", 16, "", 1000, 1100});
+  p.interference.push_back({"comm", "gemm", 8, "", 10, 80});
+  p.interference.push_back({"gemm", "copy", 16, "", 100, 125});
+  p.compute_slowdown_under_comm = 1.25;
+  p.comm_slowdown_under_compute = 5;
+  const sim::ProfileCostModel cm(p, test::toy_hardware(), 2);
+  auto ar = [](double elements) {
+    sim::Op op;
+    op.code = sim::OpCode::AllReduce;
+    op.kind = sim::OpKind::AllReduce;
+    op.bytes = 2 * elements;
+    return op;
+  };
+  CHECK(cm.overlap_slowdown(ar(1000), sim::OpKind::Gemm) == doctest::Approx(5));
+  CHECK(cm.overlap_slowdown(ar(10000), sim::OpKind::Gemm) == doctest::Approx(2));
+  CHECK(cm.overlap_slowdown(ar(100000), sim::OpKind::Gemm) == doctest::Approx(1.1));
+  // Between two lengths: linear in log(duration); 316 us is halfway from 100 to 1000 us.
+  CHECK(cm.overlap_slowdown(ar(31623), sim::OpKind::Gemm) == doctest::Approx(1.55).epsilon(1e-3));
+  // Beyond the measured lengths: the nearest one's factor.
+  CHECK(cm.overlap_slowdown(ar(100), sim::OpKind::Gemm) == doctest::Approx(5));
+  CHECK(cm.overlap_slowdown(ar(1e7), sim::OpKind::Gemm) == doctest::Approx(1.1));
+  // Compute beside communication keeps its single factor.
+  CHECK(cm.overlap_slowdown(gemm_op(64, 512, 128), sim::OpKind::AllReduce) ==
+        doctest::Approx(1.25));
+  // A profile with one length per worker count uses the summary factor.
+  sim::Profile q = p;
+  q.interference.resize(1);
+  q.interference.push_back({"comm", "gemm", 8, "", 10, 80});
+  const sim::ProfileCostModel cq(q, test::toy_hardware(), 2);
+  CHECK(cq.overlap_slowdown(ar(100000), sim::OpKind::Gemm) == doctest::Approx(5));
+}
+
 TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
   sim::Profile p;
   for (std::int64_t b : {1000, 2000, 4000, 8000}) {  // t = 5 + 0.01 b exactly
