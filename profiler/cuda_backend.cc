@@ -35,7 +35,9 @@ class Batched : public Runner {
   double run_once() override { return measure(true); }
   // Seconds per launch; `ahead`: hold the stream with a spin until the batch is queued.
   double measure(bool ahead) {
-    if (batch_ == 0) {  // calibrate on the first call
+    if (batch_ == 0) {  // calibrate on the first call, after one untimed launch (plan
+      launch(0);        // heuristics and lazy module loading happen there)
+      synchronize();
       batch_ = 1;
       const double t = time_batch(true);
       batch_ = static_cast<int>(std::clamp(std::ceil(kTargetSeconds / std::max(t, 1e-7)), 1.0, 64.0));
@@ -210,12 +212,14 @@ class Beside : public Runner {
     // victim must still finish beside it).
     const double victim_batch = victim_->run_once() * victim_->batch();
     const double aggressor_batch = aggressor_->run_once() * aggressor_->batch();
+    // At most ~512 aggressor launches, so the victim is queued before the aggressor starts.
+    const double most = std::max(4.0, std::floor(512.0 / aggressor_->batch()));
     aggressor_batches_ = static_cast<int>(
-        std::clamp(std::ceil(8 * victim_batch / std::max(aggressor_batch, 1e-7)), 4.0, 256.0));
+        std::clamp(std::ceil(8 * victim_batch / std::max(aggressor_batch, 1e-7)), 4.0, most));
   }
   double run_once() override {
-    // Both streams wait on a spin until everything is queued; then the aggressor (4 batches,
-    // longer than the victim's one) and the timed victim start together.
+    // Both streams wait on a spin until everything is queued; then the aggressor (batches
+    // lasting 8x the victim's alone) and the timed victim start together.
     cu::spin(victim_->stream_,
              std::min(20e3, kHostUsPerLaunch * (aggressor_batches_ * aggressor_->batch() +
                                                 victim_->batch() + 1)));

@@ -195,12 +195,15 @@ __global__ void add_kernel(bf16* acc, const bf16* x, std::size_t n) {
 }
 
 // Holds its stream for `ns` nanoseconds of GPU time (one thread, no memory traffic).
+// The SM cycle counter bounds it too (4 cycles per ns: about 2x the time at this GPU's top
+// clock), should the global timer not advance.
 __global__ void spin_kernel(unsigned long long ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const long long c0 = clock64();
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
+  } while (now - start < ns && (unsigned long long)(clock64() - c0) < 4 * ns);
 }
 
 // Pointer arrays of the batched attention GEMMs, one entry per (request, query head).
@@ -542,6 +545,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
                                        P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF, ldq, &zero,
                                        P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F,
                                        CUBLAS_GEMM_DEFAULT));
+  if (batch > 65535) {
+    throw std::runtime_error("attention_bf16: " + std::to_string(batch) +
+                             " (request, head) pairs in one call; at most 65535");
+  }
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
       scores, probs, nq, ld, int(s.prefix));
   TPO_CUDA_CHECK(cudaGetLastError());

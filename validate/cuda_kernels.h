@@ -107,7 +107,8 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
                std::int64_t n, std::int64_t k, bool accumulate, void* stream);
 
 using validate::AttentionShape;
-// Scratch bytes attention_bf16 needs for one request (fp32 scores and bf16 probabilities).
+// Scratch bytes attention_bf16 needs for a shape: pointer arrays, fp32 scores and bf16
+// probabilities for every (request, query head).
 std::size_t attention_scratch_bytes(const AttentionShape& s);
 // q: [requests][q_tokens][q_heads][d]; k, v: [requests][kv_capacity][kv_heads][d]; out like q.
 void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,

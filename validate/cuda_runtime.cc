@@ -65,6 +65,7 @@ class CudaRun {
     for (const auto& op : s.ops) {
       if (op.kind != sim::OpKind::Attention) continue;
       cu::AttentionShape a;
+      a.requests = op.req_end - op.req_begin;  // an upper bound: chunks run one request a call
       a.q_tokens = op.seq_end - op.seq_begin;
       a.prefix = op.seq_begin;
       a.q_heads = d.q_heads;
@@ -154,7 +155,10 @@ class CudaRun {
     std::vector<std::unique_ptr<cu::Event>> go;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       cu::set_device(int(r));
-      cu::spin(ranks_[r].ctx->compute_stream(), host_us_ > 0 ? 1.5 * host_us_ + 100 : 60.0 * double(n) + 500);
+      // Capped: a longer spin gains nothing once the launch queue is full (the host then
+      // blocks until the GPU drains it, and that wait would grow the next spin).
+      cu::spin(ranks_[r].ctx->compute_stream(),
+               std::min(20e3, host_us_ > 0 ? 1.5 * host_us_ + 100 : 60.0 * double(n) + 500));
       go.push_back(std::make_unique<cu::Event>());
       go.back()->record(ranks_[r].ctx->compute_stream());
       go.back()->make_wait(ranks_[r].ctx->comm_stream());
@@ -221,13 +225,17 @@ class CudaRun {
     }
   }
 
-  void attend(DeviceRank& r, std::int64_t layer, std::int64_t request, std::int64_t row,
-              std::int64_t len, std::int64_t pos, void* st) {
+  // `requests` consecutive requests from `request`, `len` new tokens each at position `pos`,
+  // their query rows contiguous from `row`.
+  void attend(DeviceRank& r, std::int64_t layer, std::int64_t request, std::int64_t requests,
+              std::int64_t row, std::int64_t len, std::int64_t pos, void* st) {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     cu::copy_rows(r.qtmp.get(), std::size_t(qd) * kB, at(r.qkv, row * d.qkv_n()),
-                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len), st);
-    const AttentionShape a = chunk_attention(m_, len, pos);
+                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB,
+                  std::size_t(len * requests), st);
+    AttentionShape a = chunk_attention(m_, len, pos);
+    a.requests = requests;
     const auto L = std::size_t(layer);
     cu::attention_bf16(*r.ctx, r.qtmp.get(), at(r.k[L], request * m_.cap * kvd),
                        at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(),
@@ -268,11 +276,11 @@ class CudaRun {
         }
         case OpCode::Attention:
           if (b.len == (op.req_end - op.req_begin) * m_.seq && op.req_end - op.req_begin > 1) {
-            for (std::int64_t q = op.req_begin; q < op.req_end; ++q) {
-              attend(r, op.layer, q, q * m_.seq, m_.seq, m_.context, st);
-            }
+            // Whole sequences of several requests (decode, or an unsplit batch): one call.
+            attend(r, op.layer, op.req_begin, op.req_end - op.req_begin, b.row, m_.seq,
+                   m_.context, st);
           } else {
-            attend(r, op.layer, b.request, b.row, b.len, b.pos, st);
+            attend(r, op.layer, b.request, 1, b.row, b.len, b.pos, st);
           }
           break;
         case OpCode::OProj:

@@ -96,17 +96,18 @@ int main() {
     std::vector<float> hx = device_values(x, rows * cols), hw = device_values(w, cols),
                        hy(rows * cols);
     cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
-    expect_close("rmsnorm", device_values(y, rows * cols), hy);
+    const std::string tag = "/" + std::to_string(cols);
+    expect_close(("rmsnorm" + tag).c_str(), device_values(y, rows * cols), hy);
     cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);
     ctx.synchronize();
     std::vector<float> hgu = device_values(gu, rows * 2 * cols);
     cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
-    expect_close("silu_mul", device_values(y, rows * cols), hy);
+    expect_close(("silu_mul" + tag).c_str(), device_values(y, rows * cols), hy);
     std::vector<float> hsum = device_values(y, rows * cols);
     cu::add_bf16(y.get(), x.get(), rows * cols, s);
     ctx.synchronize();
     for (std::size_t i = 0; i < hsum.size(); ++i) hsum[i] += hx[i];
-    expect_close("add", device_values(y, rows * cols), hsum);
+    expect_close(("add" + tag).c_str(), device_values(y, rows * cols), hsum);
   }
   // The copy kernel on 4 CTAs, with an odd byte count.
   cu::Buffer src(1000003), dst(1000003);
