@@ -102,12 +102,14 @@ int main() {
     ctx.synchronize();
     std::vector<float> hgu = device_values(gu, rows * 2 * cols);
     cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
-    expect_close(("silu_mul" + tag).c_str(), device_values(y, rows * cols), hy);
+    std::snprintf(name, sizeof name, "silu_mul/%d", int(cols));
+    expect_close(name, device_values(y, rows * cols), hy);
     std::vector<float> hsum = device_values(y, rows * cols);
     cu::add_bf16(y.get(), x.get(), rows * cols, s);
     ctx.synchronize();
     for (std::size_t i = 0; i < hsum.size(); ++i) hsum[i] += hx[i];
-    expect_close(("add" + tag).c_str(), device_values(y, rows * cols), hsum);
+    std::snprintf(name, sizeof name, "add/%d", int(cols));
+    expect_close(name, device_values(y, rows * cols), hsum);
   }
   // The copy kernel on 4 CTAs, with an odd byte count.
   cu::Buffer src(1000003), dst(1000003);
