@@ -96,8 +96,9 @@ int main() {
     std::vector<float> hx = device_values(x, rows * cols), hw = device_values(w, cols),
                        hy(rows * cols);
     cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
-    const std::string tag = "/" + std::to_string(cols);
-    expect_close(("rmsnorm" + tag).c_str(), device_values(y, rows * cols), hy);
+    char name[32];
+    std::snprintf(name, sizeof name, "rmsnorm/%d", int(cols));
+    expect_close(name, device_values(y, rows * cols), hy);
     cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);
     ctx.synchronize();
     std::vector<float> hgu = device_values(gu, rows * 2 * cols);
