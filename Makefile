@@ -5,7 +5,8 @@
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libeigen3-dev libcli11-dev doctest-dev libbenchmark-dev
+DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libeigen3-dev libcli11-dev doctest-dev libbenchmark-dev \
+                libopenmpi-dev openmpi-bin
 CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TPO := $(BUILD_DIR)/cli/tpo

@@ -6,9 +6,49 @@
 #include "cli/commands.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "validate/process_group.h"
 #include "validate/validate_run.h"
 
 namespace tpo::cli {
+
+namespace {
+
+// Prints and writes the report (rank 0 only under MPI); false when a result was wrong.
+bool report(const validate::ValidateOptions& o, const validate::ValidateReport& r) {
+  validate::print_validate(std::cout, r);
+  if (!o.sim.json_path.empty()) {
+    write_file_atomic(o.sim.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
+    std::cout << "wrote " << o.sim.json_path << "\n";
+  }
+  if (!o.sim.trace_path.empty()) {
+    write_file_atomic(o.sim.trace_path, validate::validate_trace(r), "--trace");
+    std::cout << "wrote " << o.sim.trace_path << " (predicted and measured, side by side)\n";
+  }
+  return r.all_correct();
+}
+
+// Under mpirun: every process runs its rank; a failure anywhere ends all of them (the others
+// would wait in a collective forever).
+int run_under_mpi(const validate::ValidateOptions& o) {
+  bool ok = true;
+  try {
+    const auto r = validate::run_validate(o);
+    if (validate::mpi::rank() == 0) ok = report(o, r);
+  } catch (const std::exception& e) {
+    if (!validate::mpi::initialized()) throw;
+    std::cerr << "tpo: rank " << validate::mpi::rank() << ": " << e.what() << "\n";
+    validate::mpi::abort(dynamic_cast<const InputError*>(&e) ? 2 : 1);
+  }
+  validate::mpi::finalize();
+  if (!ok) {
+    throw RunFailure(
+        "wrong result: a strategy's output differs from its reference by more "
+        "than the tolerance (see the result column)");
+  }
+  return 0;
+}
+
+}  // namespace
 
 std::function<int()> add_validate(CLI::App& app) {
   auto o = std::make_shared<validate::ValidateOptions>();
@@ -34,6 +74,10 @@ std::function<int()> add_validate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--comm-ctas", o->comm_ctas, "cuda --comm emulated: CTAs of the copy kernel")
       ->capture_default_str();
+  sub->add_flag("--mpi", o->mpi,
+                "One TP rank per process: launch with `mpirun -np TP tpo validate --mpi ...` "
+                "(MPI all-reduce on cpu; NCCL across processes and nodes on cuda, one GPU per "
+                "process). Rank 0 checks the output and reports");
   sub->add_option("--emulate", o->emulate,
                   "cuda --comm emulated: hardware whose all-reduce each copy kernel imitates "
                   "(default --hardware; with --plan, the plan's hardware); compute is predicted "
@@ -61,17 +105,8 @@ std::function<int()> add_validate(CLI::App& app) {
     } else {
       check_given(o->sim, *sub);
     }
-    const auto r = validate::run_validate(*o);
-    validate::print_validate(std::cout, r);
-    if (!o->sim.json_path.empty()) {
-      write_file_atomic(o->sim.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
-      std::cout << "wrote " << o->sim.json_path << "\n";
-    }
-    if (!o->sim.trace_path.empty()) {
-      write_file_atomic(o->sim.trace_path, validate::validate_trace(r), "--trace");
-      std::cout << "wrote " << o->sim.trace_path << " (predicted and measured, side by side)\n";
-    }
-    if (!r.all_correct()) {
+    if (o->mpi) return run_under_mpi(*o);
+    if (!report(*o, validate::run_validate(*o))) {
       throw RunFailure(
           "wrong result: a strategy's output differs from its reference by more "
           "than the tolerance (see the result column)");

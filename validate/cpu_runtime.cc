@@ -12,6 +12,7 @@
 #include "sim/error.h"
 #include "validate/cpu_kernels.h"
 #include "validate/model_data.h"
+#include "validate/process_group.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {
@@ -74,9 +75,39 @@ void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const RowBlo
   }
 }
 
+// The all-reduce among the ranks: threads of this process (shared memory), or one rank per
+// process over MPI.
+class Reducer {
+ public:
+  virtual ~Reducer() = default;
+  // Sums buf over the ranks; returns when all ranks had arrived (steady_clock ns since its
+  // epoch), or 0 where that is not known (MPI).
+  virtual std::int64_t run(int rank, float* buf, std::int64_t n) = 0;
+  virtual void drop() = 0;  // a rank stopping early releases the others
+};
+
+class SharedReducer final : public Reducer {
+ public:
+  explicit SharedReducer(int ranks) : ar_(ranks) {}
+  std::int64_t run(int rank, float* buf, std::int64_t n) override { return ar_.run(rank, buf, n); }
+  void drop() override { ar_.drop(); }
+
+ private:
+  cpu::SharedAllReduce ar_;
+};
+
+class MpiReducer final : public Reducer {
+ public:
+  std::int64_t run(int, float* buf, std::int64_t n) override {
+    mpi::allreduce_sum(buf, n);
+    return 0;
+  }
+  void drop() override {}  // the failure reaches the caller, which aborts every process
+};
+
 // Returns, for an all-reduce, when all ranks had arrived (steady_clock ns), else 0.
 std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
-                     cpu::SharedAllReduce& ar) {
+                     Reducer& ar) {
   std::int64_t arrived = 0;
   const auto& d = m.d;
   const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
@@ -154,18 +185,26 @@ struct Timeline {
   std::vector<float> output;
 };
 
-Timeline run_once(const ModelData& m, const sim::Schedule& s) {
+// Ranks [first, first + count) of the TP group run here, as threads.
+Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first,
+                  std::int64_t count, bool mpi) {
   const std::size_t n = s.ops.size();
   const std::size_t modules = module_count(s);
   std::vector<RankState> ranks;
-  for (std::int64_t r = 0; r < m.tp; ++r) ranks.push_back(make_state(m, r, modules));
-  // done[rank][op]
+  for (std::int64_t r = first; r < first + count; ++r) ranks.push_back(make_state(m, r, modules));
+  // done[local rank][op]
   std::vector<std::unique_ptr<std::atomic<std::uint8_t>[]>> done;
-  for (std::int64_t r = 0; r < m.tp; ++r) {
+  for (std::int64_t r = 0; r < count; ++r) {
     done.emplace_back(new std::atomic<std::uint8_t>[n]);
     for (std::size_t i = 0; i < n; ++i) done.back()[i].store(0);
   }
-  cpu::SharedAllReduce ar(static_cast<int>(m.tp));
+  std::unique_ptr<Reducer> reducer;
+  if (mpi) {
+    reducer = std::make_unique<MpiReducer>();
+  } else {
+    reducer = std::make_unique<SharedReducer>(static_cast<int>(count));
+  }
+  Reducer& ar = *reducer;
   Timeline tl;
   tl.start.assign(n, 0);
   tl.end.assign(n, 0);
@@ -193,7 +232,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
     }
   };
   auto stream_worker = [&](std::int64_t rank, sim::StreamKind stream) {
-    auto& dn = done[static_cast<std::size_t>(rank)];
+    auto& dn = done[static_cast<std::size_t>(rank - first)];
     auto stop = [&] {  // a comm thread that stops early releases the other ranks' barriers
       if (stream == sim::StreamKind::Comm) ar.drop();
     };
@@ -205,7 +244,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
       const std::int64_t a = now_ns();
       std::int64_t arrived = 0;
       try {
-        arrived = execute(m, ranks[static_cast<std::size_t>(rank)], rank, op, ar);
+        arrived = execute(m, ranks[static_cast<std::size_t>(rank - first)], rank, op, ar);
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(err_mu);
@@ -214,7 +253,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
         abort_all();
         return stop();
       }
-      if (rank == 0) {
+      if (rank == first) {  // this process's first rank (rank 0 without --mpi)
         // An all-reduce starts when the last rank arrives; the wait before is skew.
         tl.start[i] = arrived > 0 ? arrived - epoch_ns : a;
         tl.wait[i] = arrived > 0 ? arrived - epoch_ns - a : 0;
@@ -225,7 +264,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s) {
     }
   };
   std::vector<std::thread> threads;
-  for (std::int64_t r = 0; r < m.tp; ++r) {
+  for (std::int64_t r = first; r < first + count; ++r) {
     threads.emplace_back(stream_worker, r, sim::StreamKind::Compute);
     threads.emplace_back(stream_worker, r, sim::StreamKind::Comm);
   }
@@ -244,11 +283,13 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
       throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     }
   }
-  const auto data = shared_data(w, o.seed);
+  // Under --mpi this process is one rank; otherwise every rank is a thread here.
+  const std::int64_t first = o.mpi ? mpi::rank() : 0, count = o.mpi ? 1 : w.tp;
+  const auto data = shared_data(w, o.seed, 0, o.mpi ? first : -1);
   const ModelData& m = *data;
-  for (int i = 0; i < o.warmup; ++i) run_once(m, s);
+  for (int i = 0; i < o.warmup; ++i) run_once(m, s, first, count, o.mpi);
   std::vector<Timeline> runs;
-  for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run_once(m, s));
+  for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run_once(m, s, first, count, o.mpi));
   std::vector<std::size_t> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),

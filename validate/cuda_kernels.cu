@@ -8,6 +8,7 @@
 #include <nccl.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -621,7 +622,44 @@ void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void*
 struct NcclGroup::Impl {
   std::vector<ncclComm_t> comms;
   std::vector<cudaStream_t> streams;
+  std::vector<int> devices;  // of each local rank
 };
+
+namespace {
+cudaStream_t high_priority_stream(int device) {
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+  int least = 0, greatest = 0;
+  TPO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t s;
+  TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+  return s;
+}
+}  // namespace
+
+std::vector<char> nccl_unique_id() {
+  ncclUniqueId id;
+  TPO_NCCL_CHECK(ncclGetUniqueId(&id));
+  return std::vector<char>(id.internal, id.internal + sizeof(id.internal));
+}
+
+NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device)
+    : impl_(std::make_unique<Impl>()) {
+  ncclUniqueId id;
+  if (unique_id.size() != sizeof(id.internal)) {
+    throw std::runtime_error("NCCL unique id of " + std::to_string(unique_id.size()) +
+                             " bytes; expected " + std::to_string(sizeof(id.internal)));
+  }
+  std::copy(unique_id.begin(), unique_id.end(), id.internal);
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+  ncclComm_t comm;
+  TPO_NCCL_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  impl_->comms.push_back(comm);
+  impl_->streams.push_back(high_priority_stream(device));
+  impl_->devices.push_back(device);
+  TPO_CUDA_CHECK(cudaSetDevice(previous));
+}
 
 NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
   int previous = 0;
@@ -638,12 +676,8 @@ NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
   for (int r = 0; r < ranks; ++r) devs[std::size_t(r)] = r;
   TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
   for (int r = 0; r < ranks; ++r) {
-    TPO_CUDA_CHECK(cudaSetDevice(r));
-    int least = 0, greatest = 0;
-    TPO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    cudaStream_t s;
-    TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
-    impl_->streams.push_back(s);
+    impl_->streams.push_back(high_priority_stream(r));
+    impl_->devices.push_back(r);
   }
   TPO_CUDA_CHECK(cudaSetDevice(previous));  // leave the caller's device current
 }
@@ -679,7 +713,7 @@ void NcclGroup::synchronize() const {
   int previous = 0;
   TPO_CUDA_CHECK(cudaGetDevice(&previous));
   for (std::size_t r = 0; r < impl_->streams.size(); ++r) {
-    TPO_CUDA_CHECK(cudaSetDevice(int(r)));
+    TPO_CUDA_CHECK(cudaSetDevice(impl_->devices[r]));
     TPO_CUDA_CHECK(cudaStreamSynchronize(impl_->streams[r]));
   }
   TPO_CUDA_CHECK(cudaSetDevice(previous));
@@ -687,7 +721,13 @@ void NcclGroup::synchronize() const {
 
 #else  // built without NCCL
 struct NcclGroup::Impl {};
+std::vector<char> nccl_unique_id() {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
 NcclGroup::NcclGroup(int) {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
+NcclGroup::NcclGroup(int, int, const std::vector<char>&, int) {
   throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
 }
 NcclGroup::~NcclGroup() = default;

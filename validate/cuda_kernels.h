@@ -128,10 +128,16 @@ void spin(void* stream, double microseconds);
 // number of SMs, like NCCL's kernels.
 void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void* stream);
 
-// An NCCL communicator over devices 0..ranks-1 in this process (ncclCommInitAll).
+// A new NCCL unique id (ncclGetUniqueId), as bytes to broadcast to the other processes.
+std::vector<char> nccl_unique_id();
+
+// An NCCL communicator: over devices 0..ranks-1 in this process (ncclCommInitAll), or one
+// rank of a communicator spread over processes (ncclCommInitRank with the unique id rank 0
+// made), on `device`.
 class NcclGroup {
  public:
   explicit NcclGroup(int ranks);
+  NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device);
   ~NcclGroup();
   int ranks() const;
   // In-place bf16 sum over the ranks: bufs[r] on device r, enqueued on each rank's stream.

@@ -11,6 +11,7 @@
 #include "sim/error.h"
 #include "validate/cuda_kernels.h"
 #include "validate/model_data.h"
+#include "validate/process_group.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {
@@ -48,14 +49,19 @@ char* at(const cu::Buffer& b, std::int64_t elements) {
 
 class CudaRun {
  public:
+  // mpi: this process runs rank mpi::rank() alone, on its node's GPU local_rank % GPUs.
   CudaRun(const ModelData& m, const sim::Schedule& s, const std::string& comm,
-          const std::vector<std::int64_t>& target_ns, int ctas)
+          const std::vector<std::int64_t>& target_ns, int ctas, bool mpi)
       : m_(m), s_(s), emulated_(comm == "emulated"), target_ns_(target_ns), ctas_(ctas) {
-    const std::int64_t ranks = emulated_ ? 1 : m.tp;
-    if (!emulated_ && cu::device_count() < ranks) {
+    const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
+    first_ = mpi ? mpi::rank() : 0;
+    const int gpus = cu::device_count();
+    if (!emulated_ && !mpi && gpus < ranks) {
       throw RunFailure("--comm nccl at TP " + std::to_string(m.tp) + " needs " +
-                       std::to_string(m.tp) + " GPUs in this machine; use --comm emulated");
+                       std::to_string(m.tp) + " GPUs in this machine; use --comm emulated, "
+                       "or one process per GPU with --mpi under mpirun");
     }
+    const int mpi_device = mpi ? mpi::local_rank() % std::max(gpus, 1) : 0;
     std::size_t modules = 0;
     for (const auto& op : s.ops) modules = std::max<std::size_t>(modules, std::size_t(op.module + 1));
     const auto& d = m.d;
@@ -73,13 +79,14 @@ class CudaRun {
     }
     for (std::int64_t r = 0; r < ranks; ++r) {
       DeviceRank dr;
-      dr.ctx = std::make_unique<cu::Context>(int(r));
+      dr.ctx = std::make_unique<cu::Context>(mpi ? mpi_device : int(r));
+      const auto rank = std::size_t(first_ + r);  // the TP rank whose shard this is
       for (std::int64_t l = 0; l < m.layers; ++l) {
-        const LayerWeights& lw = m.w[std::size_t(r)][std::size_t(l)];
+        const LayerWeights& lw = m.w[rank][std::size_t(l)];
         dr.layers.push_back({upload(lw.attn_norm), upload(lw.wqkv), upload(lw.wo),
                              upload(lw.mlp_norm), upload(lw.wgu), upload(lw.wd),
-                             upload(m.k0[std::size_t(r)][std::size_t(l)]),
-                             upload(m.v0[std::size_t(r)][std::size_t(l)])});
+                             upload(m.k0[rank][std::size_t(l)]),
+                             upload(m.v0[rank][std::size_t(l)])});
         dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
@@ -120,6 +127,14 @@ class CudaRun {
         comm_src_ = cu::Buffer(most);
         comm_dst_ = cu::Buffer(most);
       }
+    } else if (mpi) {
+      // Rank 0 makes the NCCL unique id; MPI carries it to every process.
+      std::vector<char> id = mpi::rank() == 0 ? cu::nccl_unique_id() : std::vector<char>();
+      std::int64_t bytes = std::int64_t(id.size());
+      mpi::broadcast(&bytes, sizeof bytes, 0);
+      id.resize(std::size_t(bytes));
+      mpi::broadcast(id.data(), id.size(), 0);
+      nccl_ = std::make_unique<cu::NcclGroup>(mpi::rank(), mpi::size(), id, mpi_device);
     } else {
       nccl_ = std::make_unique<cu::NcclGroup>(int(ranks));
     }
@@ -143,7 +158,7 @@ class CudaRun {
     }
     std::vector<std::vector<std::unique_ptr<cu::Event>>> start(ranks_.size()), done(ranks_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      cu::set_device(int(r));
+      cu::set_device(ranks_[r].ctx->device());
       for (std::size_t i = 0; i < n; ++i) {
         start[r].push_back(std::make_unique<cu::Event>());
         done[r].push_back(std::make_unique<cu::Event>());
@@ -154,7 +169,7 @@ class CudaRun {
     // previous run's queueing time (a generous guess on the first run).
     std::vector<std::unique_ptr<cu::Event>> go;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      cu::set_device(int(r));
+      cu::set_device(ranks_[r].ctx->device());
       // Capped: a longer spin gains nothing once the launch queue is full (the host then
       // blocks until the GPU drains it, and that wait would grow the next spin).
       cu::spin(ranks_[r].ctx->compute_stream(),
@@ -164,7 +179,7 @@ class CudaRun {
       go.back()->make_wait(ranks_[r].ctx->comm_stream());
     }
     const auto host_start = std::chrono::steady_clock::now();
-    cu::set_device(0);
+    cu::set_device(ranks_[0].ctx->device());
     cu::Event t0;
     t0.record(ranks_[0].ctx->compute_stream());
     t0.make_wait(ranks_[0].ctx->comm_stream());
@@ -175,7 +190,7 @@ class CudaRun {
                                                      : ranks_[r].ctx->comm_stream();
       };
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
-        cu::set_device(int(r));
+        cu::set_device(ranks_[r].ctx->device());
         for (auto dep : op.deps) {
           if (s_.ops[std::size_t(dep)].stream != op.stream) done[r][std::size_t(dep)]->make_wait(stream_of(r));
         }
@@ -184,7 +199,7 @@ class CudaRun {
       }
       if (op.code == OpCode::AllReduce) allreduce(op, i);
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
-        cu::set_device(int(r));
+        cu::set_device(ranks_[r].ctx->device());
         done[r][i]->record(stream_of(r));
       }
     }
@@ -196,7 +211,7 @@ class CudaRun {
       tl.end.push_back(std::int64_t(cu::Event::seconds_between(t0, *done[0][i]) * 1e9));
       tl.total = std::max(tl.total, tl.end.back());
     }
-    cu::set_device(0);
+    cu::set_device(ranks_[0].ctx->device());
     tl.output.resize(std::size_t(T * H));
     cu::copy_to_host_bf16_as_float(ranks_[0].x.get(), tl.output.data(), tl.output.size());
     return tl;
@@ -210,7 +225,7 @@ class CudaRun {
   void allreduce(const Op& op, std::size_t i) {
     const std::int64_t H = m_.d.hidden;
     if (emulated_) {
-      cu::set_device(0);
+      cu::set_device(ranks_[0].ctx->device());
       const std::size_t bytes = copy_bytes(i < target_ns_.size() ? target_ns_[i] : 0);
       cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, ranks_[0].ctx->comm_stream());
       return;
@@ -316,6 +331,7 @@ class CudaRun {
   int ctas_;
   double bytes_per_s_ = 1;
   double host_us_ = 0;  // host time the last run took to queue the graph
+  std::int64_t first_ = 0;  // TP rank of ranks_[0]
   std::vector<DeviceRank> ranks_;
   cu::Buffer comm_src_, comm_dst_;
   std::unique_ptr<cu::NcclGroup> nccl_;
@@ -331,9 +347,13 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
     throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +
                      "); validate on the CPU with --backend cpu");
   }
-  const auto data = shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
+  if (o.mpi && comm == "emulated") {
+    throw InputError("--mpi", "", "runs one rank per process over NCCL; not with --comm emulated");
+  }
+  const auto data = o.mpi ? shared_data(w, o.seed, 0, mpi::rank())
+                          : shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
   const ModelData& m = *data;
-  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas);
+  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());

@@ -34,7 +34,8 @@ std::vector<float> uniform(std::int64_t n, float scale, std::uint64_t seed, std:
 
 }  // namespace
 
-ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks) {
+ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks,
+                    std::int64_t only_rank) {
   ModelData m;
   m.d = sim::validate_workload(w);
   m.tp = w.tp;
@@ -46,12 +47,13 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   m.tokens = w.batch * w.seq;
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-  const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
+  const std::int64_t made =
+      only_rank >= 0 ? only_rank + 1 : (ranks > 0 ? std::min(ranks, w.tp) : w.tp);
   m.w.resize(static_cast<std::size_t>(made));
   m.k0.resize(static_cast<std::size_t>(made));
   m.v0.resize(static_cast<std::size_t>(made));
   const float sh = 1.0f / std::sqrt(static_cast<float>(d.hidden));
-  for (std::int64_t r = 0; r < made; ++r) {
+  for (std::int64_t r = only_rank >= 0 ? only_rank : 0; r < made; ++r) {
     for (std::int64_t l = 0; l < w.layers; ++l) {
       const std::uint64_t s = static_cast<std::uint64_t>((r * 1000 + l) * 16);
       LayerWeights lw;
@@ -81,18 +83,18 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
 }
 
 std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64_t seed,
-                                             std::int64_t ranks) {
+                                             std::int64_t ranks, std::int64_t only_rank) {
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
   const auto key = std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp,
-                                   w.layers, w.batch, w.seq, w.context, seed, made);
+                                   w.layers, w.batch, w.seq, w.context, seed, made, only_rank);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;
   std::lock_guard<std::mutex> lock(mu);
   if (!cached || cached_key != key) {
     cached.reset();  // free the old data before making the new
-    cached = std::make_shared<const ModelData>(make_data(w, seed, ranks));
+    cached = std::make_shared<const ModelData>(make_data(w, seed, ranks, only_rank));
     cached_key = key;
   }
   return cached;

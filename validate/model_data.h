@@ -38,12 +38,15 @@ std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op);
 // model's shard heads and KV cache capacity.
 AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos);
 
-ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0);
+// `only_rank` >= 0: that rank's shard alone (the others' entries left empty), for a process
+// that runs one rank (--mpi).
+ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0,
+                    std::int64_t only_rank = -1);
 
 // The same, kept for the next caller asking for the same data (one entry): a validation
 // case, its `none` run and the reference forward share one generation, which on a full-size
 // shard is seconds of host work.
 std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64_t seed,
-                                             std::int64_t ranks = 0);
+                                             std::int64_t ranks = 0, std::int64_t only_rank = -1);
 
 }  // namespace tpo::validate

@@ -20,6 +20,9 @@ struct RunOptions {
   int repeat = 3;   // timed runs; the median is reported
   int warmup = 1;   // untimed runs first
   std::uint64_t seed = 1234;
+  // One rank per process (launched with mpirun -np TP): this process runs rank
+  // mpi::rank() only, and all-reduces go over MPI (CPU) or NCCL across processes (CUDA).
+  bool mpi = false;
 };
 
 struct RunResult {
@@ -38,7 +41,7 @@ struct RunResult {
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,
-// a shared-memory all-reduce. Throws InputError for what the runtime cannot run (embedding /
+// a shared-memory all-reduce (with RunOptions::mpi: this process's rank, MPI all-reduce). Throws InputError for what the runtime cannot run (embedding /
 // LM head ops).
 RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o);
 

@@ -13,6 +13,7 @@
 #include "sim/report.h"
 #include "sim/format.h"
 #include "sim/version.h"
+#include "validate/process_group.h"
 
 namespace tpo::validate {
 
@@ -90,15 +91,29 @@ ValidateReport run_validate(const ValidateOptions& o) {
   }
   if (!o.sim.json_path.empty()) check_writable(o.sim.json_path, "--json");
   if (!o.sim.trace_path.empty()) check_writable(o.sim.trace_path, "--trace");
+  if (o.mpi) {
+    if (emulated) {
+      throw InputError("--mpi", "", "runs one rank per process; not with --comm emulated");
+    }
+    mpi::init();
+  }
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
-  rep.measured_on = o.backend == "cpu"
+  rep.measured_on = o.mpi ? (o.backend == "cpu"
+                                 ? "CPUs, one process per rank under MPI (" +
+                                       std::to_string(mpi::size()) + " processes), fp32, MPI "
+                                       "all-reduce; times of rank 0"
+                                 : "one GPU per process under MPI (" +
+                                       std::to_string(mpi::size()) +
+                                       " processes), NCCL all-reduce; times of rank 0")
+                    : o.backend == "cpu"
                         ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
                     : emulated ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
                                  "a copy kernel on " + std::to_string(o.comm_ctas) +
                                  " CTAs sized to the target machine's all-reduce time"
                                : "one GPU per rank, NCCL all-reduce";
+  const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
   if (!o.emulate.empty() && !emulated) {
     throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
   }
@@ -106,6 +121,11 @@ ValidateReport run_validate(const ValidateOptions& o) {
   std::vector<sim::Workload> ws;
   for (const auto& c : cases) {
     sim::Workload w = sim::make_workload(c.so);
+    if (o.mpi && w.tp != mpi::size()) {
+      throw InputError("--mpi", std::to_string(mpi::size()) + " processes",
+                       "TP is " + std::to_string(w.tp) + ": launch one process per rank (mpirun -np " +
+                           std::to_string(w.tp) + ")");
+    }
     if (emulated && !c.emulate.empty() && c.emulate != w.hardware.name) {
       // Compute is this machine's; the all-reduce is the target machine's: its links (and so
       // its all-reduce times) replace the running machine's.
@@ -128,6 +148,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   RunOptions ro;
   ro.repeat = o.repeat;
   ro.warmup = o.warmup;
+  ro.mpi = o.mpi;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const sim::Workload& w = ws[i];
     const auto cm = sim::make_cost_model(w, cases[i].so.profile_path);
@@ -140,8 +161,10 @@ ValidateReport run_validate(const ValidateOptions& o) {
     c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
     const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
     c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
-    std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
-                 sim::workload_line(w).c_str());
+    if (reporter) {
+      std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
+                   sim::workload_line(w).c_str());
+    }
     // Emulated communication: each all-reduce lasts what the target machine's would.
     auto targets = [&](const sim::Schedule& sch) {
       std::vector<std::int64_t> t;
@@ -162,6 +185,10 @@ ValidateReport run_validate(const ValidateOptions& o) {
     // model. Function-preserving ones are checked against none's output.
     c.correct = true;
     c.error_vs_reference = -1;
+    if (!reporter) {  // under --mpi rank 0 checks the output (every rank holds the same)
+      rep.cases.push_back(std::move(c));
+      continue;
+    }
     if (o.backend == "cpu" || !sim::preserves_function(c.spec.kind)) {
       c.error_vs_reference = relative_error(
           c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));

@@ -28,6 +28,9 @@ struct ValidateOptions {
   // own links, or with a plan the plan's hardware.
   std::string emulate;
   double tolerance = 0;     // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA
+  // One TP rank per process (mpirun -np TP): MPI all-reduce on the CPU, NCCL across
+  // processes on CUDA. Rank 0 checks the output and reports.
+  bool mpi = false;
 };
 
 struct CaseResult {

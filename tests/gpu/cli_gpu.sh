@@ -52,6 +52,14 @@ nccl_tp2_refused() {
 if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
   check "validate cuda nccl: TP 2 on one GPU is refused" nccl_tp2_refused
 fi
+# One process per rank under mpirun: the NCCL unique id goes over MPI (one GPU: TP 1).
+if command -v mpirun > /dev/null; then
+  MPIRUN=(mpirun --oversubscribe)
+  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+  check "mpirun -np 1 validate cuda nccl --mpi: TP 1" "${MPIRUN[@]}" -np 1 "$TPO" validate \
+    --backend cuda --comm nccl --mpi --model "$M" --hardware h100x8 --tp 1 --seq 128 \
+    --layers 2 --repeat 2 --strategy iso
+fi
 check "profile cuda (tiny, quick)" "$TPO" profile --backend cuda --model "$M" --tp 2 --quick \
   --max-tokens 256 --reps 3 --quiet --out "$TMP/p.json"
 check "simulate with the cuda profile" "$TPO" simulate --model "$M" --hardware h200x8 --tp 2 \

@@ -1,0 +1,124 @@
+// MPI wrappers behind process_group.h; stubs that throw where the build has no MPI.
+#include "validate/process_group.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "tpo/config.h"
+#if TPO_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace tpo::validate::mpi {
+
+#if TPO_WITH_MPI
+
+namespace {
+bool started = false;
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
+}
+}  // namespace
+
+bool built() { return true; }
+
+void init() {
+  if (started) return;
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw std::runtime_error(
+          "MPI: this MPI library cannot be called from the runtime's comm thread (thread "
+          "support level " + std::to_string(provided) + "); use an MPI built with threads");
+    }
+  }
+  started = true;
+}
+
+bool initialized() { return started; }
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+int local_rank() {
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int r = 0;
+  MPI_Comm_rank(node, &r);
+  MPI_Comm_free(&node);
+  return r;
+}
+
+void finalize() {
+  if (!started) return;
+  started = false;
+  MPI_Finalize();
+}
+
+void abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);  // MPI_Abort does not return; this satisfies [[noreturn]]
+}
+
+void allreduce_sum(float* buf, std::int64_t n) {
+  // MPI counts are int: large messages go in pieces.
+  for (std::int64_t done = 0; done < n;) {
+    const int part = static_cast<int>(std::min<std::int64_t>(n - done, INT_MAX / 2));
+    check(MPI_Allreduce(MPI_IN_PLACE, buf + done, part, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Allreduce");
+    done += part;
+  }
+}
+
+void broadcast(void* buf, std::size_t bytes, int root) {
+  check(MPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
+std::int64_t max(std::int64_t v) {
+  long long in = v, out = 0;
+  check(MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return out;
+}
+
+void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+#else  // built without MPI
+
+namespace {
+[[noreturn]] void missing() {
+  throw std::runtime_error(
+      "this build has no MPI (install libopenmpi-dev and reconfigure) — --mpi needs it");
+}
+}  // namespace
+
+bool built() { return false; }
+void init() { missing(); }
+bool initialized() { return false; }
+int rank() { return 0; }
+int size() { return 1; }
+int local_rank() { return 0; }
+void finalize() {}
+void abort(int code) { std::exit(code); }
+void allreduce_sum(float*, std::int64_t) { missing(); }
+void broadcast(void*, std::size_t, int) { missing(); }
+std::int64_t max(std::int64_t v) { return v; }
+void barrier() {}
+
+#endif
+
+}  // namespace tpo::validate::mpi
