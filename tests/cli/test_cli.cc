@@ -360,3 +360,21 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   CHECK(r.code == 2);
   CHECK(r.out.find("--comm smoke-signals") != std::string::npos);
 }
+
+TEST_CASE("validate: --emulate and --mpi refuse what they cannot do") {
+  const std::string tiny = " --model " + data + "/tiny_model.json --tp 2 --seq 64 --layers 1";
+  // --emulate names the links an emulated all-reduce imitates: CUDA emulated runs only.
+  auto r = tpo("validate --backend cpu --emulate rtx4090x8 --hardware cpu-host" + tiny);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--emulate") != std::string::npos);
+  r = tpo("validate --backend cuda --comm emulated --emulate no-such-machine --hardware h200x8" +
+          tiny);
+  // (A build without CUDA refuses --backend cuda first.)
+  const bool no_cuda = r.out.find("this build has no CUDA") != std::string::npos;
+  CHECK(r.code == 2);
+  CHECK((no_cuda || r.out.find("no-such-machine") != std::string::npos));
+  // --mpi is one rank per process over NCCL or MPI, never with emulated communication.
+  r = tpo("validate --backend cuda --comm emulated --mpi --hardware h200x8" + tiny);
+  CHECK(r.code == 2);
+  CHECK((no_cuda || r.out.find("--mpi") != std::string::npos));
+}
