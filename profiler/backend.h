@@ -49,5 +49,7 @@ std::unique_ptr<Backend> make_cuda_backend();
 std::vector<std::int64_t> comm_workers(const std::string& backend);
 // Multiples of the mid chunk's all-reduce measured as the comm victim beside a GEMM.
 std::vector<std::int64_t> comm_lengths(const std::string& backend);
+// Op kinds besides the GEMM that the comm victim is measured beside.
+std::vector<std::string> comm_beside_more(const std::string& backend);
 
 }  // namespace tpo::profiler

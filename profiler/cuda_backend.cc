@@ -262,9 +262,19 @@ class CudaBackend : public Backend {
       case ItemKind::CommBesideGemm:
         return std::make_unique<Beside>(
             std::make_unique<CopyRunner>(ctx_, std::size_t(it.elements) * 2, int(it.workers)),
-            std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k));
+            compute_aggressor(it));
     }
     throw std::runtime_error("cuda backend: unknown item " + it.key);
+  }
+  // The op the comm victim runs beside (Item::beside).
+  std::unique_ptr<Batched> compute_aggressor(const Item& it) {
+    if (it.beside == "attention") return std::make_unique<AttentionRunner>(ctx_, it);
+    if (it.beside == "rowwise") {
+      Item r = it;
+      r.name = "rmsnorm";
+      return std::make_unique<RowwiseRunner>(ctx_, r);
+    }
+    return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
   }
   std::unique_ptr<Runner> prepare_alone(const Item& it) override {
     if (it.kind == ItemKind::CommBesideGemm) {

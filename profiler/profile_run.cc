@@ -132,12 +132,16 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
         sim::InterferencePoint x;
         const bool gemm = it.kind == ItemKind::GemmBesideComm;
         x.victim = gemm ? "gemm" : "comm";
-        x.beside = gemm ? "copy" : "gemm";
+        x.beside = gemm ? "copy" : it.beside;
         x.workers = it.workers;
         x.shape = std::to_string(it.m) + "x" + std::to_string(it.n) + "x" + std::to_string(it.k);
         x.alone_us = m.alone.median_us;
         x.beside_us = m.t.median_us;
-        (gemm ? gemm_slow : comm_slow).push_back(x.slowdown());
+        if (gemm) {
+          gemm_slow.push_back(x.slowdown());
+        } else if (it.beside == "gemm") {
+          comm_slow.push_back(x.slowdown());
+        }
         p.interference.push_back(x);
         break;
       }
@@ -256,6 +260,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   sw.accuracy = o.accuracy;
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);
+  sw.comm_beside_more = comm_beside_more(o.backend);
   sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
                                    : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
   if (sw.max_tokens < o.align) {

@@ -158,6 +158,31 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
             std::to_string(mult);
     items.push_back(c);
   }
+  // The comm victim beside the other op kinds an all-reduce overlaps in a schedule: the mid
+  // chunk's attention after a prefix of one chunk, and its rmsnorm.
+  for (const auto& kind : o.comm_beside_more) {
+    for (std::int64_t mult : {1, 8}) {
+      Item c;
+      c.kind = ItemKind::CommBesideGemm;
+      c.name = "comm";
+      c.beside = kind;
+      c.elements = mid * d.hidden * mult;
+      c.workers = mid_workers;
+      if (kind == "attention") {
+        c.q_tokens = mid;
+        c.prefix = mid;
+        c.q_heads = d.q_heads;
+        c.kv_heads = d.kv_heads;
+        c.head_dim = d.head_dim;
+      } else {
+        c.m = mid;
+        c.n = d.hidden;
+      }
+      c.key = "interference/comm_beside_" + kind + "/p" + std::to_string(mid_workers) + "/x" +
+              std::to_string(mult);
+      items.push_back(c);
+    }
+  }
   return items;
 }
 

@@ -22,6 +22,9 @@ struct Item {
   std::int64_t requests = 1, q_tokens = 0, prefix = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   std::int64_t elements = 0, ranks = 1;  // all-reduce
   std::int64_t workers = 0;              // interference: comm workers (threads / CTAs)
+  // CommBesideGemm: what the comm victim runs beside — "gemm" (m, n, k), "attention" (the
+  // attention fields) or "rowwise" (an rmsnorm of m rows x n cols).
+  std::string beside = "gemm";
   bool held_back = false;                // measured only to check the model's accuracy
 };
 
@@ -34,6 +37,9 @@ struct SweepOptions {
   // Interference: longer transfers (multiples of the mid chunk's all-reduce) measured beside
   // the GEMM at the middle worker count, so the slowdown is known against the duration.
   std::vector<std::int64_t> comm_lengths = {1};
+  // Interference: besides the GEMM, the comm victim is measured beside these op kinds
+  // ("attention", "rowwise") at the middle worker count, at 1x and 8x the mid message.
+  std::vector<std::string> comm_beside_more;
 };
 
 std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,

@@ -57,14 +57,20 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
   // The comm-beside-GEMM series: the comm-worker count measured at the most lengths.
   std::map<std::int64_t, Curve> comm_by_workers;
   for (const auto& x : p_.interference) {
-    if (x.victim == "comm" && x.alone_us > 0) {
+    if (x.victim != "comm" || x.alone_us <= 0) continue;
+    if (x.beside == "gemm") {
       comm_by_workers[x.workers].emplace_back(x.alone_us, x.slowdown());
+    } else {
+      comm_slowdown_[x.beside].emplace_back(x.alone_us, x.slowdown());
     }
   }
+  Curve gemm;
   for (auto& [workers, c] : comm_by_workers) {
     sort_curve(c);
-    if (c.size() >= 2 && c.size() > comm_slowdown_.size()) comm_slowdown_ = c;
+    if (c.size() >= 2 && c.size() > gemm.size()) gemm = c;
   }
+  if (!gemm.empty()) comm_slowdown_["gemm"] = gemm;
+  for (auto& [kind, c] : comm_slowdown_) sort_curve(c);
 }
 
 // Same op at another size (the size being the curve's x): for the analytical edge ratio.
@@ -146,10 +152,15 @@ double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
   const bool measured = !p_.interference.empty();
   if (!measured) return a_.overlap_slowdown(op, beside);
   if (op.kind != OpKind::AllReduce) return p_.compute_slowdown_under_comm;
-  if (comm_slowdown_.empty()) return p_.comm_slowdown_under_compute;
+  const char* kind = beside == OpKind::Gemm        ? "gemm"
+                     : beside == OpKind::Attention ? "attention"
+                                                   : "rowwise";
+  auto it = comm_slowdown_.find(kind);
+  if (it == comm_slowdown_.end()) it = comm_slowdown_.find("gemm");
+  if (it == comm_slowdown_.end()) return p_.comm_slowdown_under_compute;
   // Interpolated in log(duration) between the measured lengths, flat beyond them.
   const double us = std::max(estimate(op).us, 1e-3);
-  const auto& c = comm_slowdown_;
+  const auto& c = it->second;
   if (us <= c.front().first) return c.front().second;
   if (us >= c.back().first) return c.back().second;
   const auto hi = std::lower_bound(c.begin(), c.end(), std::pair<double, double>{us, -1e300});

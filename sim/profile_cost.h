@@ -46,10 +46,11 @@ class ProfileCostModel final : public CostModel {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>, Curve> attn_;
   std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
-  // Communication's slowdown beside a GEMM against its duration alone (us -> factor): a
-  // short transfer waits for the running GEMM's thread blocks to leave the SMs, a long one
-  // mostly shares them. Empty when the profile measured one length only.
-  Curve comm_slowdown_;
+  // Communication's slowdown against its duration alone (us -> factor), by what runs beside
+  // it: "gemm" (a short transfer waits for the GEMM's thread blocks to leave the SMs, a long
+  // one mostly shares them; kept when measured at two lengths or more), "attention",
+  // "rowwise". Kinds not measured use the GEMM's.
+  std::map<std::string, Curve> comm_slowdown_;
   std::int64_t tp_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "../sim/toy.h"
@@ -12,6 +13,7 @@
 #include "profiler/fit.h"
 #include "profiler/harness.h"
 #include "profiler/profile_run.h"
+#include "profiler/sweep.h"
 #include "sim/error.h"
 #include "sim/profile.h"
 #include "sim/profile_cost.h"
@@ -227,6 +229,65 @@ TEST_CASE("profile cost model: communication's slowdown beside a GEMM depends on
   q.interference.push_back({"comm", "gemm", 8, "", 10, 80});
   const sim::ProfileCostModel cq(q, test::toy_hardware(), 2);
   CHECK(cq.overlap_slowdown(ar(100000), sim::OpKind::Gemm) == doctest::Approx(5));
+}
+
+TEST_CASE("profile cost model: communication beside attention or a norm uses its own points") {
+  sim::Profile p;
+  p.tp = 2;
+  p.allreduce.push_back({1000, 2, 2000, {10, 10, 10, 1}});
+  p.allreduce.push_back({100000, 2, 200000, {1000, 1000, 1000, 1}});
+  p.interference.push_back({"comm", "gemm", 16, "", 10, 50});
+  p.interference.push_back({"comm", "gemm", 16, "", 1000, 1200});
+  p.interference.push_back({"comm", "attention", 16, "", 10, 12});
+  p.interference.push_back({"comm", "attention", 16, "", 1000, 1010});
+  p.comm_slowdown_under_compute = 3;
+  const sim::ProfileCostModel cm(p, test::toy_hardware(), 2);
+  sim::Op ar;
+  ar.code = sim::OpCode::AllReduce;
+  ar.kind = sim::OpKind::AllReduce;
+  ar.bytes = 2 * 1000;  // 10 us alone
+  CHECK(cm.overlap_slowdown(ar, sim::OpKind::Gemm) == doctest::Approx(5));
+  CHECK(cm.overlap_slowdown(ar, sim::OpKind::Attention) == doctest::Approx(1.2));
+  // Nothing measured beside a norm: the GEMM's curve.
+  CHECK(cm.overlap_slowdown(ar, sim::OpKind::Norm) == doctest::Approx(5));
+  ar.bytes = 2 * 100000;  // 1000 us alone
+  CHECK(cm.overlap_slowdown(ar, sim::OpKind::Attention) == doctest::Approx(1.01));
+  CHECK(cm.overlap_slowdown(ar, sim::OpKind::Gemm) == doctest::Approx(1.2));
+}
+
+TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
+  const auto m = test::toy_model();
+  sim::ShardDims d;
+  d.q_heads = 4;
+  d.kv_heads = 2;
+  d.head_dim = 32;
+  d.hidden = 128;
+  d.ffn = 256;
+  profiler::SweepOptions o;
+  o.max_tokens = 256;
+  o.quick = true;
+  o.comm_workers = profiler::comm_workers("cuda");
+  o.comm_lengths = profiler::comm_lengths("cuda");
+  o.comm_beside_more = profiler::comm_beside_more("cuda");
+  std::set<std::string> keys;
+  for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+    if (it.kind == profiler::ItemKind::CommBesideGemm) {
+      keys.insert(it.key);
+      CHECK(it.elements > 0);
+      if (it.beside == "attention") CHECK((it.q_tokens > 0 && it.prefix == it.q_tokens));
+      if (it.beside == "rowwise") CHECK((it.m > 0 && it.n == d.hidden));
+    }
+  }
+  for (const char* k :
+       {"interference/comm_beside_gemm/p16", "interference/comm_beside_gemm/p16/x8",
+        "interference/comm_beside_gemm/p16/x64", "interference/comm_beside_attention/p16/x1",
+        "interference/comm_beside_attention/p16/x8", "interference/comm_beside_rowwise/p16/x1",
+        "interference/comm_beside_rowwise/p16/x8"}) {
+    CHECK_MESSAGE(keys.count(k) == 1, k);
+  }
+  // The CPU sweep keeps one length beside the GEMM.
+  CHECK(profiler::comm_lengths("cpu") == std::vector<std::int64_t>{1});
+  CHECK(profiler::comm_beside_more("cpu").empty());
 }
 
 TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
