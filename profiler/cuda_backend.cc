@@ -233,8 +233,20 @@ class Beside : public Runner {
     go.make_wait(aggressor_->stream_);
     cu::spin(victim_->stream_, kHeadStartUs);
     for (int i = 0; i < aggressor_batches_; ++i) aggressor_->enqueue_batch();
+    cu::Event aggressor_end;
+    aggressor_end.record(aggressor_->stream_);
     const double t = victim_->measure(false);
+    cu::Event victim_end;
+    victim_end.record(victim_->stream_);
     aggressor_->synchronize();  // no backlog leaks into the next measurement
+    victim_end.synchronize();
+    // The aggressor must outlast the victim, or part of the victim ran alone: then give it
+    // twice the work and measure again (up to ~4096 launches).
+    if (cu::Event::seconds_between(victim_end, aggressor_end) < 0 &&
+        aggressor_batches_ * aggressor_->batch() < 4096) {
+      aggressor_batches_ *= 2;
+      return run_once();
+    }
     return t;
   }
 

@@ -134,7 +134,10 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
         x.victim = gemm ? "gemm" : "comm";
         x.beside = gemm ? "copy" : it.beside;
         x.workers = it.workers;
-        x.shape = std::to_string(it.m) + "x" + std::to_string(it.n) + "x" + std::to_string(it.k);
+        x.shape = it.beside == "attention"
+                      ? "q" + std::to_string(it.q_tokens) + "/p" + std::to_string(it.prefix)
+                      : std::to_string(it.m) + "x" + std::to_string(it.n) +
+                            (it.beside == "rowwise" ? "" : "x" + std::to_string(it.k));
         x.alone_us = m.alone.median_us;
         x.beside_us = m.t.median_us;
         if (gemm) {

@@ -200,6 +200,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   }
   std::unique_ptr<Reducer> reducer;
   if (mpi) {
+    mpi::barrier();  // every process starts the run together: skew is not counted as comm
     reducer = std::make_unique<MpiReducer>();
   } else {
     reducer = std::make_unique<SharedReducer>(static_cast<int>(count));
@@ -285,7 +286,8 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
   }
   // Under --mpi this process is one rank; otherwise every rank is a thread here.
   const std::int64_t first = o.mpi ? mpi::rank() : 0, count = o.mpi ? 1 : w.tp;
-  const auto data = shared_data(w, o.seed, 0, o.mpi ? first : -1);
+  // Rank 0 also computes the reference, which needs every shard: it generates them all once.
+  const auto data = shared_data(w, o.seed, 0, o.mpi && first != 0 ? first : -1);
   const ModelData& m = *data;
   for (int i = 0; i < o.warmup; ++i) run_once(m, s, first, count, o.mpi);
   std::vector<Timeline> runs;

@@ -55,7 +55,13 @@ class CudaRun {
       : m_(m), s_(s), emulated_(comm == "emulated"), target_ns_(target_ns), ctas_(ctas) {
     const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
     first_ = mpi ? mpi::rank() : 0;
+    mpi_ = mpi;
     const int gpus = cu::device_count();
+    if (mpi && mpi::local_size() > gpus) {
+      throw RunFailure("--mpi: " + std::to_string(mpi::local_size()) +
+                       " processes on this node but " + std::to_string(gpus) +
+                       " GPUs; one process per GPU");
+    }
     if (!emulated_ && !mpi && gpus < ranks) {
       throw RunFailure("--comm nccl at TP " + std::to_string(m.tp) + " needs " +
                        std::to_string(m.tp) + " GPUs in this machine; use --comm emulated, "
@@ -178,6 +184,7 @@ class CudaRun {
       go.back()->record(ranks_[r].ctx->compute_stream());
       go.back()->make_wait(ranks_[r].ctx->comm_stream());
     }
+    if (mpi_) mpi::barrier();  // every process starts queueing together
     const auto host_start = std::chrono::steady_clock::now();
     cu::set_device(ranks_[0].ctx->device());
     cu::Event t0;
@@ -332,6 +339,7 @@ class CudaRun {
   double bytes_per_s_ = 1;
   double host_us_ = 0;  // host time the last run took to queue the graph
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
+  bool mpi_ = false;
   std::vector<DeviceRank> ranks_;
   cu::Buffer comm_src_, comm_dst_;
   std::unique_ptr<cu::NcclGroup> nccl_;
@@ -350,7 +358,8 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   if (o.mpi && comm == "emulated") {
     throw InputError("--mpi", "", "runs one rank per process over NCCL; not with --comm emulated");
   }
-  const auto data = o.mpi ? shared_data(w, o.seed, 0, mpi::rank())
+  // Under --mpi rank 0 also computes the reference, which needs every shard.
+  const auto data = o.mpi ? shared_data(w, o.seed, 0, mpi::rank() != 0 ? mpi::rank() : -1)
                           : shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
   const ModelData& m = *data;
   CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi);

@@ -5,7 +5,9 @@
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
+#include "sim/error.h"
 #include "tpo/config.h"
 #if TPO_WITH_MPI
 #include <mpi.h>
@@ -31,6 +33,7 @@ void init() {
   if (!already) {
     int provided = 0;
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    started = true;  // from here a failure must abort every process
     if (provided < MPI_THREAD_SERIALIZED) {
       throw std::runtime_error(
           "MPI: this MPI library cannot be called from the runtime's comm thread (thread "
@@ -54,15 +57,22 @@ int size() {
   return n;
 }
 
-int local_rank() {
+namespace {
+// This process's rank among, and the number of, the processes on its node.
+std::pair<int, int> on_node() {
   MPI_Comm node;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
-  int r = 0;
+  int r = 0, n = 1;
   MPI_Comm_rank(node, &r);
+  MPI_Comm_size(node, &n);
   MPI_Comm_free(&node);
-  return r;
+  return {r, n};
 }
+}  // namespace
+
+int local_rank() { return on_node().first; }
+int local_size() { return on_node().second; }
 
 void finalize() {
   if (!started) return;
@@ -101,8 +111,7 @@ void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
 namespace {
 [[noreturn]] void missing() {
-  throw std::runtime_error(
-      "this build has no MPI (install libopenmpi-dev and reconfigure) — --mpi needs it");
+  throw InputError("--mpi", "", "this build has no MPI (install libopenmpi-dev and reconfigure)");
 }
 }  // namespace
 
@@ -112,6 +121,7 @@ bool initialized() { return false; }
 int rank() { return 0; }
 int size() { return 1; }
 int local_rank() { return 0; }
+int local_size() { return 1; }
 void finalize() {}
 void abort(int code) { std::exit(code); }
 void allreduce_sum(float*, std::int64_t) { missing(); }

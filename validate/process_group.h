@@ -17,6 +17,8 @@ int rank();          // this process's rank in MPI_COMM_WORLD
 int size();          // processes in MPI_COMM_WORLD
 // Processes on this node before this one (MPI_COMM_TYPE_SHARED): the GPU to use.
 int local_rank();
+// Processes on this node.
+int local_size();
 void finalize();
 // Ends every process (a failed rank would leave the others waiting in a collective).
 [[noreturn]] void abort(int code);

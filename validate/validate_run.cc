@@ -89,31 +89,32 @@ ValidateReport run_validate(const ValidateOptions& o) {
   if (o.sim.embed_head) {
     throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
   }
-  if (!o.sim.json_path.empty()) check_writable(o.sim.json_path, "--json");
-  if (!o.sim.trace_path.empty()) check_writable(o.sim.trace_path, "--trace");
   if (o.mpi) {
     if (emulated) {
       throw InputError("--mpi", "", "runs one rank per process; not with --comm emulated");
     }
     mpi::init();
   }
+  const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
+  if (reporter && !o.sim.json_path.empty()) check_writable(o.sim.json_path, "--json");
+  if (reporter && !o.sim.trace_path.empty()) check_writable(o.sim.trace_path, "--trace");
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
   rep.measured_on = o.mpi ? (o.backend == "cpu"
                                  ? "CPUs, one process per rank under MPI (" +
                                        std::to_string(mpi::size()) + " processes), fp32, MPI "
-                                       "all-reduce; times of rank 0"
+                                       "all-reduce; times of rank 0 (its all-reduces include waiting for the others)"
                                  : "one GPU per process under MPI (" +
                                        std::to_string(mpi::size()) +
-                                       " processes), NCCL all-reduce; times of rank 0")
+                                       " processes), NCCL all-reduce; times of rank 0 (its all-reduces include "
+                                       "waiting for the others)")
                     : o.backend == "cpu"
                         ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
                     : emulated ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
                                  "a copy kernel on " + std::to_string(o.comm_ctas) +
                                  " CTAs sized to the target machine's all-reduce time"
                                : "one GPU per rank, NCCL all-reduce";
-  const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
   if (!o.emulate.empty() && !emulated) {
     throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
   }

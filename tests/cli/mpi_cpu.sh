@@ -11,7 +11,7 @@ M="$DATA/tiny_model.json"
 export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers often forbid CMA
 RUN=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && RUN+=(--allow-run-as-root)
-if ! command -v mpirun > /dev/null || ! "${RUN[@]}" -np 2 true > /dev/null 2>&1; then
+if ! command -v mpirun > /dev/null || ! timeout 60 "${RUN[@]}" -np 2 true > /dev/null 2>&1; then
   echo "skipped: mpirun cannot start 2 processes on this machine"
   exit 77
 fi
@@ -36,13 +36,11 @@ done
 check "mpirun -np 2 validate --mpi: decode, microbatch" "${RUN[@]}" -np 2 "$TPO" validate \
   --backend cpu --mpi --model "$M" --hardware cpu-host --tp 2 --phase decode --batch 4 \
   --seq 64 --repeat 2 --strategy microbatch --json "$TMP/v.json"
-check "the report says MPI and is correct" python3 -c "
-import json, sys
-j = json.load(open('$TMP/v.json'))
-assert 'under MPI (2 processes)' in j['measured_on'], j['measured_on']
-assert j['all_correct'] and j['cases'][0]['correct']
-assert j['cases'][0]['measured_us'] > 0
-"
+report_ok() {
+  grep -q '"measured_on": ".*under MPI (2 processes)' "$TMP/v.json" &&
+    grep -q '"all_correct": true' "$TMP/v.json" && grep -q '"correct": true' "$TMP/v.json"
+}
+check "the report says MPI and is correct" report_ok
 wrong_count() {  # 3 processes for TP 2: exit 2 and a message naming --mpi
   local out rc=0
   out=$("${RUN[@]}" -np 3 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
