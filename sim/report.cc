@@ -253,6 +253,17 @@ std::string chrome_trace(const Workload& w, const SimResult& r) {
   return j.dump() + "\n";
 }
 
+std::string unaligned_chunks_note(const Schedule& s) {
+  std::string odd;
+  for (auto t : s.chunk_tokens) {
+    if (t % 8 != 0) odd += (odd.empty() ? "" : ", ") + std::to_string(t);
+  }
+  if (odd.empty()) return "";
+  return "note: chunk lengths " + odd +
+         " are not multiples of 8 tokens; GPU kernels run such shapes slower than aligned "
+         "ones, which this prediction does not include (prefer splits on the 64-token grid)";
+}
+
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    std::int64_t baseline_ns, const std::string& cost_model) {
   const Timeline& tl = r.timeline;
@@ -279,6 +290,8 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                                                : 0.0));
   line("overlap efficiency", fmt("%.1f%% of comm hidden", 100.0 * tl.overlap_efficiency));
   line("ops simulated", std::to_string(r.schedule.ops.size()));
+  if (const auto note = unaligned_chunks_note(r.schedule); !note.empty())
+    os << "\n" << note << "\n";
 }
 
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,

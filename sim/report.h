@@ -20,6 +20,10 @@ nlohmann::ordered_json options_json(const SimulateOptions& o);
 nlohmann::ordered_json model_json(const ModelConfig& m);
 nlohmann::ordered_json hardware_json(const HardwareConfig& h);
 std::string chunks_text(const StrategySpec& spec, const Schedule& s);
+// A note when ISO chunk lengths are not multiples of 8 tokens ("" otherwise): GPU kernels run
+// such shapes slower than aligned ones (results/h200, finding 4a), which neither the
+// analytical model nor a profile (measured on the --align grid) predicts.
+std::string unaligned_chunks_note(const Schedule& s);
 
 nlohmann::ordered_json simulate_report(const SimulateOptions& o, const Workload& w,
                                        const SimResult& r, std::int64_t baseline_ns,

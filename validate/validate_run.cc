@@ -230,6 +230,12 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
        << fmt("%.1e", c.error_vs_reference >= 0 ? c.error_vs_reference : c.error_vs_none)
        << (c.error_vs_reference >= 0 ? "" : " vs none") << ")\n";
   }
+  for (const auto& c : r.cases) {
+    if (const auto note = sim::unaligned_chunks_note(c.schedule); !note.empty()) {
+      os << "\n" << note << "\n";
+      break;
+    }
+  }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
         "workload; result: max |output - reference| / max |reference| against the "
         "architecture's reference forward (and none's output when the function is the same)\n";

@@ -378,3 +378,16 @@ TEST_CASE("validate: --emulate and --mpi refuse what they cannot do") {
   CHECK(r.code == 2);
   CHECK((no_cuda || r.out.find("--mpi") != std::string::npos));
 }
+
+TEST_CASE("simulate: chunk lengths off the 8-token grid get a note") {
+  auto r =
+      tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 2 --seq 8192 --strategy iso "
+          "--split 0.65,0.35");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("chunk lengths 5325, 2867 are not multiples of 8") != std::string::npos);
+  r =
+      tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 2 --seq 8192 --strategy iso "
+          "--split 0.5,0.5");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("not multiples of 8") == std::string::npos);
+}
