@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "sim/error.h"
 #include "sim/version.h"
+#include "tpo/config.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -12,7 +13,11 @@ int main(int argc, char** argv) {
       "for tensor-parallel LLM inference. Numbers from `simulate` are predictions.",
       "tpo"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(tpo::tool_version()) + " (" + tpo::git_sha() + ")");
+  // The version, the git SHA, and the optional parts this build has.
+  const std::string parts = std::string(TPO_WITH_CUDA ? " cuda" : "") +
+                            (TPO_WITH_NCCL ? " nccl" : "") + (TPO_WITH_MPI ? " mpi" : "");
+  app.set_version_flag("--version", std::string(tpo::tool_version()) + " (" + tpo::git_sha() + ")" +
+                                        (parts.empty() ? "" : "; built with" + parts));
   app.footer(
       "Examples:\n"
       "  tpo simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare\n"

@@ -12,6 +12,7 @@
 #       cmake --build build-gpu --target tpo tpo_gpu_tests
 #       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
 #       then carry build-gpu/cli/tpo, build-gpu/tests/tpo_gpu_tests and build-gpu/lib
+#       (a build with MPI needs the GPU machine's libmpi.so.40; `tpo --version` lists the parts)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
 #
@@ -66,7 +67,7 @@ step() {
 
 finish() {
   local sha
-  sha=$("$TPO" --version 2>/dev/null | sed -n "s/.*(\(.*\))/\1/p")
+  sha=$("$TPO" --version 2>/dev/null | sed -n "s/^[^(]*(\([^)]*\)).*/\1/p")
   cat > "$R/README.md" <<EOM
 # Device check $(date -u +%Y-%m-%d)
 

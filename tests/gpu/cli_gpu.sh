@@ -53,7 +53,7 @@ if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
   check "validate cuda nccl: TP 2 on one GPU is refused" nccl_tp2_refused
 fi
 # One process per rank under mpirun: the NCCL unique id goes over MPI (one GPU: TP 1).
-if command -v mpirun > /dev/null; then
+if command -v mpirun > /dev/null && "$TPO" --version | grep -q " mpi"; then
   MPIRUN=(mpirun --oversubscribe)
   [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
   check "mpirun -np 1 validate cuda nccl --mpi: TP 1" "${MPIRUN[@]}" -np 1 "$TPO" validate \
