@@ -46,6 +46,7 @@ class Batched : public Runner {
     return time_batch(ahead) / batch_;
   }
   int batch() const { return std::max(batch_, 1); }
+  int sets() const { return sets_; }
 
  protected:
   virtual void launch(int set) = 0;
@@ -59,15 +60,16 @@ class Batched : public Runner {
     // GPU's work back to back, not the host's launch rate (cuBLAS calls cost microseconds of
     // host time each, longer than a small GEMM).
     if (ahead) cu::spin(stream_, kHostUsPerLaunch * (batch_ + 1));
-    timer_.start(stream_);
+    start_.record(stream_);
     for (int i = 0; i < batch_; ++i) launch(next_++ % sets_);
-    timer_.stop(stream_);
-    return timer_.seconds();
+    stop_.record(stream_);
+    stop_.synchronize();
+    return cu::Event::seconds_between(start_, stop_);
   }
   int sets_;
   int batch_ = 0;
   int next_ = 0;
-  cu::Timer timer_;
+  cu::Event start_, stop_;
 };
 
 cu::Buffer random_buffer(std::size_t n, std::uint64_t seed, void* stream) {
@@ -80,7 +82,7 @@ class GemmRunner : public Batched {
  public:
   GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k)
       : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (m * k + k * n))), m_(m), n_(n), k_(k) {
-    for (int s = 0; s < rotation_sets(2 * (m * k + k * n)); ++s) {
+    for (int s = 0; s < sets(); ++s) {
       a_.push_back(random_buffer(std::size_t(m * k), 1 + s, stream_));
       b_.push_back(random_buffer(std::size_t(k * n), 100 + s, stream_));
     }
@@ -98,9 +100,16 @@ class GemmRunner : public Batched {
 };
 
 class AttentionRunner : public Batched {
+  // Bytes of one input set (q, k and v).
+  static std::int64_t set_bytes(const Item& it) {
+    const std::int64_t q = it.requests * it.q_tokens * it.q_heads * it.head_dim;
+    const std::int64_t kv = it.requests * (it.prefix + it.q_tokens) * it.kv_heads * it.head_dim;
+    return 2 * (q + 2 * kv);
+  }
+
  public:
   AttentionRunner(cu::Context& ctx, const Item& it)
-      : Batched(ctx, ctx.compute_stream(), 2) {
+      : Batched(ctx, ctx.compute_stream(), rotation_sets(set_bytes(it))) {
     s_.requests = it.requests;
     s_.q_tokens = it.q_tokens;
     s_.prefix = it.prefix;
@@ -110,7 +119,7 @@ class AttentionRunner : public Batched {
     s_.kv_capacity = it.prefix + it.q_tokens;
     const std::size_t qn = std::size_t(s_.requests * s_.q_tokens * s_.q_heads * s_.head_dim);
     const std::size_t kvn = std::size_t(s_.requests * s_.kv_capacity * s_.kv_heads * s_.head_dim);
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < sets(); ++s) {
       q_.push_back(random_buffer(qn, 7 + s, stream_));
       k_.push_back(random_buffer(kvn, 70 + s, stream_));
       v_.push_back(random_buffer(kvn, 700 + s, stream_));
@@ -130,11 +139,20 @@ class AttentionRunner : public Batched {
 };
 
 class RowwiseRunner : public Batched {
+  static const std::string& name_of(const Item& it) {
+    if (it.name != "rmsnorm" && it.name != "silu_mul" && it.name != "residual_add") {
+      throw std::runtime_error("cuda backend: unknown row-wise op " + it.name);
+    }
+    return it.name;
+  }
+
  public:
   RowwiseRunner(cu::Context& ctx, const Item& it)
-      : Batched(ctx, ctx.compute_stream(), 2), name_(it.name), rows_(it.m), cols_(it.n) {
+      : Batched(ctx, ctx.compute_stream(),
+                rotation_sets(2 * (name_of(it) == "silu_mul" ? 3 : 2) * it.m * it.n)),
+        name_(name_of(it)), rows_(it.m), cols_(it.n) {
     const std::size_t in = std::size_t(name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_);
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < sets(); ++s) {
       x_.push_back(random_buffer(in, 11 + s, stream_));
       y_.push_back(random_buffer(std::size_t(rows_ * cols_), 111 + s, stream_));
     }
@@ -187,10 +205,11 @@ class AllReduceRunner : public Runner {
     group_->synchronize();
   }
   double run_once() override {
-    timer_.start(group_->stream(0));
+    start_.record(group_->stream(0));
     group_->allreduce_bf16(ptrs_, n_);
-    timer_.stop(group_->stream(0));
-    const double t = timer_.seconds();
+    stop_.record(group_->stream(0));
+    stop_.synchronize();
+    const double t = cu::Event::seconds_between(start_, stop_);
     group_->synchronize();
     return t;
   }
@@ -200,7 +219,7 @@ class AllReduceRunner : public Runner {
   std::unique_ptr<cu::NcclGroup> group_;
   std::vector<cu::Buffer> bufs_;
   std::vector<void*> ptrs_;
-  cu::Timer timer_;
+  cu::Event start_, stop_;
 };
 
 // The victim timed on its stream while the aggressor keeps the other stream busy for longer

@@ -31,28 +31,16 @@ std::string today() {
 
 namespace {
 
-double attention_flops(const Item& it) {
-  const double q = static_cast<double>(it.q_tokens), p = static_cast<double>(it.prefix);
-  return 4.0 * static_cast<double>(it.requests * it.q_heads * it.head_dim) *
-         (q * p + q * (q + 1) / 2);
-}
-
-// The graph op a measured item corresponds to, for the profile model to predict.
+// The graph op a measured item corresponds to, for the models to predict: the same work
+// formulas the graph builder uses.
 sim::Op op_of(const Item& it) {
   sim::Op op;
   switch (it.kind) {
-    case ItemKind::Gemm: {
+    case ItemKind::Gemm:
       op.code = sim::OpCode::Qkv;
       op.kind = sim::OpKind::Gemm;
-      op.m = it.m;
-      op.n = it.n;
-      op.k = it.k;
-      const double m = static_cast<double>(it.m), n = static_cast<double>(it.n),
-                   k = static_cast<double>(it.k);
-      op.flops = 2 * m * n * k;
-      op.bytes = 2 * (m * k + k * n + m * n);
+      sim::set_gemm_work(op, it.m, it.n, it.k, false);
       break;
-    }
     case ItemKind::Attention:
       op.code = sim::OpCode::Attention;
       op.kind = sim::OpKind::Attention;
@@ -60,35 +48,28 @@ sim::Op op_of(const Item& it) {
       op.req_end = it.requests;
       op.seq_begin = it.prefix;
       op.seq_end = it.prefix + it.q_tokens;
-      op.n = it.q_heads;
-      op.k = it.head_dim;
-      op.kv_heads = static_cast<std::int32_t>(it.kv_heads);
-      op.flops = attention_flops(it);
-      op.bytes = 2.0 * static_cast<double>(it.requests) *
-                 static_cast<double>((2 * it.q_tokens * it.q_heads +
-                                      2 * (it.prefix + it.q_tokens) * it.kv_heads +
-                                      2 * it.q_tokens * it.kv_heads) *
-                                     it.head_dim);
+      sim::set_attention_work(op, it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
+                              it.head_dim);
       break;
     case ItemKind::Rowwise:
       op.code = it.name == "rmsnorm"    ? sim::OpCode::AttnNorm
                 : it.name == "silu_mul" ? sim::OpCode::SiluMul
                                         : sim::OpCode::ResidualAdd;
       op.kind = sim::op_code_kind(op.code);
-      op.m = it.m;
-      op.n = it.n;
       op.req_end = 1;
       op.seq_end = it.m;
-      op.bytes = 2.0 * 3.0 * static_cast<double>(it.m * it.n);
+      sim::set_rowwise_work(op, it.m, it.n);
       break;
     default:  // all-reduce
       op.code = sim::OpCode::AllReduce;
       op.kind = sim::OpKind::AllReduce;
-      op.bytes = 2.0 * static_cast<double>(it.elements);
+      sim::set_allreduce_work(op, it.elements);
       break;
   }
   return op;
 }
+
+double attention_flops(const Item& it) { return op_of(it).flops; }
 
 const char* kind_label(ItemKind k) {
   switch (k) {

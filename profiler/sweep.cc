@@ -41,19 +41,23 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
                      {"o_proj", d.hidden, d.q_heads * d.head_dim},
                      {"gate_up", 2 * d.ffn, d.hidden},
                      {"down", d.hidden, d.ffn}};
-  for (const auto& g : gemms) {
+  // One item per size (and held-back size) of an op that is a table over rows: GEMMs (m)
+  // and row-wise ops.
+  auto add_rows = [&](ItemKind kind, const std::string& table, const char* name, std::int64_t n,
+                      std::int64_t k, const char* unit) {
     add_sizes([&](std::int64_t t, bool hb) {
       Item it;
-      it.kind = ItemKind::Gemm;
-      it.name = g.name;
+      it.kind = kind;
+      it.name = name;
       it.m = t;
-      it.n = g.n;
-      it.k = g.k;
+      it.n = n;
+      it.k = k;
       it.held_back = hb;
-      it.key = std::string("gemm/") + g.name + "/m" + std::to_string(t);
+      it.key = table + "/" + name + "/" + unit + std::to_string(t);
       items.push_back(it);
     });
-  }
+  };
+  for (const auto& g : gemms) add_rows(ItemKind::Gemm, "gemm", g.name, g.n, g.k, "m");
   // Attention: a chunk of t tokens after prefixes of 0, t and 3t tokens (ISO's later chunks).
   add_sizes([&](std::int64_t t, bool hb) {
     for (std::int64_t mult : {0, 1, 3}) {
@@ -95,18 +99,7 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     std::int64_t cols;
   };
   const R rows[] = {{"rmsnorm", d.hidden}, {"silu_mul", d.ffn}, {"residual_add", d.hidden}};
-  for (const auto& r : rows) {
-    add_sizes([&](std::int64_t t, bool hb) {
-      Item it;
-      it.kind = ItemKind::Rowwise;
-      it.name = r.name;
-      it.m = t;
-      it.n = r.cols;
-      it.held_back = hb;
-      it.key = std::string("rowwise/") + r.name + "/rows" + std::to_string(t);
-      items.push_back(it);
-    });
-  }
+  for (const auto& r : rows) add_rows(ItemKind::Rowwise, "rowwise", r.name, r.cols, 0, "rows");
   if (tp > 1) {
     add_sizes([&](std::int64_t t, bool hb) {
       Item it;
@@ -120,8 +113,35 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     });
   }
   // Interference: the layer's biggest GEMM at a mid-size chunk beside P comm workers, and a
-  // comm-sized copy beside that GEMM.
+  // comm-sized copy (the mid chunk's all-reduce, times `mult`) beside that GEMM — or beside
+  // another op kind an all-reduce overlaps in a schedule: the mid chunk's attention after a
+  // prefix of one chunk, or its rmsnorm.
   const std::int64_t mid = grid[grid.size() / 2];
+  auto comm_beside = [&](const std::string& beside, std::int64_t workers, std::int64_t mult,
+                         std::string key) {
+    Item c;
+    c.kind = ItemKind::CommBesideGemm;
+    c.name = "comm";
+    c.beside = beside;
+    c.elements = mid * d.hidden * mult;
+    c.workers = workers;
+    if (beside == "gemm") {
+      c.m = mid;
+      c.n = 2 * d.ffn;
+      c.k = d.hidden;
+    } else if (beside == "attention") {
+      c.q_tokens = mid;
+      c.prefix = mid;
+      c.q_heads = d.q_heads;
+      c.kv_heads = d.kv_heads;
+      c.head_dim = d.head_dim;
+    } else {
+      c.m = mid;
+      c.n = d.hidden;
+    }
+    c.key = std::move(key);
+    items.push_back(c);
+  };
   for (auto p : o.comm_workers) {
     Item g;
     g.kind = ItemKind::GemmBesideComm;
@@ -132,56 +152,18 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     g.workers = p;
     g.key = "interference/gemm_beside_comm/p" + std::to_string(p);
     items.push_back(g);
-    Item c;
-    c.kind = ItemKind::CommBesideGemm;
-    c.name = "comm";
-    c.m = mid;
-    c.n = 2 * d.ffn;
-    c.k = d.hidden;
-    c.elements = mid * d.hidden;
-    c.workers = p;
-    c.key = "interference/comm_beside_gemm/p" + std::to_string(p);
-    items.push_back(c);
+    comm_beside("gemm", p, 1, "interference/comm_beside_gemm/p" + std::to_string(p));
   }
   const std::int64_t mid_workers = o.comm_workers[o.comm_workers.size() / 2];
+  auto series_key = [&](const std::string& beside, std::int64_t mult) {
+    return "interference/comm_beside_" + beside + "/p" + std::to_string(mid_workers) + "/x" +
+           std::to_string(mult);
+  };
   for (auto mult : o.comm_lengths) {
-    if (mult <= 1) continue;
-    Item c;
-    c.kind = ItemKind::CommBesideGemm;
-    c.name = "comm";
-    c.m = mid;
-    c.n = 2 * d.ffn;
-    c.k = d.hidden;
-    c.elements = mid * d.hidden * mult;
-    c.workers = mid_workers;
-    c.key = "interference/comm_beside_gemm/p" + std::to_string(mid_workers) + "/x" +
-            std::to_string(mult);
-    items.push_back(c);
+    if (mult > 1) comm_beside("gemm", mid_workers, mult, series_key("gemm", mult));
   }
-  // The comm victim beside the other op kinds an all-reduce overlaps in a schedule: the mid
-  // chunk's attention after a prefix of one chunk, and its rmsnorm.
   for (const auto& kind : o.comm_beside_more) {
-    for (std::int64_t mult : {1, 8}) {
-      Item c;
-      c.kind = ItemKind::CommBesideGemm;
-      c.name = "comm";
-      c.beside = kind;
-      c.elements = mid * d.hidden * mult;
-      c.workers = mid_workers;
-      if (kind == "attention") {
-        c.q_tokens = mid;
-        c.prefix = mid;
-        c.q_heads = d.q_heads;
-        c.kv_heads = d.kv_heads;
-        c.head_dim = d.head_dim;
-      } else {
-        c.m = mid;
-        c.n = d.hidden;
-      }
-      c.key = "interference/comm_beside_" + kind + "/p" + std::to_string(mid_workers) + "/x" +
-              std::to_string(mult);
-      items.push_back(c);
-    }
+    for (std::int64_t mult : {1, 8}) comm_beside(kind, mid_workers, mult, series_key(kind, mult));
   }
   return items;
 }

@@ -110,4 +110,16 @@ struct Schedule {
   double total_flops() const;
 };
 
+// An op's work — shape fields, FLOPs and bytes moved — from its size: one set of formulas for
+// the graph builder and for the profiler's analytical-vs-measured comparison.
+// GEMM: c[m x n] (+)= a[m x k] b[k x n] in bf16.
+void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate);
+// Norms and elementwise ops (by op.code) over `width` columns of `rows` rows.
+void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width);
+// Causal attention of `q` new tokens after `prefix` cached ones, per request.
+void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int64_t prefix,
+                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim);
+// An all-reduce of `elements` bf16 values.
+void set_allreduce_work(Op& op, std::int64_t elements);
+
 }  // namespace tpo::sim

@@ -313,7 +313,8 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
   for (float v : b) scale = std::max(scale, static_cast<double>(std::fabs(v)));
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double e = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
-    if (!(e <= worst)) worst = e;  // NaN propagates as a failure
+    if (std::isnan(e)) return std::numeric_limits<double>::infinity();  // NaN: wrong
+    worst = std::max(worst, e);
   }
   return scale > 0 ? worst / scale : worst;
 }

@@ -17,31 +17,25 @@
 
 #include "validate/cuda_kernels.h"
 
-#define TPO_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                        \
-    cudaError_t tpo_err_ = (expr);                                                                  \
-    if (tpo_err_ != cudaSuccess) {                                                                  \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": " + cudaGetErrorString(tpo_err_));                     \
-    }                                                                                         \
+// Each failed CUDA, cuBLAS or NCCL call throws with the file, line, call and the library's
+// message.
+namespace {
+[[noreturn]] void tpo_fail(const char* file, int line, const char* call, const std::string& why) {
+  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " +
+                           why);
+}
+}  // namespace
+#define TPO_CHECK_(expr, Type, ok, message)                                    \
+  do {                                                                         \
+    const Type tpo_status_ = (expr);                                           \
+    if (tpo_status_ != (ok)) tpo_fail(__FILE__, __LINE__, #expr, message(tpo_status_)); \
   } while (0)
-#define TPO_CUBLAS_CHECK(expr)                                                                \
-  do {                                                                                        \
-    cublasStatus_t tpo_st_ = (expr);                                                               \
-    if (tpo_st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": cuBLAS status " + std::to_string(int(tpo_st_)));      \
-    }                                                                                         \
-  } while (0)
+#define TPO_CUDA_CHECK(expr) TPO_CHECK_(expr, cudaError_t, cudaSuccess, cudaGetErrorString)
+#define TPO_CUBLAS_CHECK(expr)                                                              \
+  TPO_CHECK_(expr, cublasStatus_t, CUBLAS_STATUS_SUCCESS,                                   \
+             [](cublasStatus_t st) { return std::string(cublasGetStatusString(st)); })
 #if TPO_WITH_NCCL
-#define TPO_NCCL_CHECK(expr)                                                                  \
-  do {                                                                                        \
-    ncclResult_t tpo_nr_ = (expr);                                                                 \
-    if (tpo_nr_ != ncclSuccess) {                                                                  \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +      \
-                               ": " #expr ": " + ncclGetErrorString(tpo_nr_));                     \
-    }                                                                                         \
-  } while (0)
+#define TPO_NCCL_CHECK(expr) TPO_CHECK_(expr, ncclResult_t, ncclSuccess, ncclGetErrorString)
 #endif
 
 namespace tpo::validate::cuda {
@@ -245,7 +239,6 @@ __global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const c
 // [request x head][q][ld] fp32; probabilities the same layout in bf16.
 __global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, int prefix) {
   const int row = blockIdx.x, h = blockIdx.y;
-  const int kv = ld;
   const float* sr = s + (std::size_t(h) * q + row) * ld;
   bf16* pr = p + (std::size_t(h) * q + row) * ld;
   const int valid = prefix + row + 1;
@@ -256,7 +249,7 @@ __global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, in
   for (int j = threadIdx.x; j < valid; j += blockDim.x) sum += __expf(sr[j] - mx);
   sum = block_sum(sum);
   const float inv = 1.0f / sum;
-  for (int j = threadIdx.x; j < kv; j += blockDim.x) {
+  for (int j = threadIdx.x; j < ld; j += blockDim.x) {
     pr[j] = __float2bfloat16(j < valid ? __expf(sr[j] - mx) * inv : 0.0f);
   }
 }
@@ -351,6 +344,7 @@ Context::Context(int device) : device_(device), impl_(std::make_unique<Impl>()) 
 }
 
 Context::~Context() {
+  cudaSetDevice(device_);  // the handles and streams belong to this device
   for (auto& [shape, p] : impl_->plans) {
     cublasLtMatrixLayoutDestroy(p.la);
     cublasLtMatrixLayoutDestroy(p.lb);
@@ -368,31 +362,6 @@ void* Context::comm_stream() const { return impl_->comm; }
 void Context::synchronize() const {
   TPO_CUDA_CHECK(cudaSetDevice(device_));
   TPO_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-Timer::Timer() {
-  cudaEvent_t a, b;
-  TPO_CUDA_CHECK(cudaEventCreate(&a));
-  TPO_CUDA_CHECK(cudaEventCreate(&b));
-  start_ = a;
-  stop_ = b;
-}
-Timer::~Timer() {
-  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
-  cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
-}
-void Timer::start(void* stream) {
-  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), S(stream)));
-}
-void Timer::stop(void* stream) {
-  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_), S(stream)));
-}
-double Timer::seconds() {
-  TPO_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)));
-  float ms = 0;
-  TPO_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
-                                      static_cast<cudaEvent_t>(stop_)));
-  return double(ms) * 1e-3;
 }
 
 Event::Event() {
@@ -523,6 +492,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
   const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens), d = int(s.head_dim);
   const int ld = int(padded_keys(s));
   const int batch = int(s.requests * s.q_heads);
+  if (batch > 65535) {
+    throw std::runtime_error("attention_bf16: " + std::to_string(batch) +
+                             " (request, head) pairs in one call; at most 65535");
+  }
   const std::size_t per_head = std::size_t(nq) * std::size_t(ld);
   char* base = static_cast<char*>(scratch);
   const std::size_t ptr_bytes = round256(6 * std::size_t(batch) * sizeof(void*));
@@ -546,10 +519,6 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
                                        P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF, ldq, &zero,
                                        P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F,
                                        CUBLAS_GEMM_DEFAULT));
-  if (batch > 65535) {
-    throw std::runtime_error("attention_bf16: " + std::to_string(batch) +
-                             " (request, head) pairs in one call; at most 65535");
-  }
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
       scores, probs, nq, ld, int(s.prefix));
   TPO_CUDA_CHECK(cudaGetLastError());
@@ -691,16 +660,16 @@ int NcclGroup::ranks() const { return int(impl_->comms.size()); }
 void* NcclGroup::stream(int rank) const { return impl_->streams[std::size_t(rank)]; }
 
 void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count) {
-  TPO_NCCL_CHECK(ncclGroupStart());
-  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
-    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,
-                                 impl_->comms[r], impl_->streams[r]));
-  }
-  TPO_NCCL_CHECK(ncclGroupEnd());
+  allreduce_bf16_on(bufs, count, std::vector<void*>(impl_->streams.begin(), impl_->streams.end()));
 }
 
 void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
                                   const std::vector<void*>& streams) {
+  if (bufs.size() != impl_->comms.size() || streams.size() != impl_->comms.size()) {
+    throw std::runtime_error("NCCL all-reduce: " + std::to_string(bufs.size()) + " buffers and " +
+                             std::to_string(streams.size()) + " streams for " +
+                             std::to_string(impl_->comms.size()) + " ranks");
+  }
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
     TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,

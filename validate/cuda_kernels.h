@@ -60,20 +60,6 @@ class Context {
   std::unique_ptr<Impl> impl_;
 };
 
-// Events on a stream; elapsed time in seconds between record_start and record_stop.
-class Timer {
- public:
-  Timer();
-  ~Timer();
-  void start(void* stream);
-  void stop(void* stream);
-  double seconds();  // waits for the stop event
-
- private:
-  void* start_ = nullptr;
-  void* stop_ = nullptr;
-};
-
 // A CUDA event: recorded on a stream, waited on by another, timed against another.
 class Event {
  public:

@@ -58,7 +58,7 @@ step() {
   local t0=$(date +%s) rc=0
   timeout --kill-after=5 "$limit" "$@" > "$R/$name.log" 2>&1 || rc=$?
   local what=ok
-  [ "$rc" = 0 ] || what="FAILED (exit $rc$([ "$rc" = 124 ] && echo ", timed out after ${limit}s"))"
+  [ "$rc" = 0 ] || what="FAILED (exit $rc$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ", timed out after ${limit}s"))"
   [ "$rc" = 0 ] || FAILED=1
   printf '%-52s %-34s %4ss\n' "$name" "$what" "$(($(date +%s) - t0))" | tee -a "$R/steps.txt"
   [ "$rc" = 0 ] || tail -15 "$R/$name.log" | sed 's/^/    /'
@@ -76,7 +76,8 @@ finish() {
 - command: PHASE=$PHASE validate/device-check.sh (ARCH=$ARCH)
 - measured: kernel correctness (gpu-tests.log, gpu-cli.log), op profiles (profile-*.json,
   kind "measured"), validation runs (validate-*.json: measured on ONE GPU with EMULATED
-  communication; the all-reduce is a copy kernel lasting the target machine's all-reduce)
+  communication: each all-reduce is a copy kernel lasting the cost model's PREDICTED
+  all-reduce time on the target machine, so only compute and overlap are measured)
 - predicted: the "predicted_us" fields, by the cost model each file names
 - one GPU: multi-GPU NCCL all-reduces were not measured (skipped rows in the profiles)
 EOM
@@ -93,7 +94,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
     except Exception as e:
         print(f"{os.path.basename(f)}: unreadable ({e})"); continue
     s = j.get("analytical_vs_measured", {}).get("summary", {})
-    print(f"\n{os.path.basename(f)} on {j['device'].get('name', '?')}: analytical model vs measured, per op kind")
+    print(f"\n{os.path.basename(f)} on {j.get('device', {}).get('name', '?')}: analytical model vs measured, per op kind")
     for kind, v in s.items():
         print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
     a = j.get("accuracy", {}).get("summary", {})
@@ -109,16 +110,18 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
         chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
         rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
                      c["predicted_us"] / 1e3, c["measured_us"] / 1e3, 100 * c["error"],
-                     c["predicted_speedup"], c["measured_speedup"], c["correct"], j.get("cost_model", "?")))
+                     c["predicted_speedup"], c["measured_speedup"], c["correct"],
+                     j.get("cost_model", "?")))
 if rows:
-    print("\nvalidation on one GPU, EMULATED communication (links of the target machine):")
-    print(f"  {'links':10s} {'model':12s} {'tokens':>6s} {'strategy':9s} {'chunks':11s} {'pred_ms':>8s} {'meas_ms':>8s} {'error':>7s} {'pred_x':>6s} {'meas_x':>6s} result")
+    print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
+    print("all-reduce time of the target machine's links; measured are compute and overlap only")
+    print(f"  {'links':10s} {'model':12s} {'tokens':>6s} {'strategy':9s} {'chunks':11s} {'pred_ms':>8s} {'meas_ms':>8s} {'error':>7s} {'pred_x':>6s} {'meas_x':>6s} {'result':6s} cost model")
     for x in sorted(rows):
-        print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG'}")
-    print(f"  error = (predicted - measured) / measured; cost model: {rows[0][11]}")
+        print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG':6s} {x[11]}")
+    print("  error = (predicted - measured) / measured")
 PY
   } 2>&1 | tee "$R/summary.txt"
-  tar -czf "/tmp/device-check.tar.gz" -C "$R" . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
+  tar -czf "/tmp/device-check.tar.gz" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
   if [ -n "${OUT:-}" ] && [ "$OUT" != "$R" ]; then
     cp "$R/device-check.tar.gz" "$R/summary.txt" "$OUT/" 2>/dev/null || true
   fi

@@ -113,7 +113,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
                         ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
                     : emulated ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
                                  "a copy kernel on " + std::to_string(o.comm_ctas) +
-                                 " CTAs sized to the target machine's all-reduce time"
+                                 " CTAs lasting the cost model's PREDICTED all-reduce time on the "
+                                 "target machine (measured: compute and overlap; not: the links)"
                                : "one GPU per rank, NCCL all-reduce";
   if (!o.emulate.empty() && !emulated) {
     throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
@@ -208,8 +209,9 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
      << " cost model\n";
   if (!r.emulated_links.empty()) {
-    os << "EMULATED COMMUNICATION: each all-reduce imitates " << r.emulated_links
-       << "'s; this is one GPU, not a multi-GPU run\n";
+    os << "EMULATED COMMUNICATION: each all-reduce replays the predicted duration of "
+       << r.emulated_links
+       << "'s; this is one GPU, not a multi-GPU run, and the links were not measured\n";
   }
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right

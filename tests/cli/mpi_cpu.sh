@@ -8,32 +8,16 @@ set -u
 TPO=$1
 DATA=$2
 M="$DATA/tiny_model.json"
-export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers often forbid CMA
-RUN=(mpirun --oversubscribe)
-[ "$(id -u)" = 0 ] && RUN+=(--allow-run-as-root)
-if ! command -v mpirun > /dev/null || ! timeout 60 "${RUN[@]}" -np 2 true > /dev/null 2>&1; then
+. "$(dirname "$0")/../lib/checks.sh"
+if ! command -v mpirun > /dev/null || ! timeout 60 "${MPIRUN[@]}" -np 2 true > /dev/null 2>&1; then
   echo "skipped: mpirun cannot start 2 processes on this machine"
   exit 77
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-check() {  # name, command...
-  local name=$1
-  shift
-  if "$@" > "$TMP/out.txt" 2>&1; then
-    echo "ok    $name"
-  else
-    echo "FAIL  $name"
-    sed 's/^/      /' "$TMP/out.txt"
-    fail=1
-  fi
-}
 for s in "iso --split 0.25,0.75" "ladder" "parallel-block" "gemm-split"; do
-  check "mpirun -np 2 validate --mpi: $s" "${RUN[@]}" -np 2 "$TPO" validate --backend cpu --mpi \
+  check "mpirun -np 2 validate --mpi: $s" "${MPIRUN[@]}" -np 2 "$TPO" validate --backend cpu --mpi \
     --model "$M" --hardware cpu-host --tp 2 --seq 128 --repeat 2 --strategy $s
 done
-check "mpirun -np 2 validate --mpi: decode, microbatch" "${RUN[@]}" -np 2 "$TPO" validate \
+check "mpirun -np 2 validate --mpi: decode, microbatch" "${MPIRUN[@]}" -np 2 "$TPO" validate \
   --backend cpu --mpi --model "$M" --hardware cpu-host --tp 2 --phase decode --batch 4 \
   --seq 64 --repeat 2 --strategy microbatch --json "$TMP/v.json"
 report_ok() {
@@ -43,11 +27,10 @@ report_ok() {
 check "the report says MPI and is correct" report_ok
 wrong_count() {  # 3 processes for TP 2: exit 2 and a message naming --mpi
   local out rc=0
-  out=$("${RUN[@]}" -np 3 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
+  out=$("${MPIRUN[@]}" -np 3 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
     --tp 2 --seq 64 2>&1) || rc=$?
   echo "$out"
   [ "$rc" = 2 ] && grep -q -- "--mpi 3 processes: TP is 2" <<< "$out"
 }
 check "mpirun -np 3 at TP 2 is refused" wrong_count
-[ "$fail" = 0 ] && echo "all MPI checks passed" || echo "FAILED"
-exit "$fail"
+finish MPI

@@ -11,20 +11,7 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
   echo "skipped: no CUDA device"
   exit 77
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-check() {  # name, command...
-  local name=$1
-  shift
-  if "$@" > "$TMP/out.txt" 2>&1; then
-    echo "ok    $name"
-  else
-    echo "FAIL  $name (exit $?)"
-    sed 's/^/      /' "$TMP/out.txt"
-    fail=1
-  fi
-}
+. "$(dirname "$0")/../lib/checks.sh"
 M="$DATA/tiny_model.json"
 for s in "none" "iso --split 0.4,0.6" "iso --chunks 3" "ladder" "ladder --ladder-layers 1" \
   "gemm-split" "parallel-block" "iso+ladder"; do
@@ -54,8 +41,6 @@ if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
 fi
 # One process per rank under mpirun: the NCCL unique id goes over MPI (one GPU: TP 1).
 if command -v mpirun > /dev/null && "$TPO" --version | grep -q " mpi"; then
-  MPIRUN=(mpirun --oversubscribe)
-  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
   check "mpirun -np 1 validate cuda nccl --mpi: TP 1" "${MPIRUN[@]}" -np 1 "$TPO" validate \
     --backend cuda --comm nccl --mpi --model "$M" --hardware h100x8 --tp 1 --seq 128 \
     --layers 2 --repeat 2 --strategy iso
@@ -64,5 +49,4 @@ check "profile cuda (tiny, quick)" "$TPO" profile --backend cuda --model "$M" --
   --max-tokens 256 --reps 3 --quiet --out "$TMP/p.json"
 check "simulate with the cuda profile" "$TPO" simulate --model "$M" --hardware h200x8 --tp 2 \
   --seq 256 --strategy iso --profile "$TMP/p.json"
-if [ "$fail" = 0 ]; then echo "all GPU CLI checks passed"; else echo "FAILED"; fi
-exit "$fail"
+finish "GPU CLI"

@@ -112,13 +112,14 @@ int main() {
     std::snprintf(name, sizeof name, "add/%d", int(cols));
     expect_close(name, device_values(y, rows * cols), hsum);
   }
-  // The copy kernel on 4 CTAs, with an odd byte count.
+  // The copy kernel on 4 CTAs, 1000002 bytes: not a multiple of 16, so the tail path runs.
   cu::Buffer src(1000003), dst(1000003);
   cu::fill_random_bf16(src.get(), 500001, 9, 1.0f, s);
   cu::copy_on_ctas(src.get(), dst.get(), 1000002, 4, s);
   ctx.synchronize();
   expect_close("copy", device_values(dst, 500001), device_values(src, 500001), 0.0);
-  // NCCL with one rank is the identity (when this build has NCCL).
+  // NCCL with one rank: the communicator starts and the call completes (a one-rank sum is the
+  // identity, so this cannot catch a wrong sum; only a machine with several GPUs can).
   try {
     cu::NcclGroup g(1);
     cu::Buffer ar = upload(std::vector<float>(1024, 0.5f));

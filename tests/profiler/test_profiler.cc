@@ -29,11 +29,7 @@ sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k) {
   sim::Op op;
   op.code = sim::OpCode::GateUp;
   op.kind = sim::OpKind::Gemm;
-  op.m = m;
-  op.n = n;
-  op.k = k;
-  op.flops = 2.0 * static_cast<double>(m * n * k);
-  op.bytes = 2.0 * static_cast<double>(m * k + k * n + m * n);
+  sim::set_gemm_work(op, m, n, k, false);
   return op;
 }
 }  // namespace

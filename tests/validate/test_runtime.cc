@@ -4,6 +4,9 @@
 // valid schedules never deadlock.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <random>
 
 #include "../sim/toy.h"
@@ -121,4 +124,13 @@ TEST_CASE("random valid schedules never deadlock and stay correct") {
     CHECK(validate::relative_error(r.output, validate::reference_forward(w, spec, o.seed)) < 1e-5);
     check_timeline(s, r);
   }
+}
+
+TEST_CASE("the error measure: max |difference| / max |reference|, and NaN anywhere is wrong") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(validate::relative_error({1.0f, 2.0f}, {1.0f, 4.0f}) == doctest::Approx(0.5));
+  CHECK(validate::relative_error({2.0f, 4.0f}, {2.0f, 4.0f}) == 0.0);
+  CHECK(std::isinf(validate::relative_error({nan, 0.0f}, {1.0f, 0.0f})));
+  CHECK(std::isinf(validate::relative_error({0.0f, nan}, {1.0f, 0.0f})));
+  CHECK(std::isinf(validate::relative_error({1.0f}, {1.0f, 2.0f})));  // sizes differ
 }
