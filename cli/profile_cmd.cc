@@ -8,6 +8,7 @@
 #include "profiler/fit.h"
 #include "profiler/profile_run.h"
 #include "sim/error.h"
+#include "sim/hardware.h"
 #include "sim/json_io.h"
 #include "sim/profile.h"
 #include "sim/version.h"
@@ -21,8 +22,10 @@ struct ImportCli {
   std::int64_t ranks = 0;
 };
 
-int run_import(const ImportCli& c) {
+int run_import(ImportCli c) {
   if (c.out.empty()) throw InputError("--out", "", "give the profile to write (--out FILE)");
+  // The hardware the links belong to must be one simulate can load with this profile.
+  c.hardware = sim::load_hardware(c.hardware).name;
   check_writable(c.out, "--out");
   const auto pts = profiler::parse_nccl_tests(c.file, c.ranks);
   sim::Profile p;

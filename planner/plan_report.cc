@@ -163,8 +163,8 @@ ojson plan_json(const Plan& plan) {
 
 std::string plan_csv(const Plan& plan) {
   std::ostringstream os;
-  os << "seq_len,batch,strategy,detail,total_us,speedup,exposed_comm_us,preserves_function,"
-        "allowed,best\n";
+  os << "seq_len,batch,strategy,detail,predicted_total_us,predicted_speedup,"
+        "predicted_exposed_comm_us,preserves_function,allowed,best\n";
   for (const auto& p : plan.points) {
     for (std::size_t i = 0; i < p.candidates.size(); ++i) {
       const Candidate& c = p.candidates[i];
@@ -227,8 +227,8 @@ std::string plan_svg(const Plan& plan) {
      << "over no overlap — " << w.model.name << ", " << w.hardware.name << ", TP " << w.tp
      << "</text>\n";
   os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
-     << plan.options.batch << "; analytical cost model, not measured; best variant of each "
-     << "strategy</text>\n";
+     << plan.options.batch << "; " << plan.cost_model
+     << " cost model, predicted, not measured; best variant of each strategy</text>\n";
   // Grid and y ticks.
   for (double v = ymin; v <= ymax + 1e-9; v += step) {
     os << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << Y(v) << "\" y2=\"" << Y(v)
@@ -343,7 +343,7 @@ LoadedPlan load_plan(const std::string& path) {
   p.phase = o.string("phase");
   p.align = opts.integer_or("align", 64);
   p.profile = opts.string_or("profile", "");
-  if (!j.at("lookup").is_array() || j.at("lookup").empty()) {
+  if (!o.has("lookup") || !j.at("lookup").is_array() || j.at("lookup").empty()) {
     throw InputError(path, "lookup", "must be a non-empty array");
   }
   for (std::size_t i = 0; i < j.at("lookup").size(); ++i) {
@@ -380,8 +380,8 @@ LoadedPlan load_plan(const std::string& path) {
       }
     }
     const JsonObject params = e.object("params");
-    le.ladder_layers = params.raw().value("ladder_layers", std::int64_t{0});
-    le.pieces = params.raw().value("pieces", std::int64_t{4});
+    le.ladder_layers = params.count_or("ladder_layers", 0);
+    le.pieces = params.integer_or("pieces", 4);
     le.total_us = e.number("predicted_us");
     le.none_us = e.number("none_us");
     if (!p.entries.empty() && le.seq <= p.entries.back().seq) {

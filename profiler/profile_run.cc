@@ -245,6 +245,9 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);
   sw.comm_beside_more = comm_beside_more(o.backend);
+  if (o.max_tokens < 0) {
+    throw InputError("--max-tokens", std::to_string(o.max_tokens), "must be > 0 (or left out)");
+  }
   sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
                                    : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
   if (sw.max_tokens < o.align) {

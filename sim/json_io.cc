@@ -89,11 +89,29 @@ std::int64_t JsonObject::integer_or(const std::string& key, std::int64_t fallbac
   return has(key) ? integer(key) : fallback;
 }
 
+std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = get(key);
+  if (v.is_number_integer() && v.get<std::int64_t>() == 0) return 0;
+  return integer(key);
+}
+
 }  // namespace tpo
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 
 namespace tpo {
+
+namespace {
+// A scratch name beside `path` no other file or run uses: path.tmp.PID.N.
+std::string temp_name(const std::string& path) {
+  static std::atomic<int> n{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n++);
+}
+}  // namespace
 
 void check_writable(const std::string& path, const std::string& option) {
   namespace fs = std::filesystem;
@@ -106,7 +124,7 @@ void check_writable(const std::string& path, const std::string& option) {
   if (fs::is_directory(p, ec)) throw InputError(option, path, "is a folder, give a file name");
   // Try the very temporary file the final write will use, so an unwritable place fails now,
   // before any work and before any other output is written.
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temp_name(path);
   {
     std::ofstream probe(tmp, std::ios::binary | std::ios::trunc);
     if (!probe) throw InputError(option, path, "cannot be written (permissions?)");
@@ -117,7 +135,7 @@ void check_writable(const std::string& path, const std::string& option) {
 void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option) {
   check_writable(path, option);
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temp_name(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(option, path, "cannot open for writing");

@@ -26,6 +26,8 @@ class JsonObject {
   double number_or(const std::string& key, double fallback, bool positive = true) const;
   std::int64_t integer(const std::string& key) const;  // a positive integer
   std::int64_t integer_or(const std::string& key, std::int64_t fallback) const;
+  // A non-negative integer (0 allowed), or the fallback when absent.
+  std::int64_t count_or(const std::string& key, std::int64_t fallback) const;
 
   const nlohmann::json& raw() const { return j_; }
   const std::string& file() const { return file_; }

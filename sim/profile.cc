@@ -18,7 +18,7 @@ ojson timing_json(const Timing& t) {
 
 Timing timing_from(const JsonObject& o) {
   Timing t;
-  t.median_us = o.number("median_us", /*positive=*/false);
+  t.median_us = o.number("median_us");  // > 0: the model interpolates in log space
   t.min_us = o.number_or("min_us", t.median_us, false);
   t.max_us = o.number_or("max_us", t.median_us, false);
   t.reps = o.integer_or("reps", 1);
@@ -119,8 +119,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.tool_version = o.string_or("tool_version", "");
   p.git_sha = o.string_or("git_sha", "");
   p.date = o.string_or("date", "");
-  p.device = j.value("device", nlohmann::json::object());
-  p.options = j.value("options", nlohmann::json::object());
+  p.device = o.has("device") ? o.object("device").raw() : nlohmann::json::object();
+  p.options = o.has("options") ? o.object("options").raw() : nlohmann::json::object();
+  // Read now so that a wrong type is reported here, with the file and field.
+  (void)JsonObject(p.options, file, "options").string_or("hardware", "");
   p.dtype = o.string_or("dtype", "fp32");
   p.model = o.string_or("model", "");
   p.tp = o.integer_or("tp", 1);

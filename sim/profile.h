@@ -58,9 +58,10 @@ struct AlphaBeta {  // t = alpha + beta * bytes over [lo_bytes, hi_bytes]
 };
 
 struct Profile {
-  std::string origin;      // file it was read from
-  nlohmann::json device;   // backend, name, driver, runtime and library versions
-  nlohmann::json options;  // options of the run that made it
+  std::string origin;  // file it was read from
+  nlohmann::json device =
+      nlohmann::json::object();  // backend, name, driver, runtime and library versions
+  nlohmann::json options = nlohmann::json::object();  // options of the run that made it
   std::string date, git_sha, tool_version;
   std::string dtype = "fp32";  // element type the kernels ran in
   std::string model;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/error.h"
+#include "sim/json_io.h"
 
 namespace tpo::sim {
 
@@ -178,7 +179,8 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
                      "was measured at TP " + std::to_string(p.tp) + " but --tp is " +
                          std::to_string(w.tp) + " (shard shapes differ); profile at this TP");
   }
-  const std::string measured_for = p.options.value("hardware", "");
+  const std::string measured_for =
+      JsonObject(p.options, profile_path, "options").string_or("hardware", "");
   if (!measured_for.empty() && measured_for != w.hardware.name &&
       measured_for != w.hardware.origin) {
     throw InputError("--profile", profile_path,

@@ -391,3 +391,45 @@ TEST_CASE("simulate: chunk lengths off the 8-token grid get a note") {
   CHECK(r.code == 0);
   CHECK(r.out.find("not multiples of 8") == std::string::npos);
 }
+
+TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") {
+  const fs::path dir = scratch();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  // A profile time of 0 (the model interpolates in log space) and a device that is no object.
+  const std::string head = R"({"schema": "tpo.profile/1", "model": "llama3.1-8b", "tp": 2, )";
+  const std::string zero =
+      write("zero.json", head + R"("gemm": [{"name": "qkv", "m": 64, "n": 3072, "k": 4096,
+                                      "median_us": 0}]})");
+  auto r = tpo("simulate --model llama3.1-8b --hardware cpu-host --tp 2 --profile " + zero);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("gemm[0].median_us") != std::string::npos);
+  const std::string dev = write("dev.json", head + R"("device": "x"})");
+  r = tpo("simulate --model llama3.1-8b --hardware cpu-host --tp 2 --profile " + dev);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("'device'") != std::string::npos);
+  // A plan without its lookup table.
+  const std::string plan =
+      write("nolookup.json", R"({"schema": "tpo.plan/1", "tp": 2, "phase": "prefill",
+                          "options": {"model": "llama3.1-8b", "hardware": "cpu-host"}})");
+  r = tpo("validate --plan " + plan);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("lookup") != std::string::npos);
+  // Negative or absurd numbers.
+  r = tpo("profile --max-tokens -5 --out " + (dir / "never.json").string());
+  CHECK(r.code == 2);
+  CHECK(!fs::exists(dir / "never.json"));
+  r = tpo("validate --tolerance -1");
+  CHECK(r.code == 2);
+  r = tpo("plan --seq 1e30 --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("at most 1e9") != std::string::npos);
+  // nccl-tests imported for hardware simulate could not load.
+  r = tpo("profile import-nccl-tests " + data +
+          "/all_reduce_perf_sample.txt --hardware nohw --out " + (dir / "imp.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("nohw") != std::string::npos);
+  CHECK(!fs::exists(dir / "imp.json"));
+}
