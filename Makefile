@@ -44,7 +44,8 @@ bench: build
 	$(BUILD_DIR)/bench/tpo-bench
 
 format:
-	find sim cli tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i
+	find sim planner profiler validate cli tests bench \( -name '*.cc' -o -name '*.h' -o -name '*.cu' \) \
+	  | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD_DIR)

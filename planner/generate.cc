@@ -2,19 +2,19 @@
 #include "planner/generate.h"
 
 #include <algorithm>
-#include <limits>
+#include <atomic>
 #include <cstdio>
 #include <iomanip>
+#include <limits>
+#include <mutex>
 #include <sstream>
 #include <thread>
-#include <atomic>
-#include <mutex>
 
 #include "planner/plan.h"
 #include "sim/error.h"
+#include "sim/format.h"
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
-#include "sim/format.h"
 #include "sim/report.h"
 #include "sim/version.h"
 
@@ -53,9 +53,8 @@ std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim
 }
 
 // The variants of a strategy worth trying in a phase (the planner's settings).
-std::vector<StrategySpec> variants(const sim::Workload& w, StrategyKind kind,
-                                   std::int64_t align, std::int64_t max_chunks,
-                                   const sim::CostModel& cm) {
+std::vector<StrategySpec> variants(const sim::Workload& w, StrategyKind kind, std::int64_t align,
+                                   std::int64_t max_chunks, const sim::CostModel& cm) {
   std::vector<StrategySpec> out;
   if (kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) {
     if (w.phase != sim::Phase::Prefill) return out;
@@ -161,9 +160,9 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
       }
       const auto [t0, y0] = samples[seg];
       const auto [t1, y1] = samples[std::min(seg + 1, samples.size() - 1)];
-      sum_us += t1 == t0 ? y0
-                         : y0 + (y1 - y0) * static_cast<double>(t - t0) /
-                                    static_cast<double>(t1 - t0);
+      sum_us += t1 == t0
+                    ? y0
+                    : y0 + (y1 - y0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
     }
     r.decode_step_us = sum_us / static_cast<double>(steps);
   }
@@ -241,8 +240,10 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
      << o.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
      << " layers\n";
-  os << "predicted by the " << r.cost_model << " cost model (not measured); tokens/s = batch x new tokens / "
-        "(prefill + " << o.new_tokens - 1 << " decode steps)\n";
+  os << "predicted by the " << r.cost_model
+     << " cost model (not measured); tokens/s = batch x new tokens / "
+        "(prefill + "
+     << o.new_tokens - 1 << " decode steps)\n";
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
         "so none ran\n";
   const auto& f = fmt;
@@ -250,7 +251,8 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
     os << "\nbatch " << b.batch << "\n";
     os << std::left << std::setw(16) << "strategy" << std::setw(36) << "prefill / decode"
        << std::right << std::setw(12) << "prefill_ms" << std::setw(16) << "decode_step_ms"
-       << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << "  model\n";
+       << std::setw(12) << "tokens/s" << std::setw(9) << "speedup"
+       << "  model\n";
     for (const auto& x : b.results) {
       const std::string phases = x.prefill_strategy + " / " + x.decode_strategy;
       os << std::left << std::setw(16) << x.strategy << std::setw(36) << phases << std::right
@@ -267,11 +269,10 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   const auto& o = r.options;
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
-  j["options"] = ojson{{"model", o.model},           {"hardware", o.hardware},
-                       {"tp", o.tp},                 {"prompt", o.prompt},
-                       {"new_tokens", o.new_tokens}, {"batch", o.batches},
-                       {"strategies", o.strategies}, {"align", o.align},
-                       {"layers", o.layers}};
+  j["options"] =
+      ojson{{"model", o.model},           {"hardware", o.hardware},     {"tp", o.tp},
+            {"prompt", o.prompt},         {"new_tokens", o.new_tokens}, {"batch", o.batches},
+            {"strategies", o.strategies}, {"align", o.align},           {"layers", o.layers}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

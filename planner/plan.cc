@@ -84,8 +84,8 @@ std::vector<StrategyKind> parse_strategy_list(const std::string& text) {
         if (!names.empty()) names += ", ";
         names += sim::strategy_name(s);
       }
-      throw InputError("--strategies", text, "unknown strategy '" + p + "' (choose from: " +
-                                                 names + ", or all)");
+      throw InputError("--strategies", text,
+                       "unknown strategy '" + p + "' (choose from: " + names + ", or all)");
     }
     if (std::find(out.begin(), out.end(), *k) == out.end()) out.push_back(*k);
   }
@@ -232,8 +232,8 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
   }
   starts.push_back(even);
   if (static_cast<std::int64_t>(seed.size()) == k - 1) {
-    const std::size_t largest = static_cast<std::size_t>(
-        std::max_element(seed.begin(), seed.end()) - seed.begin());
+    const std::size_t largest =
+        static_cast<std::size_t>(std::max_element(seed.begin(), seed.end()) - seed.begin());
     for (std::size_t cut : {std::size_t{0}, largest, seed.size() - 1}) {
       std::vector<std::int64_t> chunks = seed;
       const std::int64_t half = chunks[cut] / 2 / align * align;
@@ -360,7 +360,8 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   for (StrategyKind k : parse_strategy_list(o.strategies)) {
     StrategySpec spec(k);
     switch (k) {
-      case StrategyKind::None: break;
+      case StrategyKind::None:
+        break;
       case StrategyKind::Iso:
       case StrategyKind::IsoLadder: {
         if (!sim::not_applicable_reason(w, spec).empty()) break;
@@ -401,8 +402,8 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   point.best = 0;
   for (std::size_t i = 0; i < point.candidates.size(); ++i) {
     Candidate& c = point.candidates[i];
-    c.speedup = c.total_ns > 0 ? static_cast<double>(point.none_ns) / static_cast<double>(c.total_ns)
-                               : 0;
+    c.speedup =
+        c.total_ns > 0 ? static_cast<double>(point.none_ns) / static_cast<double>(c.total_ns) : 0;
     c.allowed = c.preserves_function || o.allow_arch_change;
     if (c.allowed && c.total_ns < point.candidates[point.best].total_ns) point.best = i;
   }
@@ -446,7 +447,8 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
       }
       const std::size_t d = ++done;
       if (progress) {
-        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double el =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::lock_guard<std::mutex> lock(err_mu);
         std::fprintf(stderr, "\rplanning: %zu/%zu points, %.1f s elapsed, ETA %.1f s   ", d, n, el,
                      el / static_cast<double>(d) * static_cast<double>(n - d));

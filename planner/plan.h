@@ -50,9 +50,9 @@ struct PlanPoint {
   std::int64_t seq = 0;
   std::int64_t batch = 1;
   std::int64_t none_ns = 0;
-  std::vector<Candidate> candidates;  // candidates[0] is none
-  std::size_t best = 0;               // index into candidates; 0 means don't overlap
-  std::int64_t simulations = 0;       // graphs timed for this point
+  std::vector<Candidate> candidates;                 // candidates[0] is none
+  std::size_t best = 0;                              // index into candidates; 0 means don't overlap
+  std::int64_t simulations = 0;                      // graphs timed for this point
   std::map<std::string, std::int64_t> cost_sources;  // of the best candidate's ops
 };
 
@@ -105,8 +105,8 @@ struct SplitResult {
 // k - 1 chunks) with its first, largest or last chunk cut in two. Empty when the grid has
 // fewer than k - 1 boundaries.
 constexpr std::int64_t kExhaustiveLimit = 2000;  // k = 3 up to 4096 tokens at align 64
-SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k,
-                         std::int64_t align, const std::vector<std::int64_t>& seed = {});
+SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
+                         const std::vector<std::int64_t>& seed = {});
 std::string join_tokens(const std::vector<std::int64_t>& v);  // "2253,1843"
 
 // Every combination of boundaries (for tests on small cases).

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "sim/error.h"
+#include "sim/format.h"
 #include "sim/json_io.h"
 #include "sim/report.h"
-#include "sim/format.h"
 #include "sim/version.h"
 
 namespace tpo::planner {
@@ -52,10 +52,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << " layers\n";
   os << "predicted by the " << plan.cost_model << " cost model (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
-  os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best"
-     << std::setw(20) << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
-     << std::setw(10) << "none_ms" << std::setw(9) << "speedup" << std::setw(17)
-     << "exposed_comm_ms";
+  os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
+     << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << std::setw(10)
+     << "none_ms" << std::setw(9) << "speedup" << std::setw(17) << "exposed_comm_ms";
   bool any_arch = false;
   for (const auto& p : plan.points) {
     for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function;
@@ -67,9 +66,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
     const Candidate& b = p.candidates[p.best];
     os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy << std::setw(20)
        << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
-       << fmt("%.3f", to_us(b.total_ns) / 1e3) << std::setw(10) << fmt("%.3f", to_us(p.none_ns) / 1e3)
-       << std::setw(9) << fmt("%.3fx", b.speedup) << std::setw(17)
-       << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
+       << fmt("%.3f", to_us(b.total_ns) / 1e3) << std::setw(10)
+       << fmt("%.3f", to_us(p.none_ns) / 1e3) << std::setw(9) << fmt("%.3fx", b.speedup)
+       << std::setw(17) << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
     if (show_arch) {
       if (const Candidate* a = best_arch_change(p); a && a->total_ns < b.total_ns) {
         os << "  " << a->strategy << " " << fmt("%.3fx", a->speedup);
@@ -216,8 +215,8 @@ std::string plan_svg(const Plan& plan) {
     return L + (std::log2(static_cast<double>(n)) - xmin) / (xmax - xmin) * pw;
   };
   auto Y = [&](double v) { return T + (ymax - v) / (ymax - ymin) * ph; };
-  const char* palette[] = {"#444444", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-                           "#8c564b", "#e377c2"};
+  const char* palette[] = {"#444444", "#1f77b4", "#d62728", "#2ca02c",
+                           "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
      << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -251,11 +250,11 @@ std::string plan_svg(const Plan& plan) {
   // The threshold overlap must clear to be recommended.
   const double thr = 1.0 + plan.options.threshold;
   if (thr <= ymax) {
-    os << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << Y(thr) << "\" y2=\""
-       << Y(thr) << "\" stroke=\"#999\" stroke-dasharray=\"2,3\"/>\n";
+    os << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << Y(thr) << "\" y2=\"" << Y(thr)
+       << "\" stroke=\"#999\" stroke-dasharray=\"2,3\"/>\n";
     os << "<text x=\"" << L + pw - 4 << "\" y=\"" << Y(thr) - 4
-       << "\" text-anchor=\"end\" fill=\"#777\" font-size=\"10\">threshold (" << fmt("%.0f", 100 * plan.options.threshold)
-       << "%)</text>\n";
+       << "\" text-anchor=\"end\" fill=\"#777\" font-size=\"10\">threshold ("
+       << fmt("%.0f", 100 * plan.options.threshold) << "%)</text>\n";
   }
   int li = 0;
   for (const auto& s : order) {
@@ -314,7 +313,8 @@ LoadedPlanEntry LoadedPlan::lookup(std::int64_t seq) const {
   std::int64_t prev = 0;
   for (std::size_t i = 0; i + 1 < r.chunk_fractions.size(); ++i) {
     cum += r.chunk_fractions[i];
-    std::int64_t b = std::llround(cum * static_cast<double>(seq) / static_cast<double>(align)) * align;
+    std::int64_t b =
+        std::llround(cum * static_cast<double>(seq) / static_cast<double>(align)) * align;
     b = std::max(b, prev + align);
     if (b >= seq) {  // too short to cut into that many chunks
       r.strategy = "none";
@@ -368,8 +368,9 @@ LoadedPlan load_plan(const std::string& path) {
     }
     if ((le.strategy == "iso" || le.strategy == "iso+ladder") &&
         (le.chunks.size() < 2 || sum != le.seq)) {
-      throw InputError(path, e.field("chunks"),
-                       "iso chunks must be >= 2 and sum to seq_len (" + std::to_string(le.seq) + ")");
+      throw InputError(
+          path, e.field("chunks"),
+          "iso chunks must be >= 2 and sum to seq_len (" + std::to_string(le.seq) + ")");
     }
     if (e.raw().contains("chunk_fractions") && e.raw().at("chunk_fractions").is_array()) {
       for (const auto& f : e.raw().at("chunk_fractions")) {

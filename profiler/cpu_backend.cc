@@ -26,7 +26,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-
 std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
   std::vector<float> v(static_cast<std::size_t>(n));
   std::mt19937 rng(seed);
@@ -133,7 +132,8 @@ class AllReduceRunner : public Runner {
  public:
   AllReduceRunner(std::int64_t elements, std::int64_t ranks)
       : n_(elements), ar_(static_cast<int>(ranks)), start_(ranks), done_(ranks) {
-    for (std::int64_t r = 0; r < ranks; ++r) bufs_.push_back(random_buffer(n_, 3u + static_cast<unsigned>(r)));
+    for (std::int64_t r = 0; r < ranks; ++r)
+      bufs_.push_back(random_buffer(n_, 3u + static_cast<unsigned>(r)));
     for (int r = 1; r < ranks; ++r) {
       threads_.emplace_back([this, r] {
         for (;;) {
@@ -206,9 +206,9 @@ class CopyRunner : public Runner {
 class GemmBesideCopy : public Runner {
  public:
   explicit GemmBesideCopy(const Item& it)
-      : gemm_(it.m, it.n, it.k),
-        agg_(static_cast<int>(it.workers), [n = it.m * it.n](int) {
-          auto src = std::make_shared<std::vector<float>>(static_cast<std::size_t>(std::max<std::int64_t>(n, 1 << 22)), 1.0f);
+      : gemm_(it.m, it.n, it.k), agg_(static_cast<int>(it.workers), [n = it.m * it.n](int) {
+          auto src = std::make_shared<std::vector<float>>(
+              static_cast<std::size_t>(std::max<std::int64_t>(n, 1 << 22)), 1.0f);
           auto dst = std::make_shared<std::vector<float>>(src->size());
           return [src, dst] { std::memcpy(dst->data(), src->data(), src->size() * sizeof(float)); };
         }) {}
@@ -252,16 +252,22 @@ class CpuBackend : public Backend {
     return {{"backend", "cpu"},
             {"name", cpu_model_name()},
             {"hardware_threads", std::thread::hardware_concurrency()},
-            {"kernels", "Eigen GEMM (single-threaded per rank), reference attention, "
-                        "shared-memory all-reduce across rank threads"}};
+            {"kernels",
+             "Eigen GEMM (single-threaded per rank), reference attention, "
+             "shared-memory all-reduce across rank threads"}};
   }
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
-      case ItemKind::Gemm: return std::make_unique<GemmRunner>(it.m, it.n, it.k);
-      case ItemKind::Attention: return std::make_unique<AttentionRunner>(it);
-      case ItemKind::Rowwise: return std::make_unique<RowwiseRunner>(it);
-      case ItemKind::AllReduce: return std::make_unique<AllReduceRunner>(it.elements, it.ranks);
-      case ItemKind::GemmBesideComm: return std::make_unique<GemmBesideCopy>(it);
+      case ItemKind::Gemm:
+        return std::make_unique<GemmRunner>(it.m, it.n, it.k);
+      case ItemKind::Attention:
+        return std::make_unique<AttentionRunner>(it);
+      case ItemKind::Rowwise:
+        return std::make_unique<RowwiseRunner>(it);
+      case ItemKind::AllReduce:
+        return std::make_unique<AllReduceRunner>(it.elements, it.ranks);
+      case ItemKind::GemmBesideComm:
+        return std::make_unique<GemmBesideCopy>(it);
       case ItemKind::CommBesideGemm:
         if (it.beside != "gemm") {
           throw std::runtime_error("cpu backend: comm beside " + it.beside + " is not measured");
@@ -278,7 +284,9 @@ class CpuBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 std::vector<std::int64_t> comm_workers(const std::string& backend) {
   if (backend == "cuda") return {8, 16, 32};  // CTAs of the copy kernel

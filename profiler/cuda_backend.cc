@@ -41,7 +41,8 @@ class Batched : public Runner {
       synchronize();
       batch_ = 1;
       const double t = time_batch(true);
-      batch_ = static_cast<int>(std::clamp(std::ceil(kTargetSeconds / std::max(t, 1e-7)), 1.0, 64.0));
+      batch_ =
+          static_cast<int>(std::clamp(std::ceil(kTargetSeconds / std::max(t, 1e-7)), 1.0, 64.0));
     }
     return time_batch(ahead) / batch_;
   }
@@ -81,7 +82,10 @@ cu::Buffer random_buffer(std::size_t n, std::uint64_t seed, void* stream) {
 class GemmRunner : public Batched {
  public:
   GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k)
-      : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (m * k + k * n))), m_(m), n_(n), k_(k) {
+      : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (m * k + k * n))),
+        m_(m),
+        n_(n),
+        k_(k) {
     for (int s = 0; s < sets(); ++s) {
       a_.push_back(random_buffer(std::size_t(m * k), 1 + s, stream_));
       b_.push_back(random_buffer(std::size_t(k * n), 100 + s, stream_));
@@ -150,7 +154,9 @@ class RowwiseRunner : public Batched {
   RowwiseRunner(cu::Context& ctx, const Item& it)
       : Batched(ctx, ctx.compute_stream(),
                 rotation_sets(2 * (name_of(it) == "silu_mul" ? 3 : 2) * it.m * it.n)),
-        name_(name_of(it)), rows_(it.m), cols_(it.n) {
+        name_(name_of(it)),
+        rows_(it.m),
+        cols_(it.n) {
     const std::size_t in = std::size_t(name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_);
     for (int s = 0; s < sets(); ++s) {
       x_.push_back(random_buffer(in, 11 + s, stream_));
@@ -245,8 +251,8 @@ class Beside : public Runner {
     // keeps them (the first H200 runs measured a GEMM slowed 1.23x when the copy started
     // first, and 1.006x when both started together).
     cu::spin(victim_->stream_,
-             std::min(20e3, kHostUsPerLaunch * (aggressor_batches_ * aggressor_->batch() +
-                                                victim_->batch() + 1)));
+             std::min(20e3, kHostUsPerLaunch *
+                                (aggressor_batches_ * aggressor_->batch() + victim_->batch() + 1)));
     cu::Event go;
     go.record(victim_->stream_);
     go.make_wait(aggressor_->stream_);
@@ -282,10 +288,14 @@ class CudaBackend : public Backend {
   nlohmann::json device() const override { return cu::device_info(0); }
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
-      case ItemKind::Gemm: return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
-      case ItemKind::Attention: return std::make_unique<AttentionRunner>(ctx_, it);
-      case ItemKind::Rowwise: return std::make_unique<RowwiseRunner>(ctx_, it);
-      case ItemKind::AllReduce: return std::make_unique<AllReduceRunner>(it.elements, it.ranks);
+      case ItemKind::Gemm:
+        return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
+      case ItemKind::Attention:
+        return std::make_unique<AttentionRunner>(ctx_, it);
+      case ItemKind::Rowwise:
+        return std::make_unique<RowwiseRunner>(ctx_, it);
+      case ItemKind::AllReduce:
+        return std::make_unique<AllReduceRunner>(it.elements, it.ranks);
       case ItemKind::GemmBesideComm:
         return std::make_unique<Beside>(
             std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k),

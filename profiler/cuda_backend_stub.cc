@@ -4,6 +4,8 @@
 
 #if !TPO_WITH_CUDA || !defined(TPO_HAVE_CUDA_BACKEND)
 namespace tpo::profiler {
-std::unique_ptr<Backend> make_cuda_backend() { return nullptr; }
+std::unique_ptr<Backend> make_cuda_backend() {
+  return nullptr;
+}
 }  // namespace tpo::profiler
 #endif

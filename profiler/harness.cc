@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <chrono>
-#include <cstdlib>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -145,55 +145,62 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (have[i]) continue;
     const Item item = items[i];
-    benchmark::RegisterBenchmark(item.key.c_str(), [&, i, item](benchmark::State& st) {
-      if (throw_stop || g_interrupted) {
-        st.SkipWithError("stopped");
-        if (g_interrupted && error.empty()) error = "interrupted (Ctrl-C)";
-        return;
-      }
-      try {
-        Measurement m;
-        m.item = item;
-        if (item.kind == ItemKind::GemmBesideComm || item.kind == ItemKind::CommBesideGemm) {
-          auto alone = backend.prepare_alone(item);
-          m.alone = measure(*alone, nullptr);
-        }
-        auto runner = backend.prepare(item);
-        m.t = measure(*runner, &st);
-        out[i] = m;
-        have[i] = true;
-        if (log) {
-          nlohmann::json line{{"key", item.key}, {"t", timing_json(m.t)}};
-          if (m.alone.reps) line["alone"] = timing_json(m.alone);
-          log << line.dump() << "\n" << std::flush;
-        }
-      } catch (const SkipItem& e) {
-        st.SkipWithError(e.what());
-        skipped.push_back(item.key + ": " + e.what());
-      } catch (const std::exception& e) {
-        st.SkipWithError(e.what());
-        if (error.empty()) error = item.key + ": " + e.what();
-      }
-      ++finished;
-      // Test hook: pretend the run is interrupted after N measurements.
-      if (const char* stop = std::getenv("TPO_PROFILE_STOP_AFTER");
-          stop && finished - resumed >= static_cast<std::size_t>(std::atoll(stop))) {
-        if (error.empty()) error = "stopped after " + std::string(stop) + " measurements (TPO_PROFILE_STOP_AFTER)";
-        st.SkipWithError("stopped");
-        throw_stop = true;
-      }
-      if (o.progress) {
-        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const std::size_t fresh = finished - resumed;
-        const double eta = fresh ? el / static_cast<double>(fresh) * static_cast<double>(items.size() - finished) : 0;
-        const int width = 30;
-        const int fill = static_cast<int>(width * finished / items.size());
-        std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-36s ETA %s%s", tty ? "\r" : "", fill,
-                     "##############################", width - fill, "", finished, items.size(),
-                     item.key.c_str(), eta_text(eta).c_str(), tty ? "   " : "\n");
-        std::fflush(stderr);
-      }
-    })
+    benchmark::RegisterBenchmark(
+        item.key.c_str(),
+        [&, i, item](benchmark::State& st) {
+          if (throw_stop || g_interrupted) {
+            st.SkipWithError("stopped");
+            if (g_interrupted && error.empty()) error = "interrupted (Ctrl-C)";
+            return;
+          }
+          try {
+            Measurement m;
+            m.item = item;
+            if (item.kind == ItemKind::GemmBesideComm || item.kind == ItemKind::CommBesideGemm) {
+              auto alone = backend.prepare_alone(item);
+              m.alone = measure(*alone, nullptr);
+            }
+            auto runner = backend.prepare(item);
+            m.t = measure(*runner, &st);
+            out[i] = m;
+            have[i] = true;
+            if (log) {
+              nlohmann::json line{{"key", item.key}, {"t", timing_json(m.t)}};
+              if (m.alone.reps) line["alone"] = timing_json(m.alone);
+              log << line.dump() << "\n" << std::flush;
+            }
+          } catch (const SkipItem& e) {
+            st.SkipWithError(e.what());
+            skipped.push_back(item.key + ": " + e.what());
+          } catch (const std::exception& e) {
+            st.SkipWithError(e.what());
+            if (error.empty()) error = item.key + ": " + e.what();
+          }
+          ++finished;
+          // Test hook: pretend the run is interrupted after N measurements.
+          if (const char* stop = std::getenv("TPO_PROFILE_STOP_AFTER");
+              stop && finished - resumed >= static_cast<std::size_t>(std::atoll(stop))) {
+            if (error.empty())
+              error =
+                  "stopped after " + std::string(stop) + " measurements (TPO_PROFILE_STOP_AFTER)";
+            st.SkipWithError("stopped");
+            throw_stop = true;
+          }
+          if (o.progress) {
+            const double el =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const std::size_t fresh = finished - resumed;
+            const double eta = fresh ? el / static_cast<double>(fresh) *
+                                           static_cast<double>(items.size() - finished)
+                                     : 0;
+            const int width = 30;
+            const int fill = static_cast<int>(width * finished / items.size());
+            std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-36s ETA %s%s", tty ? "\r" : "", fill,
+                         "##############################", width - fill, "", finished, items.size(),
+                         item.key.c_str(), eta_text(eta).c_str(), tty ? "   " : "\n");
+            std::fflush(stderr);
+          }
+        })
         ->UseManualTime()
         ->Iterations(o.reps)
         ->Unit(benchmark::kMicrosecond);

@@ -69,15 +69,22 @@ sim::Op op_of(const Item& it) {
   return op;
 }
 
-double attention_flops(const Item& it) { return op_of(it).flops; }
+double attention_flops(const Item& it) {
+  return op_of(it).flops;
+}
 
 const char* kind_label(ItemKind k) {
   switch (k) {
-    case ItemKind::Gemm: return "gemm";
-    case ItemKind::Attention: return "attention";
-    case ItemKind::Rowwise: return "norm/elementwise";
-    case ItemKind::AllReduce: return "allreduce";
-    default: return "interference";
+    case ItemKind::Gemm:
+      return "gemm";
+    case ItemKind::Attention:
+      return "attention";
+    case ItemKind::Rowwise:
+      return "norm/elementwise";
+    case ItemKind::AllReduce:
+      return "allreduce";
+    default:
+      return "interference";
   }
 }
 
@@ -99,12 +106,16 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
     const Item& it = m.item;
     if (it.held_back || m.t.reps == 0) continue;  // held back, or skipped on this machine
     switch (it.kind) {
-      case ItemKind::Gemm: p.gemm.push_back({it.name, it.m, it.n, it.k, m.t}); break;
+      case ItemKind::Gemm:
+        p.gemm.push_back({it.name, it.m, it.n, it.k, m.t});
+        break;
       case ItemKind::Attention:
         p.attention.push_back({it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
                                it.head_dim, attention_flops(it), m.t});
         break;
-      case ItemKind::Rowwise: p.rowwise.push_back({it.name, it.m, it.n, m.t}); break;
+      case ItemKind::Rowwise:
+        p.rowwise.push_back({it.name, it.m, it.n, m.t});
+        break;
       case ItemKind::AllReduce:
         p.allreduce.push_back({it.elements, it.ranks, it.elements * esize, m.t});
         break;
@@ -145,7 +156,8 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
   nlohmann::json points = nlohmann::json::array();
   for (const auto& m : ms) {
     if (m.item.held_back != held_back || m.t.reps == 0 || m.t.median_us <= 0) continue;
-    if (m.item.kind == ItemKind::GemmBesideComm || m.item.kind == ItemKind::CommBesideGemm) continue;
+    if (m.item.kind == ItemKind::GemmBesideComm || m.item.kind == ItemKind::CommBesideGemm)
+      continue;
     const sim::Op op = op_of(m.item);
     const double pred = static_cast<double>(cm.standalone_ns(op)) / 1e3;
     const double err = (pred - m.t.median_us) / m.t.median_us;
@@ -159,7 +171,8 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
   nlohmann::json summary = nlohmann::json::object();
   os << "\n" << title << " (" << points.size() << " shapes):\n";
   os << "  " << std::left << std::setw(18) << "op kind" << std::right << std::setw(8) << "shapes"
-     << std::setw(16) << "median |error|" << std::setw(14) << "worst |error|" << "\n";
+     << std::setw(16) << "median |error|" << std::setw(14) << "worst |error|"
+     << "\n";
   std::vector<double> all;
   for (auto& [kind, e] : errs) {
     std::sort(e.begin(), e.end());
@@ -175,9 +188,8 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
     os << "  " << std::left << std::setw(18) << "all" << std::right << std::setw(8) << all.size()
        << std::setw(15) << 100 * median_of(all) << "%" << std::setw(13) << 100 * all.back()
        << "%\n";
-    summary["all"] = {{"shapes", all.size()},
-                      {"median_error", median_of(all)},
-                      {"worst_error", all.back()}};
+    summary["all"] = {
+        {"shapes", all.size()}, {"median_error", median_of(all)}, {"worst_error", all.back()}};
   }
   os.unsetf(std::ios::fixed);
   return {{"summary", summary}, {"points", points}};
@@ -185,17 +197,17 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
 
 }  // namespace
 
-nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
-                              std::int64_t tp, const std::vector<Measurement>& held,
-                              std::ostream& os) {
+nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw, std::int64_t tp,
+                              const std::vector<Measurement>& held, std::ostream& os) {
   const sim::ProfileCostModel cm(p, hw, tp);
   nlohmann::json j = error_table(
       cm, held, true,
       "accuracy of the profile model on held-back shapes (sizes between the table's, measured "
       "in the same run but not used by the model)",
       os);
-  j["kind"] = "held-back shapes: measured in the same run, left out of the tables, predicted by "
-              "the profile model";
+  j["kind"] =
+      "held-back shapes: measured in the same run, left out of the tables, predicted by "
+      "the profile model";
   return j;
 }
 
@@ -248,8 +260,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.max_tokens < 0) {
     throw InputError("--max-tokens", std::to_string(o.max_tokens), "must be > 0 (or left out)");
   }
-  sw.max_tokens = o.max_tokens > 0 ? o.max_tokens
-                                   : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
+  sw.max_tokens =
+      o.max_tokens > 0 ? o.max_tokens : (o.backend == "cpu" ? (o.quick ? 256 : 512) : 8192);
   if (sw.max_tokens < o.align) {
     throw InputError("--max-tokens", std::to_string(sw.max_tokens), "must be >= --align");
   }
@@ -259,10 +271,11 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   h.warmup = o.warmup;
   h.progress = o.progress;
   h.resume_path = o.out + ".partial";
-  nlohmann::json opts{{"backend", o.backend}, {"model", o.model}, {"hardware", so.hardware},
-                      {"tp", o.tp},           {"quick", o.quick}, {"max_tokens", sw.max_tokens},
-                      {"align", o.align},     {"reps", o.reps},   {"warmup", o.warmup},
-                      {"accuracy", o.accuracy}};
+  nlohmann::json opts{{"backend", o.backend},    {"model", o.model},
+                      {"hardware", so.hardware}, {"tp", o.tp},
+                      {"quick", o.quick},        {"max_tokens", sw.max_tokens},
+                      {"align", o.align},        {"reps", o.reps},
+                      {"warmup", o.warmup},      {"accuracy", o.accuracy}};
   h.fingerprint = opts.dump();
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
      << o.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup
@@ -307,7 +320,8 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     if (tok[0] == "#") {
       // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
       for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
-        if (tok[i] == "nGpus") ranks = std::max<std::int64_t>(ranks, std::atoll(tok[i + 1].c_str()));
+        if (tok[i] == "nGpus")
+          ranks = std::max<std::int64_t>(ranks, std::atoll(tok[i + 1].c_str()));
       }
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
       continue;
@@ -332,8 +346,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   }
   ranks = ranks_override > 0 ? ranks_override : std::max(ranks, rank_lines);
   if (ranks < 2) {
-    throw InputError(path, "nGpus",
-                     "cannot tell how many ranks ran; pass --ranks N");
+    throw InputError(path, "nGpus", "cannot tell how many ranks ran; pass --ranks N");
   }
   for (auto& p : pts) p.ranks = ranks;
   return pts;

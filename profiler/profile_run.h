@@ -34,9 +34,8 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
 
 // Prints and returns the accuracy of the profile model on the held-back measurements:
 // per op kind the median and worst |predicted - measured| / measured.
-nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw,
-                              std::int64_t tp, const std::vector<Measurement>& held,
-                              std::ostream& os);
+nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& hw, std::int64_t tp,
+                              const std::vector<Measurement>& held, std::ostream& os);
 
 // The analytical model of `hw` against every measured (not held-back) op: the honest
 // accuracy figure of the analytical model on this device.

@@ -25,14 +25,14 @@ struct Item {
   // CommBesideGemm: what the comm victim runs beside — "gemm" (m, n, k), "attention" (the
   // attention fields) or "rowwise" (an rmsnorm of m rows x n cols).
   std::string beside = "gemm";
-  bool held_back = false;                // measured only to check the model's accuracy
+  bool held_back = false;  // measured only to check the model's accuracy
 };
 
 struct SweepOptions {
-  std::int64_t max_tokens = 2048;  // largest chunk (rows) measured
-  std::int64_t align = 64;         // the planner's grid
-  bool quick = false;              // fewer sizes
-  bool accuracy = false;           // add the held-back set
+  std::int64_t max_tokens = 2048;                // largest chunk (rows) measured
+  std::int64_t align = 64;                       // the planner's grid
+  bool quick = false;                            // fewer sizes
+  bool accuracy = false;                         // add the held-back set
   std::vector<std::int64_t> comm_workers = {1};  // interference: comm workers to try
   // Interference: longer transfers (multiples of the mid chunk's all-reduce) measured beside
   // the GEMM at the middle worker count, so the slowdown is known against the duration.

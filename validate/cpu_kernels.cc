@@ -11,8 +11,8 @@ namespace tpo::validate::cpu {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-          std::int64_t k, bool accumulate) {
+void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+          bool accumulate) {
   Eigen::Map<const RowMat> A(a, m, k);
   Eigen::Map<const RowMat> B(b, k, n);
   Eigen::Map<RowMat> C(c, m, n);

@@ -13,8 +13,8 @@
 namespace tpo::validate::cpu {
 
 // c[m x n] (+)= a[m x k] * b[k x n], all row-major.
-void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-          std::int64_t k, bool accumulate = false);
+void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+          bool accumulate = false);
 
 // y = x / rms(x) * w over each row of `cols` values.
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
@@ -30,8 +30,7 @@ using validate::AttentionShape;
 // q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]
 // holding the prefix and the new tokens; out like q. Query i sees keys 0 .. prefix + i
 // (causal, bottom-right aligned); query head h reads KV head h / (q_heads / kv_heads).
-void attention(const float* q, const float* k, const float* v, float* out,
-               const AttentionShape& s);
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionShape& s);
 
 // Sum of `n` floats over `ranks` threads, in place in each rank's buffer: reduce-scatter then
 // all-gather through shared memory. Every rank thread calls run() with its own buffer.

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <mutex>
-#include <cmath>
 #include <random>
 #include <thread>
 
@@ -25,8 +25,8 @@ using sim::OpCode;
 // One rank's activations.
 struct RankState {
   std::vector<float> x, normed, qkv, attn, gu, act;
-  std::vector<std::vector<float>> out;        // per module: its row-parallel partial output
-  std::vector<std::vector<float>> k, v;       // per layer: KV cache [batch][cap][kv][d]
+  std::vector<std::vector<float>> out;   // per module: its row-parallel partial output
+  std::vector<std::vector<float>> k, v;  // per layer: KV cache [batch][cap][kv][d]
   std::vector<float> qtmp;
 };
 
@@ -155,9 +155,9 @@ std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const 
                   op.accumulate);
         break;
       case OpCode::AllReduce: {
-        const std::int64_t t = ar.run(static_cast<int>(rank),
-                                      s.out[static_cast<std::size_t>(op.module)].data() + b.row * H,
-                                      b.len * H);
+        const std::int64_t t =
+            ar.run(static_cast<int>(rank),
+                   s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len * H);
         if (arrived == 0) arrived = t;
         break;
       }
@@ -167,7 +167,8 @@ std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const 
                          b.len * H);
         break;
       default:
-        throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+        throw InputError("--embed-head", "",
+                         "the runtime does not execute embedding or LM-head ops");
     }
   }
   return arrived;
@@ -215,12 +216,12 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   std::mutex err_mu;
   const auto t0 = std::chrono::steady_clock::now();
   auto now_ns = [&] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                t0)
         .count();
   };
-  const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            t0.time_since_epoch())
-                            .count();
+  const auto epoch_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
   // Abort: every flag is set to 2 (so no thread sleeps on it), then woken.
   auto abort_all = [&] {
     failed = true;
@@ -291,7 +292,8 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
   const ModelData& m = *data;
   for (int i = 0; i < o.warmup; ++i) run_once(m, s, first, count, o.mpi);
   std::vector<Timeline> runs;
-  for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run_once(m, s, first, count, o.mpi));
+  for (int i = 0; i < std::max(1, o.repeat); ++i)
+    runs.push_back(run_once(m, s, first, count, o.mpi));
   std::vector<std::size_t> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),

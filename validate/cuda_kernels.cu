@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <tuple>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "validate/cuda_kernels.h"
 
@@ -25,14 +25,14 @@ namespace {
                            why);
 }
 }  // namespace
-#define TPO_CHECK_(expr, Type, ok, message)                                    \
-  do {                                                                         \
-    const Type tpo_status_ = (expr);                                           \
+#define TPO_CHECK_(expr, Type, ok, message)                                             \
+  do {                                                                                  \
+    const Type tpo_status_ = (expr);                                                    \
     if (tpo_status_ != (ok)) tpo_fail(__FILE__, __LINE__, #expr, message(tpo_status_)); \
   } while (0)
 #define TPO_CUDA_CHECK(expr) TPO_CHECK_(expr, cudaError_t, cudaSuccess, cudaGetErrorString)
-#define TPO_CUBLAS_CHECK(expr)                                                              \
-  TPO_CHECK_(expr, cublasStatus_t, CUBLAS_STATUS_SUCCESS,                                   \
+#define TPO_CUBLAS_CHECK(expr)                            \
+  TPO_CHECK_(expr, cublasStatus_t, CUBLAS_STATUS_SUCCESS, \
              [](cublasStatus_t st) { return std::string(cublasGetStatusString(st)); })
 #if TPO_WITH_NCCL
 #define TPO_NCCL_CHECK(expr) TPO_CHECK_(expr, ncclResult_t, ncclSuccess, ncclGetErrorString)
@@ -43,7 +43,9 @@ namespace tpo::validate::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
-cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+cudaStream_t S(void* s) {
+  return static_cast<cudaStream_t>(s);
+}
 int blocks_for(std::size_t n, int threads) {
   return static_cast<int>(std::min<std::size_t>((n + threads - 1) / threads, 65535 * 8));
 }
@@ -103,7 +105,9 @@ __global__ void fill_kernel(bf16* p, std::size_t n, std::uint64_t seed, float sc
 struct alignas(16) Bf16x8 {
   bf16 v[8];
 };
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 // One block per row; VEC: 8 values per load.
 template <bool VEC>
@@ -211,9 +215,9 @@ struct AttnPtrs {
   void** o;
 };
 __global__ void attention_ptrs_kernel(AttnPtrs a, const bf16* q, const bf16* k, const bf16* v,
-                                      bf16* out, float* scores, bf16* probs, int batch,
-                                      int q_heads, int group, int d, long long q_request,
-                                      long long kv_request, long long per_head) {
+                                      bf16* out, float* scores, bf16* probs, int batch, int q_heads,
+                                      int group, int d, long long q_request, long long kv_request,
+                                      long long per_head) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= batch) return;
   const int r = b / q_heads, h = b % q_heads, g = h / group;
@@ -357,8 +361,12 @@ Context::~Context() {
   if (impl_->comm) cudaStreamDestroy(impl_->comm);
 }
 
-void* Context::compute_stream() const { return impl_->compute; }
-void* Context::comm_stream() const { return impl_->comm; }
+void* Context::compute_stream() const {
+  return impl_->compute;
+}
+void* Context::comm_stream() const {
+  return impl_->comm;
+}
 void Context::synchronize() const {
   TPO_CUDA_CHECK(cudaSetDevice(device_));
   TPO_CUDA_CHECK(cudaDeviceSynchronize());
@@ -369,7 +377,9 @@ Event::Event() {
   TPO_CUDA_CHECK(cudaEventCreate(&e));
   e_ = e;
 }
-Event::~Event() { cudaEventDestroy(static_cast<cudaEvent_t>(e_)); }
+Event::~Event() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(e_));
+}
 void Event::record(void* stream) {
   TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e_), S(stream)));
 }
@@ -386,7 +396,9 @@ double Event::seconds_between(const Event& from, const Event& to) {
   return double(ms) * 1e-3;
 }
 
-void set_device(int device) { TPO_CUDA_CHECK(cudaSetDevice(device)); }
+void set_device(int device) {
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+}
 
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream) {
   fill_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(static_cast<bf16*>(p), n, seed, scale);
@@ -417,8 +429,8 @@ void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n) {
   TPO_CUDA_CHECK(cudaMemcpy(dev, tmp.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
 }
 
-void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m,
-               std::int64_t n, std::int64_t k, bool accumulate, void* stream) {
+void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
+               std::int64_t k, bool accumulate, void* stream) {
   // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
   // matrix, A's a k x m one, C's an n x m one. No transposes needed.
   auto& I = ctx.impl();
@@ -472,8 +484,12 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
 namespace {
 // Keys per score row, padded to 8 so every row starts 16-byte aligned (an odd number of keys
 // would put cuBLAS on a slow path).
-std::int64_t padded_keys(const AttentionShape& s) { return (s.prefix + s.q_tokens + 7) / 8 * 8; }
-std::size_t round256(std::size_t b) { return (b + 255) / 256 * 256; }
+std::int64_t padded_keys(const AttentionShape& s) {
+  return (s.prefix + s.q_tokens + 7) / 8 * 8;
+}
+std::size_t round256(std::size_t b) {
+  return (b + 255) / 256 * 256;
+}
 }  // namespace
 
 std::size_t attention_scratch_bytes(const AttentionShape& s) {
@@ -503,30 +519,31 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
   float* scores = reinterpret_cast<float*>(base + ptr_bytes);
   bf16* probs = reinterpret_cast<bf16*>(base + ptr_bytes +
                                         round256(std::size_t(batch) * per_head * sizeof(float)));
-  AttnPtrs P{const_cast<const void**>(ptrs), const_cast<const void**>(ptrs + batch),
-             ptrs + 2 * batch, const_cast<const void**>(ptrs + 3 * batch),
-             const_cast<const void**>(ptrs + 4 * batch), ptrs + 5 * batch};
+  AttnPtrs P{const_cast<const void**>(ptrs),
+             const_cast<const void**>(ptrs + batch),
+             ptrs + 2 * batch,
+             const_cast<const void**>(ptrs + 3 * batch),
+             const_cast<const void**>(ptrs + 4 * batch),
+             ptrs + 5 * batch};
   const int ldq = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
   attention_ptrs_kernel<<<(batch + 127) / 128, 128, 0, S(stream)>>>(
       P, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
-      static_cast<bf16*>(out), scores, probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads),
-      d, (long long)nq * ldq, (long long)s.kv_capacity * ldk, (long long)per_head);
+      static_cast<bf16*>(out), scores, probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads), d,
+      (long long)nq * ldq, (long long)s.kv_capacity * ldk, (long long)per_head);
   TPO_CUDA_CHECK(cudaGetLastError());
   const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
   // Column-major view: S_b^T (kv x nq, ld) = K_g^T' (K stored d x kv, ld ldk, transposed)
   // times Q_h (d x nq, ld ldq).
-  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale,
-                                       P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF, ldq, &zero,
-                                       P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F,
-                                       CUBLAS_GEMM_DEFAULT));
+  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(
+      I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale, P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF,
+      ldq, &zero, P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
       scores, probs, nq, ld, int(s.prefix));
   TPO_CUDA_CHECK(cudaGetLastError());
   // O_h^T (d x nq, ld ldq) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
-  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, P.v,
-                                       CUDA_R_16BF, ldk, P.p, CUDA_R_16BF, ld, &zero, P.o,
-                                       CUDA_R_16BF, ldq, batch, CUBLAS_COMPUTE_32F,
-                                       CUBLAS_GEMM_DEFAULT));
+  TPO_CUBLAS_CHECK(cublasGemmBatchedEx(
+      I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, P.v, CUDA_R_16BF, ldk, P.p, CUDA_R_16BF,
+      ld, &zero, P.o, CUDA_R_16BF, ldq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void spin(void* stream, double microseconds) {
@@ -540,12 +557,10 @@ void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std:
   if (rows == 0) return;
   if (cols % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
     rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(
-        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols,
-        eps);
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
   } else {
     rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(
-        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols,
-        eps);
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
@@ -656,8 +671,12 @@ NcclGroup::~NcclGroup() {
   for (auto s : impl_->streams) cudaStreamDestroy(s);
 }
 
-int NcclGroup::ranks() const { return int(impl_->comms.size()); }
-void* NcclGroup::stream(int rank) const { return impl_->streams[std::size_t(rank)]; }
+int NcclGroup::ranks() const {
+  return int(impl_->comms.size());
+}
+void* NcclGroup::stream(int rank) const {
+  return impl_->streams[std::size_t(rank)];
+}
 
 void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count) {
   allreduce_bf16_on(bufs, count, std::vector<void*>(impl_->streams.begin(), impl_->streams.end()));
@@ -672,8 +691,8 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
   }
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
-    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum,
-                                 impl_->comms[r], S(streams[r])));
+    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
+                                 S(streams[r])));
   }
   TPO_NCCL_CHECK(ncclGroupEnd());
 }
@@ -700,8 +719,12 @@ NcclGroup::NcclGroup(int, int, const std::vector<char>&, int) {
   throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
 }
 NcclGroup::~NcclGroup() = default;
-int NcclGroup::ranks() const { return 0; }
-void* NcclGroup::stream(int) const { return nullptr; }
+int NcclGroup::ranks() const {
+  return 0;
+}
+void* NcclGroup::stream(int) const {
+  return nullptr;
+}
 void NcclGroup::allreduce_bf16(const std::vector<void*>&, std::size_t) {}
 void NcclGroup::allreduce_bf16_on(const std::vector<void*>&, std::size_t,
                                   const std::vector<void*>&) {}

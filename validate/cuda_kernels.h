@@ -89,8 +89,8 @@ void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 
 // c[m x n] (+)= a[m x k] * b[k x n], bf16 row-major, fp32 accumulation (cuBLASLt).
-void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m,
-               std::int64_t n, std::int64_t k, bool accumulate, void* stream);
+void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
+               std::int64_t k, bool accumulate, void* stream);
 
 using validate::AttentionShape;
 // Scratch bytes attention_bf16 needs for a shape: pointer arrays, fp32 scores and bf16

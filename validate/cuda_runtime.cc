@@ -16,7 +16,9 @@
 
 namespace tpo::validate {
 
-bool cuda_runtime_built() { return true; }
+bool cuda_runtime_built() {
+  return true;
+}
 
 namespace {
 
@@ -64,12 +66,14 @@ class CudaRun {
     }
     if (!emulated_ && !mpi && gpus < ranks) {
       throw RunFailure("--comm nccl at TP " + std::to_string(m.tp) + " needs " +
-                       std::to_string(m.tp) + " GPUs in this machine; use --comm emulated, "
+                       std::to_string(m.tp) +
+                       " GPUs in this machine; use --comm emulated, "
                        "or one process per GPU with --mpi under mpirun");
     }
     const int mpi_device = mpi ? mpi::local_rank() % std::max(gpus, 1) : 0;
     std::size_t modules = 0;
-    for (const auto& op : s.ops) modules = std::max<std::size_t>(modules, std::size_t(op.module + 1));
+    for (const auto& op : s.ops)
+      modules = std::max<std::size_t>(modules, std::size_t(op.module + 1));
     const auto& d = m.d;
     const std::int64_t T = m.tokens, H = d.hidden, qd = d.q_heads * d.head_dim,
                        kvd = d.kv_heads * d.head_dim;
@@ -115,7 +119,8 @@ class CudaRun {
       comm_dst_ = cu::Buffer(probe);
       void* st = ranks_[0].ctx->comm_stream();
       // Warm up (clocks ramp), then the median of 5 timed copies.
-      for (int i = 0; i < 3; ++i) cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
+      for (int i = 0; i < 3; ++i)
+        cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
       std::vector<double> secs;
       for (int i = 0; i < 5; ++i) {
         cu::Event a, b;
@@ -199,7 +204,8 @@ class CudaRun {
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
         cu::set_device(ranks_[r].ctx->device());
         for (auto dep : op.deps) {
-          if (s_.ops[std::size_t(dep)].stream != op.stream) done[r][std::size_t(dep)]->make_wait(stream_of(r));
+          if (s_.ops[std::size_t(dep)].stream != op.stream)
+            done[r][std::size_t(dep)]->make_wait(stream_of(r));
         }
         start[r][i]->record(stream_of(r));
         if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
@@ -210,7 +216,9 @@ class CudaRun {
         done[r][i]->record(stream_of(r));
       }
     }
-    host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start).count();
+    host_us_ =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
+            .count();
     for (auto& r : ranks_) r.ctx->synchronize();
     RunResult::Timeline tl;
     for (std::size_t i = 0; i < n; ++i) {
@@ -234,7 +242,8 @@ class CudaRun {
     if (emulated_) {
       cu::set_device(ranks_[0].ctx->device());
       const std::size_t bytes = copy_bytes(i < target_ns_.size() ? target_ns_[i] : 0);
-      cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, ranks_[0].ctx->comm_stream());
+      cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_,
+                       ranks_[0].ctx->comm_stream());
       return;
     }
     for (const RowBlock& b : row_blocks(m_, op)) {
@@ -254,21 +263,22 @@ class CudaRun {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     cu::copy_rows(r.qtmp.get(), std::size_t(qd) * kB, at(r.qkv, row * d.qkv_n()),
-                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB,
-                  std::size_t(len * requests), st);
+                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len * requests),
+                  st);
     AttentionShape a = chunk_attention(m_, len, pos);
     a.requests = requests;
     const auto L = std::size_t(layer);
     cu::attention_bf16(*r.ctx, r.qtmp.get(), at(r.k[L], request * m_.cap * kvd),
-                       at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(),
-                       a, st);
+                       at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(), a,
+                       st);
   }
 
   void execute(std::size_t rank, const Op& op, void* st) {
     DeviceRank& r = ranks_[rank];
     const auto& d = m_.d;
     const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-    if (op.layer < 0) throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+    if (op.layer < 0)
+      throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     const DeviceLayer& lw = r.layers[std::size_t(op.layer)];
     for (const RowBlock& b : row_blocks(m_, op)) {
       switch (op.code) {
@@ -279,8 +289,8 @@ class CudaRun {
                            at(r.normed, b.row * H), b.len, H, 1e-5f, st);
           break;
         case OpCode::Qkv: {
-          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wqkv.get(), at(r.qkv, b.row * d.qkv_n()),
-                        b.len, d.qkv_n(), H, false, st);
+          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wqkv.get(),
+                        at(r.qkv, b.row * d.qkv_n()), b.len, d.qkv_n(), H, false, st);
           // K and V of these rows into the cache, one request at a time.
           for (std::int64_t row = b.row; row < b.row + b.len;) {
             const std::int64_t request = row / m_.seq, first = row % m_.seq;
@@ -299,22 +309,24 @@ class CudaRun {
         case OpCode::Attention:
           if (b.len == (op.req_end - op.req_begin) * m_.seq && op.req_end - op.req_begin > 1) {
             // Whole sequences of several requests (decode, or an unsplit batch): one call.
-            attend(r, op.layer, op.req_begin, op.req_end - op.req_begin, b.row, m_.seq,
-                   m_.context, st);
+            attend(r, op.layer, op.req_begin, op.req_end - op.req_begin, b.row, m_.seq, m_.context,
+                   st);
           } else {
             attend(r, op.layer, b.request, 1, b.row, b.len, b.pos, st);
           }
           break;
         case OpCode::OProj:
           cu::gemm_bf16(*r.ctx, at(r.attn, b.row * qd), lw.wo.get(),
-                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, qd, op.accumulate, st);
+                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, qd, op.accumulate,
+                        st);
           break;
         case OpCode::GateUp:
           cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wgu.get(), at(r.gu, b.row * 2 * d.ffn),
                         b.len, 2 * d.ffn, H, false, st);
           break;
         case OpCode::SiluMul:
-          cu::silu_mul_bf16(at(r.gu, b.row * 2 * d.ffn), at(r.act, b.row * d.ffn), b.len, d.ffn, st);
+          cu::silu_mul_bf16(at(r.gu, b.row * 2 * d.ffn), at(r.act, b.row * d.ffn), b.len, d.ffn,
+                            st);
           break;
         case OpCode::Down:
           cu::gemm_bf16(*r.ctx, at(r.act, b.row * d.ffn), lw.wd.get(),
@@ -326,7 +338,8 @@ class CudaRun {
                        b.len * H, st);
           break;
         default:
-          throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
+          throw InputError("--embed-head", "",
+                           "the runtime does not execute embedding or LM-head ops");
       }
     }
   }
@@ -337,7 +350,7 @@ class CudaRun {
   std::vector<std::int64_t> target_ns_;
   int ctas_;
   double bytes_per_s_ = 1;
-  double host_us_ = 0;  // host time the last run took to queue the graph
+  double host_us_ = 0;      // host time the last run took to queue the graph
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
   bool mpi_ = false;
   std::vector<DeviceRank> ranks_;
@@ -366,7 +379,8 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.total < b.total; });
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.total < b.total; });
   RunResult r;
   for (const auto& t : runs) r.totals_ns.push_back(t.total);
   auto& med = runs[runs.size() / 2];

@@ -4,7 +4,9 @@
 
 namespace tpo::validate {
 
-bool cuda_runtime_built() { return false; }
+bool cuda_runtime_built() {
+  return false;
+}
 
 RunResult run_cuda(const sim::Workload&, const sim::Schedule&, const RunOptions&,
                    const std::string&, const std::vector<std::int64_t>&, int) {

@@ -62,7 +62,8 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
       lw.wo = uniform(qd * d.hidden, 1.0f / std::sqrt(static_cast<float>(qd * w.tp)), seed, s + 2);
       lw.mlp_norm = uniform(d.hidden, 0.1f, seed, s + 3, 1.0f);
       lw.wgu = uniform(d.hidden * 2 * d.ffn, sh, seed, s + 4);
-      lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), seed, s + 5);
+      lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), seed,
+                      s + 5);
       m.w[static_cast<std::size_t>(r)].push_back(std::move(lw));
       // The cached prefix: positions < context of every request; the rest is filled by runs.
       std::vector<float> k(static_cast<std::size_t>(m.batch * m.cap * kvd), 0.0f), v = k;
@@ -70,8 +71,10 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
       const auto pv = uniform(m.batch * m.context * kvd, 1.0f, seed, s + 7);
       for (std::int64_t b = 0; b < m.batch; ++b) {
         for (std::int64_t i = 0; i < m.context * kvd; ++i) {
-          k[static_cast<std::size_t>(b * m.cap * kvd + i)] = pk[static_cast<std::size_t>(b * m.context * kvd + i)];
-          v[static_cast<std::size_t>(b * m.cap * kvd + i)] = pv[static_cast<std::size_t>(b * m.context * kvd + i)];
+          k[static_cast<std::size_t>(b * m.cap * kvd + i)] =
+              pk[static_cast<std::size_t>(b * m.context * kvd + i)];
+          v[static_cast<std::size_t>(b * m.cap * kvd + i)] =
+              pv[static_cast<std::size_t>(b * m.context * kvd + i)];
         }
       }
       m.k0[static_cast<std::size_t>(r)].push_back(std::move(k));
@@ -116,8 +119,8 @@ std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op) {
   std::vector<RowBlock> b;
   const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
   if (p0 == 0 && p1 == m.seq) {
-    b.push_back({op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin,
-                 op.seq_begin});
+    b.push_back(
+        {op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
     return b;
   }
   for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "sim/schedule.h"
-#include "validate/attention_shape.h"
 #include "sim/workload.h"
+#include "validate/attention_shape.h"
 
 namespace tpo::validate {
 

@@ -24,7 +24,9 @@ void check(int rc, const char* what) {
 }
 }  // namespace
 
-bool built() { return true; }
+bool built() {
+  return true;
+}
 
 void init() {
   if (started) return;
@@ -37,13 +39,16 @@ void init() {
     if (provided < MPI_THREAD_SERIALIZED) {
       throw std::runtime_error(
           "MPI: this MPI library cannot be called from the runtime's comm thread (thread "
-          "support level " + std::to_string(provided) + "); use an MPI built with threads");
+          "support level " +
+          std::to_string(provided) + "); use an MPI built with threads");
     }
   }
   started = true;
 }
 
-bool initialized() { return started; }
+bool initialized() {
+  return started;
+}
 
 int rank() {
   int r = 0;
@@ -71,8 +76,12 @@ std::pair<int, int> on_node() {
 }
 }  // namespace
 
-int local_rank() { return on_node().first; }
-int local_size() { return on_node().second; }
+int local_rank() {
+  return on_node().first;
+}
+int local_size() {
+  return on_node().second;
+}
 
 void finalize() {
   if (!started) return;
@@ -105,7 +114,9 @@ std::int64_t max(std::int64_t v) {
   return out;
 }
 
-void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void barrier() {
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
 
 #else  // built without MPI
 
@@ -115,18 +126,40 @@ namespace {
 }
 }  // namespace
 
-bool built() { return false; }
-void init() { missing(); }
-bool initialized() { return false; }
-int rank() { return 0; }
-int size() { return 1; }
-int local_rank() { return 0; }
-int local_size() { return 1; }
+bool built() {
+  return false;
+}
+void init() {
+  missing();
+}
+bool initialized() {
+  return false;
+}
+int rank() {
+  return 0;
+}
+int size() {
+  return 1;
+}
+int local_rank() {
+  return 0;
+}
+int local_size() {
+  return 1;
+}
 void finalize() {}
-void abort(int code) { std::exit(code); }
-void allreduce_sum(float*, std::int64_t) { missing(); }
-void broadcast(void*, std::size_t, int) { missing(); }
-std::int64_t max(std::int64_t v) { return v; }
+void abort(int code) {
+  std::exit(code);
+}
+void allreduce_sum(float*, std::int64_t) {
+  missing();
+}
+void broadcast(void*, std::size_t, int) {
+  missing();
+}
+std::int64_t max(std::int64_t v) {
+  return v;
+}
 void barrier() {}
 
 #endif

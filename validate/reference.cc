@@ -60,7 +60,8 @@ Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
     const double ms = x.row(r).squaredNorm() / static_cast<double>(x.cols());
     const double inv = 1.0 / std::sqrt(ms + 1e-5);
-    for (Eigen::Index c = 0; c < x.cols(); ++c) y(r, c) = x(r, c) * inv * w[static_cast<std::size_t>(c)];
+    for (Eigen::Index c = 0; c < x.cols(); ++c)
+      y(r, c) = x(r, c) * inv * w[static_cast<std::size_t>(c)];
   }
   return y;
 }
@@ -186,7 +187,8 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
   }
   if (has_pending) x += pending;
   std::vector<float> out(static_cast<std::size_t>(T * H));
-  for (std::int64_t i = 0; i < T * H; ++i) out[static_cast<std::size_t>(i)] = static_cast<float>(x.data()[i]);
+  for (std::int64_t i = 0; i < T * H; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<float>(x.data()[i]);
   return out;
 }
 

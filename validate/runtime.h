@@ -17,8 +17,8 @@
 namespace tpo::validate {
 
 struct RunOptions {
-  int repeat = 3;   // timed runs; the median is reported
-  int warmup = 1;   // untimed runs first
+  int repeat = 3;  // timed runs; the median is reported
+  int warmup = 1;  // untimed runs first
   std::uint64_t seed = 1234;
   // One rank per process (launched with mpirun -np TP): this process runs rank
   // mpi::rank() only, and all-reduces go over MPI (CPU) or NCCL across processes (CUDA).
@@ -35,14 +35,14 @@ struct RunResult {
   // All-reduces: how long rank 0 waited for the last rank before the collective could start
   // (its start_ns is when all had arrived). Empty where not measured.
   std::vector<std::int64_t> wait_ns;
-  std::int64_t total_ns = 0;                   // median of the timed runs
-  std::vector<std::int64_t> totals_ns;         // every timed run
-  std::vector<float> output;                   // final residual stream, [batch][seq][hidden]
+  std::int64_t total_ns = 0;            // median of the timed runs
+  std::vector<std::int64_t> totals_ns;  // every timed run
+  std::vector<float> output;            // final residual stream, [batch][seq][hidden]
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,
-// a shared-memory all-reduce (with RunOptions::mpi: this process's rank, MPI all-reduce). Throws InputError for what the runtime cannot run (embedding /
-// LM head ops).
+// a shared-memory all-reduce (with RunOptions::mpi: this process's rank, MPI all-reduce). Throws
+// InputError for what the runtime cannot run (embedding / LM head ops).
 RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o);
 
 // The reference: the same weights and inputs, computed module by module on all tokens at

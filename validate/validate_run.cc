@@ -8,10 +8,10 @@
 #include "planner/plan_report.h"
 #include "sim/engine.h"
 #include "sim/error.h"
+#include "sim/format.h"
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/report.h"
-#include "sim/format.h"
 #include "sim/version.h"
 #include "validate/process_group.h"
 
@@ -104,21 +104,22 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
-  rep.measured_on = o.mpi ? (o.backend == "cpu"
-                                 ? "CPUs, one process per rank under MPI (" +
-                                       std::to_string(mpi::size()) + " processes), fp32, MPI "
-                                       "all-reduce; times of rank 0 (its all-reduces include waiting for the others)"
-                                 : "one GPU per process under MPI (" +
-                                       std::to_string(mpi::size()) +
-                                       " processes), NCCL all-reduce; times of rank 0 (its all-reduces include "
-                                       "waiting for the others)")
-                    : o.backend == "cpu"
-                        ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
-                    : emulated ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
-                                 "a copy kernel on " + std::to_string(o.comm_ctas) +
-                                 " CTAs lasting the cost model's PREDICTED all-reduce time on the "
-                                 "target machine (measured: compute and overlap; not: the links)"
-                               : "one GPU per rank, NCCL all-reduce";
+  rep.measured_on =
+      o.mpi ? (o.backend == "cpu"
+                   ? "CPUs, one process per rank under MPI (" + std::to_string(mpi::size()) +
+                         " processes), fp32, MPI "
+                         "all-reduce; times of rank 0 (its all-reduces include waiting for the "
+                         "others)"
+            : "one GPU per process under MPI (" + std::to_string(mpi::size()) +
+                         " processes), NCCL all-reduce; times of rank 0 (its all-reduces include "
+                         "waiting for the others)")
+      : o.backend == "cpu" ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
+      : emulated           ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
+                             "a copy kernel on " +
+                       std::to_string(o.comm_ctas) +
+                       " CTAs lasting the cost model's PREDICTED all-reduce time on the "
+                       "target machine (measured: compute and overlap; not: the links)"
+                 : "one GPU per rank, NCCL all-reduce";
   if (!o.emulate.empty() && !emulated) {
     throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
   }
@@ -128,8 +129,9 @@ ValidateReport run_validate(const ValidateOptions& o) {
     sim::Workload w = sim::make_workload(c.so);
     if (o.mpi && w.tp != mpi::size()) {
       throw InputError("--mpi", std::to_string(mpi::size()) + " processes",
-                       "TP is " + std::to_string(w.tp) + ": launch one process per rank (mpirun -np " +
-                           std::to_string(w.tp) + ")");
+                       "TP is " + std::to_string(w.tp) +
+                           ": launch one process per rank (mpirun -np " + std::to_string(w.tp) +
+                           ")");
     }
     if (emulated && !c.emulate.empty() && c.emulate != w.hardware.name) {
       // Compute is this machine's; the all-reduce is the target machine's: its links (and so
@@ -219,8 +221,9 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right
      << std::setw(9) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
-     << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup"
-     << std::setw(12) << "meas_spdup" << "  result\n";
+     << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup" << std::setw(12)
+     << "meas_spdup"
+     << "  result\n";
   for (const auto& c : r.cases) {
     const double pred = to_us(c.predicted.total_ns), meas = to_us(c.measured.total_ns);
     os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
@@ -228,9 +231,11 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
        << c.workload.batch * c.workload.seq << std::setw(14) << fmt("%.3f", pred / 1e3)
        << std::setw(13) << fmt("%.3f", meas / 1e3) << std::setw(9)
        << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
-       << fmt("%.3fx", static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns))
+       << fmt("%.3fx",
+              static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns))
        << std::setw(12)
-       << fmt("%.3fx", static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns))
+       << fmt("%.3fx",
+              static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns))
        << "  " << (c.correct ? "correct" : "WRONG") << " ("
        << fmt("%.1e", c.error_vs_reference >= 0 ? c.error_vs_reference : c.error_vs_none)
        << (c.error_vs_reference >= 0 ? "" : " vs none") << ")\n";
@@ -276,11 +281,14 @@ ojson validate_json(const ValidateReport& r) {
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
     for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(to_us(t));
-    k["error"] = (to_us(c.predicted.total_ns) - to_us(c.measured.total_ns)) / to_us(c.measured.total_ns);
+    k["error"] =
+        (to_us(c.predicted.total_ns) - to_us(c.measured.total_ns)) / to_us(c.measured.total_ns);
     k["predicted_none_us"] = to_us(c.predicted_none_ns);
     k["measured_none_us"] = to_us(c.measured_none_ns);
-    k["predicted_speedup"] = static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns);
-    k["measured_speedup"] = static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns);
+    k["predicted_speedup"] =
+        static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns);
+    k["measured_speedup"] =
+        static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns);
     k["correct"] = c.correct;
     if (c.error_vs_reference >= 0) k["error_vs_reference"] = c.error_vs_reference;
     if (c.error_vs_none >= 0) k["error_vs_none"] = c.error_vs_none;
@@ -327,8 +335,7 @@ std::string validate_trace(const ValidateReport& r) {
                                ? ", emulated communication"
                                : "") +
                           "): " + what,
-                      c.schedule,
-                      c.measured.start_ns, c.measured.end_ns);
+                      c.schedule, c.measured.start_ns, c.measured.end_ns);
   }
   ojson j{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
   return j.dump() + "\n";
