@@ -52,35 +52,6 @@ std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim
   return engine.run(s, sim::cost_schedule(s, cm)).total_ns;
 }
 
-// The variants of a strategy worth trying in a phase (the planner's settings).
-std::vector<StrategySpec> variants(const sim::Workload& w, StrategyKind kind, std::int64_t align,
-                                   std::int64_t max_chunks, const sim::CostModel& cm) {
-  std::vector<StrategySpec> out;
-  if (kind == StrategyKind::Iso || kind == StrategyKind::IsoLadder) {
-    if (w.phase != sim::Phase::Prefill) return out;
-    Evaluator ev(w, cm);
-    std::vector<std::int64_t> seed;
-    for (std::int64_t c = 2; c <= max_chunks; ++c) {
-      const SplitResult r = search_split(ev, kind, c, align, seed);
-      if (r.chunks.empty()) break;
-      seed = r.chunks;
-      out.emplace_back(kind, r.chunks);
-    }
-    return out;
-  }
-  if (kind == StrategyKind::GemmSplit) {
-    for (std::int64_t p : {2, 4, 8}) {
-      StrategySpec s(kind);
-      s.pieces = p;
-      if (sim::not_applicable_reason(w, s).empty()) out.push_back(s);
-    }
-    return out;
-  }
-  StrategySpec s(kind);
-  if (sim::not_applicable_reason(w, s).empty()) out.push_back(s);
-  return out;
-}
-
 // The fastest variant in this phase; a function-preserving strategy that cannot beat `none`
 // falls back to `none` (what the planner would answer). A model-changing one has no fallback:
 // its model is different in every phase.
@@ -91,11 +62,12 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   const std::int64_t none_ns = time_of(w, none, cm, engine);
   StrategySpec best = none;
   std::int64_t best_ns = std::numeric_limits<std::int64_t>::max();
-  for (const auto& v : variants(w, kind, align, max_chunks, cm)) {
-    const std::int64_t t = time_of(w, v, cm, engine);
+  Evaluator ev(w, cm);
+  for (const auto& v : strategy_variants(ev, kind, align, max_chunks)) {
+    const std::int64_t t = time_of(w, v.spec, cm, engine);
     if (t < best_ns) {
       best_ns = t;
-      best = v;
+      best = v.spec;
     }
   }
   *fell_back = false;
@@ -113,6 +85,8 @@ std::string phase_label(const StrategySpec& s, bool fell_back) {
     t += " (" + join_tokens(s.chunk_tokens) + ")";
   } else if (s.kind == StrategyKind::GemmSplit) {
     t += " (" + std::to_string(s.pieces) + ")";
+  } else if (s.ladder_layers > 0) {
+    t += " (last " + std::to_string(s.ladder_layers) + ")";
   }
   if (fell_back) t += "*";
   return t;
@@ -205,29 +179,11 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.cost_model = cm.name();
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.
-  const std::size_t jobs = batches.size() * kinds.size();
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex mu;
-  auto worker = [&] {
-    for (std::size_t j = next++; j < jobs; j = next++) {
-      const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
-      try {
-        rep.batches[bi].results[ki] =
-            run_one(ws[bi], kinds[ki], o.new_tokens, o.align, o.max_chunks, cm);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::size_t threads = o.threads > 0 ? static_cast<std::size_t>(o.threads)
-                                      : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < std::min(threads, jobs); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  run_jobs(batches.size() * kinds.size(), o.threads, [&](std::size_t j) {
+    const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
+    rep.batches[bi].results[ki] =
+        run_one(ws[bi], kinds[ki], o.new_tokens, o.align, o.max_chunks, cm);
+  });
   for (auto& b : rep.batches) {
     const double base = b.results[0].tokens_per_s;
     for (auto& r : b.results) r.speedup = base > 0 ? r.tokens_per_s / base : 0;

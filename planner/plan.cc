@@ -339,6 +339,85 @@ Plan make_plan(const PlanOptions& o) {
   return plan;
 }
 
+std::vector<Variant> strategy_variants(Evaluator& ev, StrategyKind kind, std::int64_t align,
+                                       std::int64_t max_chunks) {
+  const sim::Workload& w = ev.workload();
+  std::vector<Variant> out;
+  auto add_if_applicable = [&](const StrategySpec& s, std::string detail) {
+    if (sim::not_applicable_reason(w, s).empty()) out.push_back({s, std::move(detail)});
+  };
+  switch (kind) {
+    case StrategyKind::None:
+      add_if_applicable(StrategySpec(kind), "-");
+      break;
+    case StrategyKind::Iso:
+    case StrategyKind::IsoLadder: {
+      if (!sim::not_applicable_reason(w, StrategySpec(kind)).empty()) break;
+      std::vector<std::int64_t> seed;
+      for (std::int64_t c = 2; c <= max_chunks; ++c) {
+        const SplitResult r = search_split(ev, kind, c, align, seed);
+        if (r.chunks.empty()) continue;
+        seed = r.chunks;
+        out.push_back({StrategySpec(kind, r.chunks), join_tokens(r.chunks)});
+      }
+      break;
+    }
+    case StrategyKind::Ladder: {
+      StrategySpec s(kind);
+      add_if_applicable(s, "all layers");
+      if (w.layers >= 4) {
+        s.ladder_layers = w.layers / 2;
+        add_if_applicable(s, "last " + std::to_string(s.ladder_layers) + " layers");
+      }
+      break;
+    }
+    case StrategyKind::GemmSplit:
+      for (std::int64_t p : {2, 4, 8}) {
+        StrategySpec s(kind);
+        s.pieces = p;
+        add_if_applicable(s, std::to_string(p) + " pieces");
+      }
+      break;
+    case StrategyKind::Microbatch:
+      add_if_applicable(StrategySpec(kind), "2 groups");
+      break;
+    case StrategyKind::ParallelBlock:
+      add_if_applicable(StrategySpec(kind), "-");
+      break;
+  }
+  return out;
+}
+
+void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& job,
+              const std::function<void(std::size_t)>& done) {
+  std::size_t t = threads > 0 ? static_cast<std::size_t>(threads)
+                              : std::max(1u, std::thread::hardware_concurrency());
+  t = std::min(t, n);
+  std::atomic<std::size_t> next{0}, finished{0};
+  std::mutex mu;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (std::size_t j = next++; j < n; j = next++) {
+      try {
+        job(j);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
+      const std::size_t d = ++finished;
+      if (done) {
+        std::lock_guard<std::mutex> lock(mu);
+        done(d);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t i = 1; i < t; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
 namespace {
 
 void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
@@ -358,44 +437,9 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
     point.candidates.push_back(std::move(c));
   };
   for (StrategyKind k : parse_strategy_list(o.strategies)) {
-    StrategySpec spec(k);
-    switch (k) {
-      case StrategyKind::None:
-        break;
-      case StrategyKind::Iso:
-      case StrategyKind::IsoLadder: {
-        if (!sim::not_applicable_reason(w, spec).empty()) break;
-        std::vector<std::int64_t> seed;
-        for (std::int64_t c = 2; c <= o.max_chunks; ++c) {
-          const SplitResult r = search_split(ev, k, c, o.align, seed);
-          if (r.chunks.empty()) continue;
-          seed = r.chunks;
-          StrategySpec s(k, r.chunks);
-          Candidate cand = ev.full(s);
-          add(cand, join_tokens(r.chunks));
-        }
-        break;
-      }
-      case StrategyKind::Ladder: {
-        add(ev.full(spec), "all layers");
-        if (w.layers >= 4) {
-          spec.ladder_layers = w.layers / 2;
-          add(ev.full(spec), "last " + std::to_string(spec.ladder_layers) + " layers");
-        }
-        break;
-      }
-      case StrategyKind::GemmSplit:
-        for (std::int64_t p : {2, 4, 8}) {
-          spec.pieces = p;
-          if (!sim::not_applicable_reason(w, spec).empty()) continue;
-          add(ev.full(spec), std::to_string(p) + " pieces");
-        }
-        break;
-      case StrategyKind::Microbatch:
-      case StrategyKind::ParallelBlock:
-        if (!sim::not_applicable_reason(w, spec).empty()) break;
-        add(ev.full(spec), k == StrategyKind::Microbatch ? "2 groups" : "-");
-        break;
+    if (k == StrategyKind::None) continue;
+    for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {
+      add(ev.full(v.spec), std::move(v.detail));
     }
   }
   point.none_ns = point.candidates[0].total_ns;
@@ -421,13 +465,6 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
   const std::size_t n = plan.points.size();
-  std::size_t threads = plan.options.threads > 0
-                            ? static_cast<std::size_t>(plan.options.threads)
-                            : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, n);
-  std::atomic<std::size_t> next{0}, done{0};
-  std::mutex err_mu;
-  std::exception_ptr error;
   const bool progress = !plan.options.quiet && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
   // Longest prompts first, so that the last job to finish is a short one.
@@ -436,31 +473,16 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return plan.points[a].seq > plan.points[b].seq;
   });
-  auto worker = [&] {
-    for (std::size_t j = next++; j < n; j = next++) {
-      const std::size_t i = order[j];
-      try {
-        plan_point(plan, plan.points[i], cm);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (!error) error = std::current_exception();
-      }
-      const std::size_t d = ++done;
-      if (progress) {
+  run_jobs(
+      n, plan.options.threads, [&](std::size_t j) { plan_point(plan, plan.points[order[j]], cm); },
+      [&](std::size_t d) {
+        if (!progress) return;
         const double el =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::lock_guard<std::mutex> lock(err_mu);
         std::fprintf(stderr, "\rplanning: %zu/%zu points, %.1f s elapsed, ETA %.1f s   ", d, n, el,
                      el / static_cast<double>(d) * static_cast<double>(n - d));
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+      });
   if (progress) std::fprintf(stderr, "\r%70s\r", "");
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tpo::planner

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,6 +109,23 @@ constexpr std::int64_t kExhaustiveLimit = 2000;  // k = 3 up to 4096 tokens at a
 SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
                          const std::vector<std::int64_t>& seed = {});
 std::string join_tokens(const std::vector<std::int64_t>& v);  // "2253,1843"
+
+// The variants of a strategy the planner tries on the evaluator's workload, each with its
+// label: ISO with 2..max_chunks chunks at the best split found, ladder on all layers and on
+// the last half, gemm-split in 2, 4 or 8 pieces, microbatch, parallel-block; variants that
+// do not apply to the workload are left out. `plan` and `--scenario generate` share it.
+struct Variant {
+  sim::StrategySpec spec;
+  std::string detail;  // "2253,1843", "last 40 layers", "4 pieces", ...
+};
+std::vector<Variant> strategy_variants(Evaluator& ev, sim::StrategyKind kind, std::int64_t align,
+                                       std::int64_t max_chunks);
+
+// job(i) for i in [0, n) on up to `threads` threads (0: one per core), this thread among
+// them; after each job, done(count finished) under a lock. The first exception is rethrown
+// once all threads have stopped.
+void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& job,
+              const std::function<void(std::size_t)>& done = {});
 
 // Every combination of boundaries (for tests on small cases).
 SplitResult brute_force_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k,

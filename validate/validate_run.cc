@@ -105,14 +105,14 @@ ValidateReport run_validate(const ValidateOptions& o) {
   rep.options = o;
   rep.options.tolerance = tolerance;
   rep.measured_on =
-      o.mpi ? (o.backend == "cpu"
-                   ? "CPUs, one process per rank under MPI (" + std::to_string(mpi::size()) +
+      o.mpi                ? (o.backend == "cpu"
+                                  ? "CPUs, one process per rank under MPI (" + std::to_string(mpi::size()) +
                          " processes), fp32, MPI "
-                         "all-reduce; times of rank 0 (its all-reduces include waiting for the "
-                         "others)"
-            : "one GPU per process under MPI (" + std::to_string(mpi::size()) +
+                                        "all-reduce; times of rank 0 (its all-reduces include waiting for the "
+                                        "others)"
+                                  : "one GPU per process under MPI (" + std::to_string(mpi::size()) +
                          " processes), NCCL all-reduce; times of rank 0 (its all-reduces include "
-                         "waiting for the others)")
+                                        "waiting for the others)")
       : o.backend == "cpu" ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
       : emulated           ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
                              "a copy kernel on " +
