@@ -107,7 +107,6 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   std::size_t finished = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (auto it = done.find(items[i].key); it != done.end()) {
-      out[i].item = items[i];
       out[i].t = timing_from(it->second.at("t"));
       if (it->second.contains("alone")) out[i].alone = timing_from(it->second.at("alone"));
       have[i] = true;

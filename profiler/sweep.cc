@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 namespace tpo::profiler {
 
@@ -26,7 +27,9 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
   std::vector<std::int64_t> held;
   if (o.accuracy) {
     for (std::size_t i = 0; i + 1 < grid.size(); ++i) {
-      held.push_back((grid[i] + grid[i + 1]) / 2 + o.align / 4 + 1);
+      const std::int64_t h = (grid[i] + grid[i + 1]) / 2 + o.align / 4 + 1;
+      // Never a table size (a fine --align can put it on the grid): each key is one item.
+      if (!std::binary_search(grid.begin(), grid.end(), h)) held.push_back(h);
     }
   }
   auto add_sizes = [&](auto add) {
@@ -164,6 +167,12 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
   }
   for (const auto& kind : o.comm_beside_more) {
     for (std::int64_t mult : {1, 8}) comm_beside(kind, mid_workers, mult, series_key(kind, mult));
+  }
+  std::set<std::string> keys;
+  for (const auto& it : items) {
+    if (!keys.insert(it.key).second) {
+      throw std::logic_error("profile sweep: the key " + it.key + " names two measurements");
+    }
   }
   return items;
 }

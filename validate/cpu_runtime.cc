@@ -180,11 +180,7 @@ std::size_t module_count(const sim::Schedule& s) {
   return static_cast<std::size_t>(mx + 1);
 }
 
-struct Timeline {
-  std::vector<std::int64_t> start, end, wait;
-  std::int64_t total = 0;
-  std::vector<float> output;
-};
+using Timeline = RunResult::Timeline;
 
 // Ranks [first, first + count) of the TP group run here, as threads.
 Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first,
@@ -294,17 +290,24 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
   std::vector<Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i)
     runs.push_back(run_once(m, s, first, count, o.mpi));
+  if (o.mpi) {
+    for (auto& t : runs) t.wait.clear();  // under MPI the arrival of the last rank is not known
+  }
+  return median_of_runs(std::move(runs));
+}
+
+RunResult median_of_runs(std::vector<RunResult::Timeline> runs) {
   std::vector<std::size_t> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return runs[a].total < runs[b].total; });
-  Timeline& med = runs[order[order.size() / 2]];
+  RunResult::Timeline& med = runs[order[order.size() / 2]];
   RunResult r;
-  r.start_ns = med.start;
-  r.end_ns = med.end;
-  if (!o.mpi) r.wait_ns = med.wait;  // under MPI the arrival of the last rank is not known
-  r.total_ns = med.total;
   for (const auto& t : runs) r.totals_ns.push_back(t.total);
+  r.start_ns = std::move(med.start);
+  r.end_ns = std::move(med.end);
+  r.wait_ns = std::move(med.wait);
+  r.total_ns = med.total;
   r.output = std::move(med.output);
   return r;
 }

@@ -379,16 +379,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
-  std::sort(runs.begin(), runs.end(),
-            [](const auto& a, const auto& b) { return a.total < b.total; });
-  RunResult r;
-  for (const auto& t : runs) r.totals_ns.push_back(t.total);
-  auto& med = runs[runs.size() / 2];
-  r.start_ns = med.start;
-  r.end_ns = med.end;
-  r.total_ns = med.total;
-  r.output = std::move(med.output);
-  return r;
+  return median_of_runs(std::move(runs));
 }
 
 }  // namespace tpo::validate

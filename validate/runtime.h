@@ -26,8 +26,9 @@ struct RunOptions {
 };
 
 struct RunResult {
+  // One run: per op start and end (ns from the run's start), all-reduce waits where known.
   struct Timeline {
-    std::vector<std::int64_t> start, end;
+    std::vector<std::int64_t> start, end, wait;
     std::int64_t total = 0;
     std::vector<float> output;
   };
@@ -63,6 +64,9 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas = 16);
 bool cuda_runtime_built();
+
+// The median run of several (by total time), with every run's total in run order.
+RunResult median_of_runs(std::vector<RunResult::Timeline> runs);
 
 // max |a - b| / max |b|: the error measure of the correctness check.
 double relative_error(const std::vector<float>& a, const std::vector<float>& b);

@@ -281,6 +281,14 @@ TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and be
         "interference/comm_beside_rowwise/p16/x8"}) {
     CHECK_MESSAGE(keys.count(k) == 1, k);
   }
+  // A fine grid (--align 4) once put held-back sizes on the grid: keys must stay unique.
+  o.align = 4;
+  o.max_tokens = 64;
+  o.accuracy = true;
+  std::set<std::string> all;
+  for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+    CHECK_MESSAGE(all.insert(it.key).second, it.key);
+  }
   // The CPU sweep keeps one length beside the GEMM.
   CHECK(profiler::comm_lengths("cpu") == std::vector<std::int64_t>{1});
   CHECK(profiler::comm_beside_more("cpu").empty());
