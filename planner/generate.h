@@ -19,7 +19,7 @@ struct GenerateOptions {
   std::int64_t tp = 8;
   std::int64_t prompt = 1024;
   std::int64_t new_tokens = 512;
-  std::string batches = "1,4,16,64";
+  std::string batches = "1";  // the CLI's default; --batch 1,4,16,64 for a sweep
   std::string strategies = "all";
   std::int64_t align = 64;
   std::int64_t max_chunks = 3;
