@@ -93,9 +93,11 @@ ojson profile_to_json(const Profile& p) {
                        {"beside_us", x.beside_us},
                        {"slowdown", x.slowdown()}});
   }
-  j["interference"] = ojson{{"points", in},
-                            {"compute_slowdown_under_comm", p.compute_slowdown_under_comm},
-                            {"comm_slowdown_under_compute", p.comm_slowdown_under_compute}};
+  j["interference"] = ojson{{"points", in}};
+  if (!p.interference.empty()) {  // summaries of measurements; none without points
+    j["interference"]["compute_slowdown_under_comm"] = p.compute_slowdown_under_comm;
+    j["interference"]["comm_slowdown_under_compute"] = p.comm_slowdown_under_compute;
+  }
   ojson fits = ojson::array();
   for (const auto& f : p.allreduce_fit) {
     fits.push_back(ojson{{"lo_bytes", f.lo_bytes},
