@@ -1,6 +1,8 @@
 // JSON report, Chrome trace and console output for `tpo simulate`.
 #include "sim/report.h"
 
+#include "sim/profile_cost.h"
+
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -119,14 +121,8 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
   ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
   if (!o.profile_path.empty()) j["profile"] = o.profile_path;
-  {
-    ojson src = ojson::object();
-    for (const auto& op : r.schedule.ops) {
-      const std::string k = cm.origin(op);
-      src[k] = src.value(k, 0) + 1;
-    }
-    j["cost_sources"] = src;  // ops priced by each source
-  }
+  j["cost_sources"] = ojson::object();  // ops priced by each source
+  for (const auto& [source, n] : cost_sources(r.schedule, cm)) j["cost_sources"][source] = n;
   j["options"] = options_json(o);
   j["model"] = model_json(w.model);
   j["hardware"] = hardware_json(w.hardware);
