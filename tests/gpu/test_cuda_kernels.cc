@@ -61,6 +61,20 @@ int main() {
   std::vector<float> ha = device_values(a, m * k), hb = device_values(b, k * n), ref(m * n);
   cpu::gemm(ha.data(), hb.data(), ref.data(), m, n, k);
   expect_close("gemm", device_values(c, m * n), ref);
+  // As the runtime calls it: accumulating (c += a b), and on rows from an offset into the
+  // buffers (a 16-byte, not 256-byte, aligned start: another cuBLASLt plan).
+  cu::gemm_bf16(ctx, a.get(), b.get(), c.get(), m, n, k, true, s);
+  ctx.synchronize();
+  std::vector<float> twice(ref);
+  for (auto& x : twice) x *= 2;
+  expect_close("gemm+=", device_values(c, m * n), twice);
+  const std::int64_t skip = 1;  // one row of a: k * 2 = 272 bytes, 16-byte aligned
+  cu::Buffer c2((m - skip) * n * 2);
+  cu::gemm_bf16(ctx, static_cast<char*>(a.get()) + skip * k * 2, b.get(), c2.get(), m - skip, n, k,
+                false, s);
+  ctx.synchronize();
+  expect_close("gemm@off", device_values(c2, (m - skip) * n),
+               std::vector<float>(ref.begin() + skip * n, ref.end()));
   // Attention: 2 requests, 48 new tokens after a prefix of 41 (89 keys: the padded score rows),
   // 4 query heads on 2 KV heads.
   cu::AttentionShape sh;
