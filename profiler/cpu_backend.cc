@@ -63,16 +63,8 @@ class GemmRunner : public Runner {
 
 class AttentionRunner : public Runner {
  public:
-  explicit AttentionRunner(const Item& it) {
-    s_.requests = it.requests;
-    s_.q_tokens = it.q_tokens;
-    s_.prefix = it.prefix;
-    s_.q_heads = it.q_heads;
-    s_.kv_heads = it.kv_heads;
-    s_.head_dim = it.head_dim;
-    s_.kv_capacity = it.prefix + it.q_tokens;
-    const std::int64_t qn = s_.requests * s_.q_tokens * s_.q_heads * s_.head_dim;
-    const std::int64_t kvn = s_.requests * s_.kv_capacity * s_.kv_heads * s_.head_dim;
+  explicit AttentionRunner(const Item& it) : s_(attention_shape(it)) {
+    const std::int64_t qn = s_.q_elements(), kvn = s_.kv_elements();
     sets_ = rotation_sets(4 * (qn + 2 * kvn));
     for (int s = 0; s < sets_; ++s) {
       q_.push_back(random_buffer(qn, 7u + static_cast<unsigned>(s)));

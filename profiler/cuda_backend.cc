@@ -104,25 +104,13 @@ class GemmRunner : public Batched {
 };
 
 class AttentionRunner : public Batched {
-  // Bytes of one input set (q, k and v).
-  static std::int64_t set_bytes(const Item& it) {
-    const std::int64_t q = it.requests * it.q_tokens * it.q_heads * it.head_dim;
-    const std::int64_t kv = it.requests * (it.prefix + it.q_tokens) * it.kv_heads * it.head_dim;
-    return 2 * (q + 2 * kv);
-  }
-
  public:
   AttentionRunner(cu::Context& ctx, const Item& it)
-      : Batched(ctx, ctx.compute_stream(), rotation_sets(set_bytes(it))) {
-    s_.requests = it.requests;
-    s_.q_tokens = it.q_tokens;
-    s_.prefix = it.prefix;
-    s_.q_heads = it.q_heads;
-    s_.kv_heads = it.kv_heads;
-    s_.head_dim = it.head_dim;
-    s_.kv_capacity = it.prefix + it.q_tokens;
-    const std::size_t qn = std::size_t(s_.requests * s_.q_tokens * s_.q_heads * s_.head_dim);
-    const std::size_t kvn = std::size_t(s_.requests * s_.kv_capacity * s_.kv_heads * s_.head_dim);
+      : Batched(ctx, ctx.compute_stream(),
+                rotation_sets(2 * (attention_shape(it).q_elements() +
+                                   2 * attention_shape(it).kv_elements()))),
+        s_(attention_shape(it)) {
+    const std::size_t qn = std::size_t(s_.q_elements()), kvn = std::size_t(s_.kv_elements());
     for (int s = 0; s < sets(); ++s) {
       q_.push_back(random_buffer(qn, 7 + s, stream_));
       k_.push_back(random_buffer(kvn, 70 + s, stream_));

@@ -18,6 +18,18 @@ std::vector<std::int64_t> token_grid(const SweepOptions& o) {
   return {s.begin(), s.end()};
 }
 
+validate::AttentionShape attention_shape(const Item& it) {
+  validate::AttentionShape s;
+  s.requests = it.requests;
+  s.q_tokens = it.q_tokens;
+  s.prefix = it.prefix;
+  s.q_heads = it.q_heads;
+  s.kv_heads = it.kv_heads;
+  s.head_dim = it.head_dim;
+  s.kv_capacity = it.prefix + it.q_tokens;
+  return s;
+}
+
 std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,
                              const SweepOptions& o) {
   (void)m;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/workload.h"
+#include "validate/attention_shape.h"
 
 namespace tpo::profiler {
 
@@ -41,6 +42,9 @@ struct SweepOptions {
   // ("attention", "rowwise") at the middle worker count, at 1x and 8x the mid message.
   std::vector<std::string> comm_beside_more;
 };
+
+// The attention call an attention item measures (a KV cache just large enough).
+validate::AttentionShape attention_shape(const Item& it);
 
 std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,
                              const SweepOptions& o);

@@ -103,19 +103,10 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
 }
 
 double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
-  if (op.kind == OpKind::AllReduce) {  // comm slows by what computes beside it
-    const SlowdownByKind& s = hw_.comm_under_compute;
-    switch (beside) {
-      case OpKind::Gemm:
-        return s.gemm;
-      case OpKind::Attention:
-        return s.attention;
-      default:
-        return s.memory;
-    }
-  }
-  const SlowdownByKind& s = hw_.compute_under_comm;
-  switch (op.kind) {
+  // Comm slows by what computes beside it; compute by its own kind.
+  const bool comm = op.kind == OpKind::AllReduce;
+  const SlowdownByKind& s = comm ? hw_.comm_under_compute : hw_.compute_under_comm;
+  switch (comm ? beside : op.kind) {
     case OpKind::Gemm:
       return s.gemm;
     case OpKind::Attention:

@@ -12,6 +12,9 @@ struct AttentionShape {
   std::int64_t prefix = 0;    // KV tokens before them
   std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
   std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
+  // Elements of q (and of the output), and of k (and of v), in the layouts the kernels take.
+  std::int64_t q_elements() const { return requests * q_tokens * q_heads * head_dim; }
+  std::int64_t kv_elements() const { return requests * kv_capacity * kv_heads * head_dim; }
 };
 
 }  // namespace tpo::validate

@@ -50,16 +50,19 @@ int blocks_for(std::size_t n, int threads) {
   return static_cast<int>(std::min<std::size_t>((n + threads - 1) / threads, 65535 * 8));
 }
 
-__device__ float block_sum(float v) {
+// The reduction of v over the block (every thread gets it): within each warp by shuffles,
+// then across the warps' results. `identity` pads the lanes beyond the last warp.
+template <class Op>
+__device__ float block_reduce(float v, float identity, Op op) {
   __shared__ float sh[32];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);
+  for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffff, v, o));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) sh[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + 31) / 32;
-  v = threadIdx.x < warps ? sh[threadIdx.x] : 0.0f;
+  v = threadIdx.x < warps ? sh[threadIdx.x] : identity;
   if (warp == 0) {
-    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);
+    for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffff, v, o));
   }
   __syncthreads();
   if (threadIdx.x == 0) sh[0] = v;
@@ -68,24 +71,17 @@ __device__ float block_sum(float v) {
   __syncthreads();
   return r;
 }
-
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+__device__ float block_sum(float v) {
+  return block_reduce(v, 0.0f, Add{});
+}
 __device__ float block_max(float v) {
-  __shared__ float sh[32];
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) sh[warp] = v;
-  __syncthreads();
-  const int warps = (blockDim.x + 31) / 32;
-  v = threadIdx.x < warps ? sh[threadIdx.x] : -INFINITY;
-  if (warp == 0) {
-    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) sh[0] = v;
-  __syncthreads();
-  const float r = sh[0];
-  __syncthreads();
-  return r;
+  return block_reduce(v, -INFINITY, Max{});
 }
 
 __global__ void fill_kernel(bf16* p, std::size_t n, std::uint64_t seed, float scale) {
