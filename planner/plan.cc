@@ -107,8 +107,6 @@ std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec
 Candidate Evaluator::full(const StrategySpec& spec) {
   Candidate c;
   c.spec = spec;
-  c.strategy = sim::strategy_name(spec.kind);
-  c.preserves_function = sim::preserves_function(spec.kind);
   c.total_ns = time_ns(w_, spec, &c.exposed_comm_ns);
   return c;
 }
@@ -442,13 +440,12 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
       add(ev.full(v.spec), std::move(v.detail));
     }
   }
-  point.none_ns = point.candidates[0].total_ns;
   point.best = 0;
   for (std::size_t i = 0; i < point.candidates.size(); ++i) {
     Candidate& c = point.candidates[i];
     c.speedup =
-        c.total_ns > 0 ? static_cast<double>(point.none_ns) / static_cast<double>(c.total_ns) : 0;
-    c.allowed = c.preserves_function || o.allow_arch_change;
+        c.total_ns > 0 ? static_cast<double>(point.none_ns()) / static_cast<double>(c.total_ns) : 0;
+    c.allowed = c.preserves_function() || o.allow_arch_change;
     if (c.allowed && c.total_ns < point.candidates[point.best].total_ns) point.best = i;
   }
   // "Don't overlap" unless the winner beats none by more than the threshold.

@@ -38,23 +38,23 @@ struct PlanOptions {
 
 struct Candidate {
   sim::StrategySpec spec;
-  std::string strategy;  // strategy name
-  std::string detail;    // "2253,1843" / "last 40 layers" / "4 pieces"
+  std::string detail;  // "2253,1843" / "last 40 layers" / "4 pieces"
   std::int64_t total_ns = 0;
   std::int64_t exposed_comm_ns = 0;
-  double speedup = 0;  // none / this
-  bool preserves_function = true;
+  double speedup = 0;   // none / this
   bool allowed = true;  // false: changes the model and --allow-arch-change is off
+  std::string strategy() const { return sim::strategy_name(spec.kind); }
+  bool preserves_function() const { return sim::preserves_function(spec.kind); }
 };
 
 struct PlanPoint {
   std::int64_t seq = 0;
   std::int64_t batch = 1;
-  std::int64_t none_ns = 0;
   std::vector<Candidate> candidates;                 // candidates[0] is none
   std::size_t best = 0;                              // index into candidates; 0 means don't overlap
   std::int64_t simulations = 0;                      // graphs timed for this point
   std::map<std::string, std::int64_t> cost_sources;  // of the best candidate's ops
+  std::int64_t none_ns() const { return candidates.empty() ? 0 : candidates.front().total_ns; }
 };
 
 struct Plan {

@@ -57,21 +57,21 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << "none_ms" << std::setw(9) << "speedup" << std::setw(17) << "exposed_comm_ms";
   bool any_arch = false;
   for (const auto& p : plan.points) {
-    for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function;
+    for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function();
   }
   const bool show_arch = !plan.options.allow_arch_change && any_arch;
   if (show_arch) os << "  if the model may change";
   os << "\n";
   for (const auto& p : plan.points) {
     const Candidate& b = p.candidates[p.best];
-    os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy << std::setw(20)
+    os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy() << std::setw(20)
        << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
        << fmt("%.3f", to_us(b.total_ns) / 1e3) << std::setw(10)
-       << fmt("%.3f", to_us(p.none_ns) / 1e3) << std::setw(9) << fmt("%.3fx", b.speedup)
+       << fmt("%.3f", to_us(p.none_ns()) / 1e3) << std::setw(9) << fmt("%.3fx", b.speedup)
        << std::setw(17) << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
     if (show_arch) {
       if (const Candidate* a = best_arch_change(p); a && a->total_ns < b.total_ns) {
-        os << "  " << a->strategy << " " << fmt("%.3fx", a->speedup);
+        os << "  " << a->strategy() << " " << fmt("%.3fx", a->speedup);
       }
     }
     os << "\n";
@@ -95,14 +95,14 @@ ojson plan_json(const Plan& plan) {
   const auto& w = plan.workload;
   const auto& o = plan.options;
   auto cand_json = [](const Candidate& c) {
-    return ojson{{"strategy", c.strategy},
+    return ojson{{"strategy", c.strategy()},
                  {"detail", c.detail},
                  {"chunks", c.spec.chunk_tokens},
                  {"params", params_json(c.spec)},
                  {"total_us", to_us(c.total_ns)},
                  {"speedup", c.speedup},
                  {"exposed_comm_us", to_us(c.exposed_comm_ns)},
-                 {"preserves_function", c.preserves_function},
+                 {"preserves_function", c.preserves_function()},
                  {"allowed", c.allowed}};
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
@@ -137,18 +137,18 @@ ojson plan_json(const Plan& plan) {
     }
     lookup.push_back(ojson{{"seq_len", p.seq},
                            {"batch", p.batch},
-                           {"strategy", b.strategy},
+                           {"strategy", b.strategy()},
                            {"chunks", b.spec.chunk_tokens},
                            {"chunk_fractions", fractions},
                            {"params", params_json(b.spec)},
                            {"predicted_us", to_us(b.total_ns)},
-                           {"none_us", to_us(p.none_ns)},
+                           {"none_us", to_us(p.none_ns())},
                            {"speedup", b.speedup}});
     ojson cands = ojson::array();
     for (const auto& c : p.candidates) cands.push_back(cand_json(c));
     points.push_back(ojson{{"seq_len", p.seq},
                            {"batch", p.batch},
-                           {"none_us", to_us(p.none_ns)},
+                           {"none_us", to_us(p.none_ns())},
                            {"best", p.best},
                            {"overlap", p.best != 0},
                            {"simulations", p.simulations},
@@ -167,9 +167,9 @@ std::string plan_csv(const Plan& plan) {
   for (const auto& p : plan.points) {
     for (std::size_t i = 0; i < p.candidates.size(); ++i) {
       const Candidate& c = p.candidates[i];
-      os << p.seq << ',' << p.batch << ',' << c.strategy << ",\"" << c.detail << "\","
+      os << p.seq << ',' << p.batch << ',' << c.strategy() << ",\"" << c.detail << "\","
          << fmt("%.3f", to_us(c.total_ns)) << ',' << fmt("%.5f", c.speedup) << ','
-         << fmt("%.3f", to_us(c.exposed_comm_ns)) << ',' << (c.preserves_function ? 1 : 0) << ','
+         << fmt("%.3f", to_us(c.exposed_comm_ns)) << ',' << (c.preserves_function() ? 1 : 0) << ','
          << (c.allowed ? 1 : 0) << ',' << (i == p.best ? 1 : 0) << "\n";
     }
   }
@@ -184,11 +184,11 @@ std::string plan_svg(const Plan& plan) {
   for (const auto& p : plan.points) {
     std::map<std::string, double> best;
     for (const auto& c : p.candidates) {
-      if (std::find(order.begin(), order.end(), c.strategy) == order.end()) {
-        order.push_back(c.strategy);
+      if (std::find(order.begin(), order.end(), c.strategy()) == order.end()) {
+        order.push_back(c.strategy());
       }
-      changes_model[c.strategy] = !c.preserves_function;
-      best[c.strategy] = std::max(best[c.strategy], c.speedup);
+      changes_model[c.strategy()] = !c.preserves_function();
+      best[c.strategy()] = std::max(best[c.strategy()], c.speedup);
     }
     for (const auto& [s, v] : best) lines[s].emplace_back(p.seq, v);
   }
@@ -283,9 +283,10 @@ std::string plan_svg(const Plan& plan) {
     const Candidate& b = p.candidates[p.best];
     os << "<circle cx=\"" << fmt("%.1f", X(p.seq)) << "\" cy=\"" << fmt("%.1f", Y(b.speedup))
        << "\" r=\"7\" fill=\"none\" stroke=\"black\" stroke-width=\"1.5\"><title>chosen at "
-       << p.seq << ": " << b.strategy << "</title></circle>\n";
+       << p.seq << ": " << b.strategy() << "</title></circle>\n";
     os << "<text x=\"" << X(p.seq) << "\" y=\"" << T + ph + 32
-       << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#333\">" << b.strategy << "</text>\n";
+       << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#333\">" << b.strategy()
+       << "</text>\n";
   }
   const double ly = T + 10 + 20 * li;
   os << "<circle cx=\"" << L + pw + 27 << "\" cy=\"" << ly << "\" r=\"6\" fill=\"none\" "

@@ -59,9 +59,9 @@ TEST_CASE("planner finds the hand-derived optimum split of a comm-bound toy") {
   const CommBoundToy cm;
   run_plan(plan, &cm);
   const PlanPoint& p = plan.points[0];
-  CHECK(p.none_ns == 72);
+  CHECK(p.none_ns() == 72);
   const Candidate& best = p.candidates[p.best];
-  CHECK(best.strategy == "iso");
+  CHECK(best.strategy() == "iso");
   CHECK(best.spec.chunk_tokens == std::vector<std::int64_t>{4, 8});
   CHECK(best.total_ns == 52);
 }
@@ -132,7 +132,7 @@ TEST_CASE("none is chosen when communication is negligible") {
   run_plan(plan, &cm);
   for (const auto& p : plan.points) {
     CHECK(p.best == 0);
-    CHECK(p.candidates[0].strategy == "none");
+    CHECK(p.candidates[0].strategy() == "none");
   }
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("plan JSON round-trips through load_plan and looks up by prompt length
     const auto& pt = plan.points[i];
     const auto& b = pt.candidates[pt.best];
     CHECK(lp.entries[i].seq == pt.seq);
-    CHECK(lp.entries[i].strategy == b.strategy);
+    CHECK(lp.entries[i].strategy == b.strategy());
     CHECK(lp.entries[i].chunks == b.spec.chunk_tokens);
     CHECK(lp.entries[i].total_us == doctest::Approx(static_cast<double>(b.total_ns) / 1e3));
   }
