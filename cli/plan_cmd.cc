@@ -68,11 +68,6 @@ int run_plan_cli(PlanCli& c) {
     g.threads = c.plan.threads;
     g.json_path = c.plan.json_path;
     g.profile_path = c.plan.profile_path;
-    if (!c.plan.csv_path.empty() || !c.plan.svg_path.empty()) {
-      throw InputError("--csv/--svg", "",
-                       "are for prompt-length sweeps; --scenario generate "
-                       "writes --json");
-    }
     const auto r = planner::run_generate(g);
     planner::print_generate(std::cout, r);
     if (!g.json_path.empty()) {

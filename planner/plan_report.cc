@@ -208,7 +208,7 @@ std::string plan_svg(const Plan& plan) {
     }
   }
   const double step = (ymax - ymin) > 0.6 ? 0.2 : ((ymax - ymin) > 0.25 ? 0.1 : 0.05);
-  ymin = std::floor(ymin / step) * step - (ymin <= 1.0 ? 0 : 0);
+  ymin = std::floor(ymin / step) * step;
   ymax = std::ceil(ymax / step + 1e-9) * step;
   if (ymax - ymin < step) ymax = ymin + step;
   auto X = [&](std::int64_t n) {

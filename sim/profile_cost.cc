@@ -90,9 +90,8 @@ static Op resized(const Op& op, double from, double to) {
   return e;
 }
 
-ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x, const Op& op,
-                                                      double op_size) const {
-  (void)op_size;
+ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x,
+                                                      const Op& op) const {
   const auto hi = std::lower_bound(c.begin(), c.end(), std::pair<double, double>{x, -1e300});
   if (hi != c.end() && hi->first == x) return {hi->second, "measured"};
   if (hi != c.begin() && hi != c.end()) {
@@ -114,27 +113,27 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
       if (auto it = gemm_.find({op.n, op.k}); it != gemm_.end()) {
-        return on_curve(it->second, static_cast<double>(op.m), op, 0);
+        return on_curve(it->second, static_cast<double>(op.m), op);
       }
       break;
     case OpKind::Attention:
       if (auto it = attn_.find({op.n, op.kv_heads, op.k, op.seq_end - op.seq_begin == 1});
           it != attn_.end()) {
-        return on_curve(it->second, op.flops, op, 0);
+        return on_curve(it->second, op.flops, op);
       }
       break;
     case OpKind::Norm:
     case OpKind::Elementwise:
       if (const char* name = rowwise_name(op.code)) {
         if (auto it = rowwise_.find({name, op.n}); it != rowwise_.end()) {
-          return on_curve(it->second, static_cast<double>(op.m), op, 0);
+          return on_curve(it->second, static_cast<double>(op.m), op);
         }
       }
       break;
     case OpKind::AllReduce:
       if (auto it = allreduce_.find(tp_); it != allreduce_.end()) {
         const double elements = op.bytes / 2.0;  // the graph counts bf16 messages
-        return on_curve(it->second, elements, op, 0);
+        return on_curve(it->second, elements, op);
       }
       break;
   }

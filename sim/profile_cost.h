@@ -36,7 +36,7 @@ class ProfileCostModel final : public CostModel {
     const char* origin;
   };
   Estimate estimate(const Op& op) const;
-  Estimate on_curve(const Curve& c, double x, const Op& op, double op_size) const;
+  Estimate on_curve(const Curve& c, double x, const Op& op) const;
 
   Profile p_;
   AnalyticalCostModel a_;

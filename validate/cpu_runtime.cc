@@ -166,9 +166,9 @@ std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const 
                          s.out[static_cast<std::size_t>(op.residual_of)].data() + b.row * H,
                          b.len * H);
         break;
-      default:
-        throw InputError("--embed-head", "",
-                         "the runtime does not execute embedding or LM-head ops");
+      default:  // check_runnable let nothing else through
+        throw std::logic_error(std::string("cpu runtime: unexpected op ") +
+                               sim::op_code_name(op.code));
     }
   }
   return arrived;
@@ -275,12 +275,16 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
 
 }  // namespace
 
-RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o) {
+void check_runnable(const sim::Schedule& s) {
   for (const auto& op : s.ops) {
     if (op.layer < 0) {
       throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     }
   }
+}
+
+RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o) {
+  check_runnable(s);
   // Under --mpi this process is one rank; otherwise every rank is a thread here.
   const std::int64_t first = o.mpi ? mpi::rank() : 0, count = o.mpi ? 1 : w.tp;
   // Rank 0 also computes the reference, which needs every shard: it generates them all once.

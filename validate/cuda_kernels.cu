@@ -364,8 +364,11 @@ void* Context::comm_stream() const {
   return impl_->comm;
 }
 void Context::synchronize() const {
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
   TPO_CUDA_CHECK(cudaSetDevice(device_));
   TPO_CUDA_CHECK(cudaDeviceSynchronize());
+  TPO_CUDA_CHECK(cudaSetDevice(previous));  // leave the caller's device current
 }
 
 Event::Event() {

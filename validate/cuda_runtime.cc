@@ -277,8 +277,6 @@ class CudaRun {
     DeviceRank& r = ranks_[rank];
     const auto& d = m_.d;
     const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-    if (op.layer < 0)
-      throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
     const DeviceLayer& lw = r.layers[std::size_t(op.layer)];
     for (const RowBlock& b : row_blocks(m_, op)) {
       switch (op.code) {
@@ -337,9 +335,9 @@ class CudaRun {
           cu::add_bf16(at(r.x, b.row * H), at(r.out[std::size_t(op.residual_of)], b.row * H),
                        b.len * H, st);
           break;
-        default:
-          throw InputError("--embed-head", "",
-                           "the runtime does not execute embedding or LM-head ops");
+        default:  // check_runnable let nothing else through
+          throw std::logic_error(std::string("cuda runtime: unexpected op ") +
+                                 sim::op_code_name(op.code));
       }
     }
   }
@@ -363,6 +361,7 @@ class CudaRun {
 RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas) {
+  check_runnable(s);
   std::string why;
   if (cu::device_count(&why) == 0) {
     throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +

@@ -65,6 +65,10 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                    int comm_ctas = 16);
 bool cuda_runtime_built();
 
+// Throws InputError naming --embed-head when the schedule has ops the runtimes do not
+// execute (embedding, LM head); both runtimes check this before they start.
+void check_runnable(const sim::Schedule& s);
+
 // The median run of several (by total time), with every run's total in run order.
 RunResult median_of_runs(std::vector<RunResult::Timeline> runs);
 
