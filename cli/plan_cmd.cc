@@ -55,24 +55,15 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
 int run_plan_cli(PlanCli& c) {
   if (c.scenario == "generate") {
     planner::GenerateOptions g;
-    g.model = c.plan.model;
-    g.hardware = c.plan.hardware;
-    g.tp = c.plan.tp;
+    g.plan = c.plan;
     g.prompt = c.prompt;
     g.new_tokens = c.new_tokens;
     g.batches = c.batch;
-    g.strategies = c.plan.strategies;
-    g.align = c.plan.align;
-    g.max_chunks = c.plan.max_chunks;
-    g.layers = c.plan.layers;
-    g.threads = c.plan.threads;
-    g.json_path = c.plan.json_path;
-    g.profile_path = c.plan.profile_path;
     const auto r = planner::run_generate(g);
     planner::print_generate(std::cout, r);
-    if (!g.json_path.empty()) {
-      write_file_atomic(g.json_path, planner::generate_json(r).dump(1) + "\n", "--json");
-      std::cout << "\nwrote " << g.json_path << "\n";
+    if (!g.plan.json_path.empty()) {
+      write_file_atomic(g.plan.json_path, planner::generate_json(r).dump(1) + "\n", "--json");
+      std::cout << "\nwrote " << g.plan.json_path << "\n";
     }
     return 0;
   }

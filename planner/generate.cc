@@ -148,19 +148,19 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
 }  // namespace
 
 GenerateReport run_generate(const GenerateOptions& o) {
+  const PlanOptions& p = o.plan;
   if (o.prompt < 1) throw InputError("--prompt", std::to_string(o.prompt), "must be >= 1");
   if (o.new_tokens < 1) {
     throw InputError("--new-tokens", std::to_string(o.new_tokens), "must be >= 1");
   }
-  if (!o.json_path.empty()) check_writable(o.json_path, "--json");
+  if (!p.json_path.empty()) check_writable(p.json_path, "--json");
   const auto batches = parse_batches(o.batches);
-  const auto kinds = parse_strategy_list(o.strategies);
-  sim::SimulateOptions so;
-  so.model = o.model;
-  so.hardware = o.hardware;
-  so.tp = o.tp;
+  const auto kinds = parse_strategy_list(p.strategies);
+  PlanOptions prefill = p;
+  prefill.phase = "prefill";
+  prefill.context = -1;
+  sim::SimulateOptions so = simulate_options(prefill);
   so.seq = o.prompt;
-  so.layers = o.layers;
   so.embed_head = true;  // the LM head is a real part of every decode step
   GenerateReport rep;
   rep.options = o;
@@ -174,15 +174,15 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
   rep.layers = ws.front().layers;
-  const auto cm_ptr = sim::make_cost_model(ws.front(), o.profile_path);
+  const auto cm_ptr = sim::make_cost_model(ws.front(), p.profile_path);
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.
-  run_jobs(batches.size() * kinds.size(), o.threads, [&](std::size_t j) {
+  run_jobs(batches.size() * kinds.size(), p.threads, [&](std::size_t j) {
     const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
     rep.batches[bi].results[ki] =
-        run_one(ws[bi], kinds[ki], o.new_tokens, o.align, o.max_chunks, cm);
+        run_one(ws[bi], kinds[ki], o.new_tokens, p.align, p.max_chunks, cm);
   });
   for (auto& b : rep.batches) {
     const double base = b.results[0].tokens_per_s;
@@ -194,7 +194,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
 void print_generate(std::ostream& os, const GenerateReport& r) {
   const auto& o = r.options;
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
-     << o.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
+     << o.plan.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
      << " layers\n";
   os << "predicted by the " << r.cost_model
      << " cost model (not measured); tokens/s = batch x new tokens / "
@@ -225,10 +225,15 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   const auto& o = r.options;
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
-  j["options"] =
-      ojson{{"model", o.model},           {"hardware", o.hardware},     {"tp", o.tp},
-            {"prompt", o.prompt},         {"new_tokens", o.new_tokens}, {"batch", o.batches},
-            {"strategies", o.strategies}, {"align", o.align},           {"layers", o.layers}};
+  j["options"] = ojson{{"model", o.plan.model},
+                       {"hardware", o.plan.hardware},
+                       {"tp", o.plan.tp},
+                       {"prompt", o.prompt},
+                       {"new_tokens", o.new_tokens},
+                       {"batch", o.batches},
+                       {"strategies", o.plan.strategies},
+                       {"align", o.plan.align},
+                       {"layers", o.plan.layers}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

@@ -10,23 +10,17 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "planner/plan.h"
 
 namespace tpo::planner {
 
+// The plan's options (model, hardware, TP, strategies, align, max chunks, layers, threads,
+// profile, JSON path; its phase, seq, batch and sweep outputs are not used) and a scenario.
 struct GenerateOptions {
-  std::string model = "llama3-70b";
-  std::string hardware = "h100x8";
-  std::int64_t tp = 8;
+  PlanOptions plan;
   std::int64_t prompt = 1024;
   std::int64_t new_tokens = 512;
   std::string batches = "1";  // the CLI's default; --batch 1,4,16,64 for a sweep
-  std::string strategies = "all";
-  std::int64_t align = 64;
-  std::int64_t max_chunks = 3;
-  std::int64_t layers = 0;
-  std::int64_t threads = 0;
-  std::string json_path;
-  std::string profile_path;
 };
 
 struct GenerateResult {

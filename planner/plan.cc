@@ -316,14 +316,7 @@ Plan make_plan(const PlanOptions& o) {
       }
     }
   }
-  sim::SimulateOptions so;
-  so.model = o.model;
-  so.hardware = o.hardware;
-  so.tp = o.tp;
-  so.phase = o.phase;
-  so.batch = o.batch;
-  so.context = o.context;
-  so.layers = o.layers;
+  sim::SimulateOptions so = simulate_options(o);
   for (auto s : seqs) {
     so.seq = s;
     const sim::Workload w = sim::make_workload(so);  // validates every point up front
@@ -335,6 +328,19 @@ Plan make_plan(const PlanOptions& o) {
   }
   plan.cost_model = "analytical";
   return plan;
+}
+
+sim::SimulateOptions simulate_options(const PlanOptions& o) {
+  sim::SimulateOptions so;
+  so.model = o.model;
+  so.hardware = o.hardware;
+  so.tp = o.tp;
+  so.phase = o.phase;
+  so.batch = o.batch;
+  so.context = o.context;
+  so.layers = o.layers;
+  so.profile_path = o.profile_path;
+  return so;
 }
 
 std::vector<Variant> strategy_variants(Evaluator& ev, StrategyKind kind, std::int64_t align,

@@ -36,6 +36,10 @@ struct PlanOptions {
   bool quiet = false;        // no progress on stderr
 };
 
+// The workload options of a plan (its model, hardware, TP, phase, batch, context, layers;
+// the caller sets seq).
+sim::SimulateOptions simulate_options(const PlanOptions& o);
+
 struct Candidate {
   sim::StrategySpec spec;
   std::string detail;  // "2253,1843" / "last 40 layers" / "4 pieces"
