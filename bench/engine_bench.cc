@@ -19,14 +19,13 @@ struct Fixture {
   OpCosts costs;
   std::uint64_t events = 0;
   Fixture() {
-    SimulateOptions o;
+    WorkloadOptions o;
     o.model = "llama3.1-405b";
     o.hardware = "h100x16";
     o.tp = 16;
     o.seq = 8192;
-    o.strategy = "iso";
     const Workload w = make_workload(o);
-    schedule = build_schedule(w, make_spec(o, w, StrategyKind::Iso));
+    schedule = build_schedule(w, make_spec(StrategyOptions{}, w, StrategyKind::Iso));
     costs = cost_schedule(schedule, AnalyticalCostModel(w.hardware, w.tp));
     Engine e;
     e.run(schedule, costs);

@@ -21,9 +21,9 @@ void BM_PlanSweep5x6x16(benchmark::State& state) {
     for (const auto& [m, tp] : models) {
       for (const char* h : hws) {
         PlanOptions o;
-        o.model = m;
-        o.hardware = h;
-        o.tp = tp;
+        o.workload.model = m;
+        o.workload.hardware = h;
+        o.workload.tp = tp;
         o.seq = "512:16384:1.26";  // 16 lengths
         o.max_chunks = 3;
         o.threads = state.range(0);

@@ -1,11 +1,15 @@
 // Subcommand wiring: each registers its options on the CLI11 app and runs a library call.
+// The workload's flags are bound in one place (bind_workload) to sim::WorkloadOptions, which
+// simulate, plan, validate and profile all hold.
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "sim/simulate.h"
+#include "sim/workload.h"
 
 namespace tpo::cli {
 
@@ -15,9 +19,23 @@ std::function<int()> add_plan(CLI::App& app);
 std::function<int()> add_profile(CLI::App& app);
 std::function<int()> add_validate(CLI::App& app);
 
-// Shared by simulate and validate: the workload and strategy options, and the check that no
-// given option would be silently ignored.
-void add_workload_options(CLI::App* sub, sim::SimulateOptions* opts);
-void check_given(const sim::SimulateOptions& o, const CLI::App& sub);
+// Which workload flags a subcommand has (plan binds its own --seq list, profile only the
+// model, TP and hardware).
+struct WorkloadFlags {
+  bool seq = true;
+  bool phase_batch_context = true;
+  bool layers = true;
+  bool embed_head = false;
+  bool profile = true;
+};
+void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
+void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);
+// Options that would be silently ignored are errors: the user meant something by them.
+// With `compare`, every strategy option is used by the strategies it concerns.
+void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, const CLI::App& sub,
+                 bool compare);
+
+// The flag bound to a workload or strategy field ("ladder_layers" -> "--ladder-layers").
+std::string flag_for(const std::string& field);
 
 }  // namespace tpo::cli

@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("profile")) return run_profile();
     if (app.got_subcommand("validate")) return run_validate();
     return 2;
+  } catch (const tpo::FieldError& e) {  // a core field: name the flag bound to it
+    std::cerr << "tpo: error: "
+              << tpo::InputError(tpo::cli::flag_for(e.name()), e.value(), e.problem()).what()
+              << "\n";
+    return 2;
   } catch (const tpo::InputError& e) {
     std::cerr << "tpo: error: " << e.what() << "\n";
     return 2;

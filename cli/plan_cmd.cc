@@ -39,13 +39,13 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
     for (const char* opt : {"--prompt", "--new-tokens"}) {
       if (given(opt)) throw InputError(opt, "", "applies to --scenario generate only");
     }
-    if (c.plan.phase == "decode" && given("--context")) {
-      throw InputError("--context", std::to_string(c.plan.context),
+    if (c.plan.workload.phase == "decode" && given("--context")) {
+      throw InputError("--context", std::to_string(c.plan.workload.context),
                        "in a decode plan --seq lists the context lengths; drop --context");
     }
   }
-  if (given("--context") && c.plan.context < 0) {
-    throw InputError("--context", std::to_string(c.plan.context), "must be >= 0");
+  if (given("--context") && c.plan.workload.context < 0) {
+    throw InputError("--context", std::to_string(c.plan.workload.context), "must be >= 0");
   }
   if (c.plan.strategies.empty()) {
     throw InputError("--strategies", "", "give strategy names (iso,ladder,...) or all");
@@ -72,8 +72,8 @@ int run_plan_cli(PlanCli& c) {
   }
   try {
     std::size_t used = 0;
-    c.plan.batch = std::stoll(c.batch, &used);
-    if (used != c.batch.size() || c.plan.batch < 1) throw std::invalid_argument("batch");
+    c.plan.workload.batch = std::stoll(c.batch, &used);
+    if (used != c.batch.size() || c.plan.workload.batch < 1) throw std::invalid_argument("batch");
   } catch (const std::exception&) {
     throw InputError("--batch", c.batch,
                      "must be one positive integer (lists of batch sizes are for --scenario "
@@ -109,11 +109,11 @@ std::function<int()> add_plan(CLI::App& app) {
       "with the analytical cost model, or a measured --profile). --scenario generate:\n"
       "prefill + decode tokens/s per strategy and batch size, like the ladder-residual\n"
       "paper's benchmark.");
-  sub->add_option("--model", o.model, "Shipped model name, a tpo model JSON or a HF config.json")
-      ->capture_default_str();
-  sub->add_option("--hardware", o.hardware, "Shipped hardware name or a hardware JSON")
-      ->capture_default_str();
-  sub->add_option("--tp", o.tp, "Tensor-parallel degree")->capture_default_str();
+  WorkloadFlags f;
+  f.seq = false;  // a list of prompt lengths, below; --batch is a list with --scenario generate
+  f.layers = false;
+  f.profile = false;
+  bind_workload(sub, &o.workload, f);
   sub->add_option("--seq", o.seq,
                   "Prompt lengths: a list (1024,4096), a range doubling (512:32768) or with a "
                   "factor (512:32768:1.5). In decode: context lengths")
@@ -121,8 +121,6 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--batch", c->batch,
                   "Requests per batch (sweep); with --scenario generate a list (1,4,16,64)")
       ->capture_default_str();
-  sub->add_option("--phase", o.phase, "prefill or decode")->capture_default_str();
-  sub->add_option("--context", o.context, "Prefill: cached prefix tokens per request (0)");
   sub->add_option("--strategies", o.strategies,
                   "Comma list of strategies to consider (none is always included), or all")
       ->capture_default_str();
@@ -135,7 +133,7 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_flag("--allow-arch-change", o.allow_arch_change,
                 "Let the planner choose ladder, iso+ladder and parallel-block, which change the "
                 "model (they need a model trained for them)");
-  sub->add_option("--layers", o.layers, "Plan with the first N layers only (0 = all)")
+  sub->add_option("--layers", o.workload.layers, "Plan with the first N layers only (0 = all)")
       ->capture_default_str();
   sub->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->capture_default_str();
   sub->add_option("--scenario", c->scenario, "sweep (prompt lengths) or generate")
@@ -145,7 +143,7 @@ std::function<int()> add_plan(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", o.json_path,
                   "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
-  sub->add_option("--profile", o.profile_path,
+  sub->add_option("--profile", o.workload.profile,
                   "Use op costs measured by `tpo profile` (FILE) instead of the analytical model");
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
   sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");

@@ -74,13 +74,9 @@ std::function<int()> add_profile(CLI::App& app) {
       "overlapped, on this machine. The profile feeds `simulate --profile` and `plan --profile`.");
   sub->add_option("--backend", o->backend, "cpu (fp32 kernels, ranks as threads) or cuda")
       ->capture_default_str();
-  sub->add_option("--model", o->model, "Shipped model name or a model JSON / HF config.json")
-      ->capture_default_str();
-  sub->add_option("--tp", o->tp, "Tensor-parallel degree whose shard shapes are measured")
-      ->capture_default_str();
-  sub->add_option("--hardware", o->hardware,
-                  "Hardware config for the analytical fallback (default cpu-host for cpu, "
-                  "h200x8 for cuda)");
+  WorkloadFlags f;
+  f.seq = f.phase_batch_context = f.layers = f.profile = false;
+  bind_workload(sub, &o->workload, f);
   sub->add_flag("--quick", o->quick, "Fewer sizes (powers of two only, smaller maximum)");
   sub->add_option("--out", o->out,
                   "Profile file to write (an interrupted run resumes from "

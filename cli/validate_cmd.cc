@@ -16,13 +16,13 @@ namespace {
 // Prints and writes the report (rank 0 only under MPI); false when a result was wrong.
 bool report(const validate::ValidateOptions& o, const validate::ValidateReport& r) {
   validate::print_validate(std::cout, r);
-  if (!o.sim.json_path.empty()) {
-    write_file_atomic(o.sim.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
-    std::cout << "wrote " << o.sim.json_path << "\n";
+  if (!o.json_path.empty()) {
+    write_file_atomic(o.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
+    std::cout << "wrote " << o.json_path << "\n";
   }
-  if (!o.sim.trace_path.empty()) {
-    write_file_atomic(o.sim.trace_path, validate::validate_trace(r), "--trace");
-    std::cout << "wrote " << o.sim.trace_path << " (predicted and measured, side by side)\n";
+  if (!o.trace_path.empty()) {
+    write_file_atomic(o.trace_path, validate::validate_trace(r), "--trace");
+    std::cout << "wrote " << o.trace_path << " (predicted and measured, side by side)\n";
   }
   return r.all_correct();
 }
@@ -53,19 +53,20 @@ int run_under_mpi(const validate::ValidateOptions& o) {
 std::function<int()> add_validate(CLI::App& app) {
   auto o = std::make_shared<validate::ValidateOptions>();
   // Defaults that run on any machine's CPU in seconds to minutes.
-  o->sim.layers = 2;
-  o->sim.model = "llama3.1-8b";
-  o->sim.hardware = "cpu-host";
-  o->sim.tp = 2;
-  o->sim.seq = 512;
+  o->workload.layers = 2;
+  o->workload.model = "llama3.1-8b";
+  o->workload.hardware = "cpu-host";
+  o->workload.tp = 2;
+  o->workload.seq = 512;
   auto* sub = app.add_subcommand(
       "validate",
       "Execute the very graph the simulator timed with real kernels, check its output against\n"
       "a reference forward of the architecture (and against `none`), and report predicted vs\n"
       "measured time, total and per op. --backend cpu runs anywhere: ranks are threads.");
-  add_workload_options(sub, &o->sim);
-  sub->add_option("--layers", o->sim.layers, "Layers to execute (runs are slow on a CPU)")
-      ->capture_default_str();
+  bind_workload(sub, &o->workload, WorkloadFlags{});
+  bind_strategy(sub, &o->strategy);
+  sub->add_option("--trace", o->trace_path,
+                  "Write predicted and measured timelines as one Chrome trace to FILE");
   sub->add_option("--plan", o->plan_path,
                   "Validate every point of a plan from `tpo plan --json` (its model, TP and "
                   "strategies); predicted with the plan's profile unless --profile is given");
@@ -78,7 +79,7 @@ std::function<int()> add_validate(CLI::App& app) {
                 "One TP rank per process: launch with `mpirun -np TP tpo validate --mpi ...` "
                 "(MPI all-reduce on cpu; NCCL across processes and nodes on cuda, one GPU per "
                 "process). Rank 0 checks the output and reports");
-  sub->add_option("--emulate", o->emulate,
+  sub->add_option("--emulate", o->workload.emulate,
                   "cuda --comm emulated: hardware whose all-reduce each copy kernel imitates "
                   "(default --hardware; with --plan, the plan's hardware); compute is predicted "
                   "for --hardware, the machine running");
@@ -87,7 +88,7 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
-  sub->add_option("--json", o->sim.json_path, "Write the report (schema tpo.validate/1) to FILE");
+  sub->add_option("--json", o->json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
     if (o->backend == "cpu") {
       for (const char* opt : {"--comm", "--comm-ctas", "--emulate"}) {
@@ -95,15 +96,17 @@ std::function<int()> add_validate(CLI::App& app) {
       }
     }
     if (!o->plan_path.empty()) {
-      for (const char* opt : {"--model", "--tp", "--phase", "--batch", "--seq", "--context",
-                              "--strategy", "--chunks", "--split", "--ladder-layers", "--pieces"}) {
+      for (const char* opt :
+           {"--model", "--tp", "--phase", "--batch", "--seq", "--context", "--layers", "--strategy",
+            "--chunks", "--split", "--ladder-layers", "--pieces"}) {
         if (sub->count(opt)) {
           throw InputError(opt, "", "comes from the plan with --plan; drop it");
         }
       }
-      o->sim.hardware = sub->count("--hardware") ? o->sim.hardware : "";
+      o->hardware_given = sub->count("--hardware") > 0;
+      o->profile_given = sub->count("--profile") > 0;
     } else {
-      check_given(o->sim, *sub);
+      check_given(o->workload, o->strategy, *sub, false);
     }
     if (o->mpi) return run_under_mpi(*o);
     if (!report(*o, validate::run_validate(*o))) {

@@ -81,13 +81,7 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
 
 std::string phase_label(const StrategySpec& s, bool fell_back) {
   std::string t = sim::strategy_name(s.kind);
-  if (s.kind == StrategyKind::Iso || s.kind == StrategyKind::IsoLadder) {
-    t += " (" + join_tokens(s.chunk_tokens) + ")";
-  } else if (s.kind == StrategyKind::GemmSplit) {
-    t += " (" + std::to_string(s.pieces) + ")";
-  } else if (s.ladder_layers > 0) {
-    t += " (last " + std::to_string(s.ladder_layers) + ")";
-  }
+  if (const std::string v = sim::variant_text(s); v != "-") t += " (" + v + ")";
   if (fell_back) t += "*";
   return t;
 }
@@ -101,7 +95,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   bool fb = false;
   const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, cm, engine, &fb);
   r.prefill_strategy = phase_label(pre, fb);
-  if (!pre.chunk_tokens.empty() && pre.kind != StrategyKind::None) {
+  if (sim::strategy(pre.kind).uses_chunks()) {
     r.detail = join_tokens(pre.chunk_tokens);
   }
   r.prefill_us = static_cast<double>(time_of(prefill_w, pre, cm, engine)) / 1e3;
@@ -112,7 +106,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   dw.phase = sim::Phase::Decode;
   dw.seq = 1;
   dw.context = prefill_w.seq + std::max<std::int64_t>(steps, 1) / 2;
-  const StrategyKind dkind = kind == StrategyKind::IsoLadder ? StrategyKind::Ladder : kind;
+  const StrategyKind dkind = sim::strategy(kind).decode_as;
   const StrategySpec dec = choose(dw, dkind, align, max_chunks, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb);
   double sum_us = 0;
@@ -156,10 +150,9 @@ GenerateReport run_generate(const GenerateOptions& o) {
   if (!p.json_path.empty()) check_writable(p.json_path, "--json");
   const auto batches = parse_batches(o.batches);
   const auto kinds = parse_strategy_list(p.strategies);
-  PlanOptions prefill = p;
-  prefill.phase = "prefill";
-  prefill.context = -1;
-  sim::SimulateOptions so = simulate_options(prefill);
+  sim::WorkloadOptions so = p.workload;
+  so.phase = "prefill";
+  so.context = -1;
   so.seq = o.prompt;
   so.embed_head = true;  // the LM head is a real part of every decode step
   GenerateReport rep;
@@ -174,7 +167,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
   rep.layers = ws.front().layers;
-  const auto cm_ptr = sim::make_cost_model(ws.front(), p.profile_path);
+  const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
@@ -194,8 +187,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
 void print_generate(std::ostream& os, const GenerateReport& r) {
   const auto& o = r.options;
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
-     << o.plan.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, " << r.layers
-     << " layers\n";
+     << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
+     << r.layers << " layers\n";
   os << "predicted by the " << r.cost_model
      << " cost model (not measured); tokens/s = batch x new tokens / "
         "(prefill + "
@@ -225,15 +218,11 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   const auto& o = r.options;
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
-  j["options"] = ojson{{"model", o.plan.model},
-                       {"hardware", o.plan.hardware},
-                       {"tp", o.plan.tp},
-                       {"prompt", o.prompt},
-                       {"new_tokens", o.new_tokens},
-                       {"batch", o.batches},
-                       {"strategies", o.plan.strategies},
-                       {"align", o.plan.align},
-                       {"layers", o.plan.layers}};
+  j["options"] = ojson{{"model", o.plan.workload.model},   {"hardware", o.plan.workload.hardware},
+                       {"tp", o.plan.workload.tp},         {"prompt", o.prompt},
+                       {"new_tokens", o.new_tokens},       {"batch", o.batches},
+                       {"strategies", o.plan.strategies},  {"align", o.plan.align},
+                       {"layers", o.plan.workload.layers}, {"profile", o.plan.workload.profile}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

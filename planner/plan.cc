@@ -77,17 +77,13 @@ std::vector<StrategyKind> parse_strategy_list(const std::string& text) {
   std::vector<StrategyKind> out{StrategyKind::None};
   std::stringstream ss(text);
   for (std::string p; std::getline(ss, p, ',');) {
-    const auto k = sim::parse_strategy(p);
-    if (!k) {
-      std::string names;
-      for (auto s : sim::all_strategies()) {
-        if (!names.empty()) names += ", ";
-        names += sim::strategy_name(s);
-      }
-      throw InputError("--strategies", text,
-                       "unknown strategy '" + p + "' (choose from: " + names + ", or all)");
+    const sim::StrategyDescriptor* d = sim::find_strategy(p);
+    if (!d) {
+      throw InputError(
+          "--strategies", text,
+          "unknown strategy '" + p + "' (choose from: " + sim::strategy_names() + ", or all)");
     }
-    if (std::find(out.begin(), out.end(), *k) == out.end()) out.push_back(*k);
+    if (std::find(out.begin(), out.end(), d->kind) == out.end()) out.push_back(d->kind);
   }
   return out;
 }
@@ -304,7 +300,7 @@ Plan make_plan(const PlanOptions& o) {
   Plan plan;
   plan.options = o;
   const auto seqs = parse_seq_list(o.seq, o.align);
-  if (o.strategies != "all" && o.phase == "prefill") {
+  if (o.strategies != "all" && o.workload.phase == "prefill") {
     const auto kinds = parse_strategy_list(o.strategies);
     const bool iso = std::find(kinds.begin(), kinds.end(), StrategyKind::Iso) != kinds.end() ||
                      std::find(kinds.begin(), kinds.end(), StrategyKind::IsoLadder) != kinds.end();
@@ -316,78 +312,45 @@ Plan make_plan(const PlanOptions& o) {
       }
     }
   }
-  sim::SimulateOptions so = simulate_options(o);
   for (auto s : seqs) {
-    so.seq = s;
-    const sim::Workload w = sim::make_workload(so);  // validates every point up front
-    if (plan.points.empty()) plan.workload = w;
     PlanPoint p;
     p.seq = s;
-    p.batch = o.batch;
+    p.batch = o.workload.batch;
+    // Validates every point up front, and records it with every field explicit.
+    const sim::Workload w = sim::make_workload(point_workload(o, s));
+    p.workload = sim::explicit_options(point_workload(o, s), w);
+    if (plan.points.empty()) plan.workload = w;
     plan.points.push_back(p);
   }
   plan.cost_model = "analytical";
   return plan;
 }
 
-sim::SimulateOptions simulate_options(const PlanOptions& o) {
-  sim::SimulateOptions so;
-  so.model = o.model;
-  so.hardware = o.hardware;
-  so.tp = o.tp;
-  so.phase = o.phase;
-  so.batch = o.batch;
-  so.context = o.context;
-  so.layers = o.layers;
-  so.profile_path = o.profile_path;
-  return so;
+sim::WorkloadOptions point_workload(const PlanOptions& o, std::int64_t seq) {
+  sim::WorkloadOptions w = o.workload;
+  w.embed_head = false;
+  w.seq = seq;
+  // decode: seq stands for the context unless a context is given.
+  return w;
 }
 
 std::vector<Variant> strategy_variants(Evaluator& ev, StrategyKind kind, std::int64_t align,
                                        std::int64_t max_chunks) {
   const sim::Workload& w = ev.workload();
+  const sim::StrategyDescriptor& d = sim::strategy(kind);
   std::vector<Variant> out;
-  auto add_if_applicable = [&](const StrategySpec& s, std::string detail) {
-    if (sim::not_applicable_reason(w, s).empty()) out.push_back({s, std::move(detail)});
-  };
-  switch (kind) {
-    case StrategyKind::None:
-      add_if_applicable(StrategySpec(kind), "-");
-      break;
-    case StrategyKind::Iso:
-    case StrategyKind::IsoLadder: {
-      if (!sim::not_applicable_reason(w, StrategySpec(kind)).empty()) break;
-      std::vector<std::int64_t> seed;
-      for (std::int64_t c = 2; c <= max_chunks; ++c) {
-        const SplitResult r = search_split(ev, kind, c, align, seed);
-        if (r.chunks.empty()) continue;
-        seed = r.chunks;
-        out.push_back({StrategySpec(kind, r.chunks), join_tokens(r.chunks)});
-      }
-      break;
+  // The best split for each chunk count, searched.
+  if (d.uses_chunks() && sim::not_applicable_reason(w, StrategySpec(kind)).empty()) {
+    std::vector<std::int64_t> seed;
+    for (std::int64_t c = 2; c <= max_chunks; ++c) {
+      const SplitResult r = search_split(ev, kind, c, align, seed);
+      if (r.chunks.empty()) continue;
+      seed = r.chunks;
+      out.push_back({StrategySpec(kind, r.chunks), join_tokens(r.chunks)});
     }
-    case StrategyKind::Ladder: {
-      StrategySpec s(kind);
-      add_if_applicable(s, "all layers");
-      if (w.layers >= 4) {
-        s.ladder_layers = w.layers / 2;
-        add_if_applicable(s, "last " + std::to_string(s.ladder_layers) + " layers");
-      }
-      break;
-    }
-    case StrategyKind::GemmSplit:
-      for (std::int64_t p : {2, 4, 8}) {
-        StrategySpec s(kind);
-        s.pieces = p;
-        add_if_applicable(s, std::to_string(p) + " pieces");
-      }
-      break;
-    case StrategyKind::Microbatch:
-      add_if_applicable(StrategySpec(kind), "2 groups");
-      break;
-    case StrategyKind::ParallelBlock:
-      add_if_applicable(StrategySpec(kind), "-");
-      break;
+  }
+  for (const StrategySpec& s : d.variants(w)) {
+    if (sim::not_applicable_reason(w, s).empty()) out.push_back({s, sim::variant_text(s)});
   }
   return out;
 }
@@ -430,7 +393,7 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   if (w.phase == sim::Phase::Prefill) {
     w.seq = point.seq;
   } else {
-    w.context = o.context < 0 ? point.seq : o.context;
+    w.context = o.workload.context < 0 ? point.seq : o.workload.context;
   }
   Evaluator ev(w, cm);
   Candidate none = ev.full(StrategySpec(StrategyKind::None));
@@ -464,7 +427,7 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
 }  // namespace
 
 void run_plan(Plan& plan, const sim::CostModel* override_cm) {
-  const auto own = sim::make_cost_model(plan.workload, plan.options.profile_path);
+  const auto own = sim::make_cost_model(plan.workload, plan.options.workload.profile);
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
   const std::size_t n = plan.points.size();

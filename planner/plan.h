@@ -17,28 +17,23 @@
 namespace tpo::planner {
 
 struct PlanOptions {
-  std::string model = "llama2-70b";
-  std::string hardware = "rtx4090x8";
-  std::int64_t tp = 8;
-  std::string phase = "prefill";
-  std::string seq = "512:16384";  // a list "1024,4096" or a range "A:B" (x2) / "A:B:F" (xF)
-  std::int64_t batch = 1;
-  std::int64_t context = -1;
+  // Model, hardware, TP, phase, batch, context, layers and profile; its seq is not used (the
+  // points are `seq` below), nor its embed_head.
+  sim::WorkloadOptions workload;
+  std::string seq = "512:16384";   // a list "1024,4096" or a range "A:B" (x2) / "A:B:F" (xF)
   std::string strategies = "all";  // comma list of strategy names, or "all"
   std::int64_t max_chunks = 3;
   std::int64_t align = 64;
   double threshold = 0.02;  // overlap must beat none by more than this fraction
   bool allow_arch_change = false;
-  std::int64_t layers = 0;
   std::int64_t threads = 0;  // 0: all cores
   std::string json_path, csv_path, svg_path;
-  std::string profile_path;  // measured profile; empty: analytical model
-  bool quiet = false;        // no progress on stderr
+  bool quiet = false;  // no progress on stderr
 };
 
-// The workload options of a plan (its model, hardware, TP, phase, batch, context, layers;
-// the caller sets seq).
-sim::SimulateOptions simulate_options(const PlanOptions& o);
+// The workload options of one planned point of length `seq` (prefill: prompt tokens;
+// decode: context tokens), every field explicit: what the plan file records for the point.
+sim::WorkloadOptions point_workload(const PlanOptions& o, std::int64_t seq);
 
 struct Candidate {
   sim::StrategySpec spec;
@@ -54,6 +49,7 @@ struct Candidate {
 struct PlanPoint {
   std::int64_t seq = 0;
   std::int64_t batch = 1;
+  sim::WorkloadOptions workload;                     // the point's workload, every field explicit
   std::vector<Candidate> candidates;                 // candidates[0] is none
   std::size_t best = 0;                              // index into candidates; 0 means don't overlap
   std::int64_t simulations = 0;                      // graphs timed for this point
@@ -63,7 +59,7 @@ struct PlanPoint {
 
 struct Plan {
   PlanOptions options;
-  sim::Workload workload;  // of the first point; seq differs per point
+  sim::Workload workload;  // of the first point (seq and context differ per point)
   std::string cost_model;
   std::vector<PlanPoint> points;
 };

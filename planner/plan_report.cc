@@ -11,6 +11,7 @@
 #include "sim/error.h"
 #include "sim/format.h"
 #include "sim/json_io.h"
+#include "sim/plan_file.h"
 #include "sim/report.h"
 #include "sim/version.h"
 
@@ -25,11 +26,9 @@ std::string length_label(std::int64_t n) {
 }
 // Only the parameters that mean something for the strategy.
 ojson params_json(const sim::StrategySpec& s) {
-  ojson j = ojson::object();
-  if (s.kind == sim::StrategyKind::GemmSplit) j["pieces"] = s.pieces;
-  if (s.kind == sim::StrategyKind::Ladder || s.kind == sim::StrategyKind::IsoLadder) {
-    j["ladder_layers"] = s.ladder_layers;
-  }
+  ojson j = sim::strategy_spec_json(s);
+  j.erase("name");
+  j.erase("chunks");
   return j;
 }
 const char* length_name(const Plan& p) {
@@ -48,8 +47,7 @@ const Candidate* best_arch_change(const PlanPoint& p) {
 void print_plan(std::ostream& os, const Plan& plan) {
   const auto& w = plan.workload;
   os << "tpo plan — " << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
-     << sim::phase_name(w.phase) << ", batch " << plan.options.batch << ", " << w.layers
-     << " layers\n";
+     << sim::phase_name(w.phase) << ", batch " << w.batch << ", " << w.layers << " layers\n";
   os << "predicted by the " << plan.cost_model << " cost model (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
@@ -83,7 +81,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
     }
     os << "\nop costs of the chosen schedules:";
     for (const auto& [k, n] : total) os << " " << n << " " << k;
-    os << " (profile " << plan.options.profile_path << ")\n";
+    os << " (profile " << plan.options.workload.profile << ")\n";
   }
   if (show_arch) {
     os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "
@@ -107,25 +105,25 @@ ojson plan_json(const Plan& plan) {
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
-  j["options"] = ojson{{"model", o.model},
-                       {"hardware", o.hardware},
-                       {"tp", o.tp},
-                       {"phase", o.phase},
+  j["options"] = ojson{{"model", o.workload.model},
+                       {"hardware", o.workload.hardware},
+                       {"tp", o.workload.tp},
+                       {"phase", o.workload.phase},
                        {"seq", o.seq},
-                       {"batch", o.batch},
-                       {"context", o.context},
+                       {"batch", o.workload.batch},
+                       {"context", o.workload.context},
                        {"strategies", o.strategies},
                        {"max_chunks", o.max_chunks},
                        {"align", o.align},
                        {"threshold", o.threshold},
                        {"allow_arch_change", o.allow_arch_change},
-                       {"layers", o.layers},
-                       {"profile", o.profile_path}};
+                       {"layers", o.workload.layers},
+                       {"profile", o.workload.profile}};
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;
   j["phase"] = sim::phase_name(w.phase);
-  j["batch"] = o.batch;
+  j["batch"] = o.workload.batch;
   j["num_layers"] = w.layers;
   ojson lookup = ojson::array();
   ojson points = ojson::array();
@@ -143,7 +141,8 @@ ojson plan_json(const Plan& plan) {
                            {"params", params_json(b.spec)},
                            {"predicted_us", to_us(b.total_ns)},
                            {"none_us", to_us(p.none_ns())},
-                           {"speedup", b.speedup}});
+                           {"speedup", b.speedup},
+                           {"run", sim::planned_run_json({p.workload, b.spec})}});
     ojson cands = ojson::array();
     for (const auto& c : p.candidates) cands.push_back(cand_json(c));
     points.push_back(ojson{{"seq_len", p.seq},
@@ -226,7 +225,7 @@ std::string plan_svg(const Plan& plan) {
      << "over no overlap — " << w.model.name << ", " << w.hardware.name << ", TP " << w.tp
      << "</text>\n";
   os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
-     << plan.options.batch << "; " << plan.cost_model
+     << w.batch << "; " << plan.cost_model
      << " cost model, predicted, not measured; best variant of each strategy</text>\n";
   // Grid and y ticks.
   for (double v = ymin; v <= ymax + 1e-9; v += step) {
@@ -294,104 +293,6 @@ std::string plan_svg(const Plan& plan) {
   os << "<text x=\"" << L + pw + 46 << "\" y=\"" << ly + 4 << "\">recommended</text>\n";
   os << "</svg>\n";
   return os.str();
-}
-
-LoadedPlanEntry LoadedPlan::lookup(std::int64_t seq) const {
-  const LoadedPlanEntry* at = nullptr;
-  for (const auto& e : entries) {
-    if (e.seq <= seq) at = &e;
-  }
-  LoadedPlanEntry r;
-  r.seq = seq;
-  r.strategy = "none";
-  if (!at) return r;  // shorter than anything planned: don't overlap
-  r = *at;
-  r.seq = seq;
-  if (r.chunk_fractions.size() < 2) return r;
-  // Scale the planned split to this length, boundaries on the grid.
-  std::vector<std::int64_t> chunks;
-  double cum = 0;
-  std::int64_t prev = 0;
-  for (std::size_t i = 0; i + 1 < r.chunk_fractions.size(); ++i) {
-    cum += r.chunk_fractions[i];
-    std::int64_t b =
-        std::llround(cum * static_cast<double>(seq) / static_cast<double>(align)) * align;
-    b = std::max(b, prev + align);
-    if (b >= seq) {  // too short to cut into that many chunks
-      r.strategy = "none";
-      r.chunks.clear();
-      return r;
-    }
-    chunks.push_back(b - prev);
-    prev = b;
-  }
-  chunks.push_back(seq - prev);
-  r.chunks = chunks;
-  return r;
-}
-
-LoadedPlan load_plan(const std::string& path) {
-  const nlohmann::json j = read_json_file(path);
-  const JsonObject o(j, path, "");
-  if (o.string("schema") != "tpo.plan/1") {
-    throw InputError(path, "schema", "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
-  }
-  LoadedPlan p;
-  const JsonObject opts = o.object("options");
-  p.model = opts.string("model");
-  p.hardware = opts.string("hardware");
-  p.tp = o.integer("tp");
-  p.phase = o.string("phase");
-  p.align = opts.integer_or("align", 64);
-  p.profile = opts.string_or("profile", "");
-  if (!o.has("lookup") || !j.at("lookup").is_array() || j.at("lookup").empty()) {
-    throw InputError(path, "lookup", "must be a non-empty array");
-  }
-  for (std::size_t i = 0; i < j.at("lookup").size(); ++i) {
-    const JsonObject e(j.at("lookup").at(i), path, "lookup[" + std::to_string(i) + "]");
-    LoadedPlanEntry le;
-    le.seq = e.integer("seq_len");
-    le.batch = e.integer("batch");
-    le.strategy = e.string("strategy");
-    if (!sim::parse_strategy(le.strategy)) {
-      throw InputError(path, e.field("strategy"), "unknown strategy '" + le.strategy + "'");
-    }
-    if (!e.raw().contains("chunks") || !e.raw().at("chunks").is_array()) {
-      throw InputError(path, e.field("chunks"), "must be an array of token counts");
-    }
-    std::int64_t sum = 0;
-    for (const auto& c : e.raw().at("chunks")) {
-      if (!c.is_number_integer() || c.get<std::int64_t>() < 1) {
-        throw InputError(path, e.field("chunks"), "token counts must be positive integers");
-      }
-      le.chunks.push_back(c.get<std::int64_t>());
-      sum += le.chunks.back();
-    }
-    if ((le.strategy == "iso" || le.strategy == "iso+ladder") &&
-        (le.chunks.size() < 2 || sum != le.seq)) {
-      throw InputError(
-          path, e.field("chunks"),
-          "iso chunks must be >= 2 and sum to seq_len (" + std::to_string(le.seq) + ")");
-    }
-    if (e.raw().contains("chunk_fractions") && e.raw().at("chunk_fractions").is_array()) {
-      for (const auto& f : e.raw().at("chunk_fractions")) {
-        if (!f.is_number() || f.get<double>() <= 0) {
-          throw InputError(path, e.field("chunk_fractions"), "must be positive numbers");
-        }
-        le.chunk_fractions.push_back(f.get<double>());
-      }
-    }
-    const JsonObject params = e.object("params");
-    le.ladder_layers = params.count_or("ladder_layers", 0);
-    le.pieces = params.integer_or("pieces", 4);
-    le.total_us = e.number("predicted_us");
-    le.none_us = e.number("none_us");
-    if (!p.entries.empty() && le.seq <= p.entries.back().seq) {
-      throw InputError(path, e.field("seq_len"), "lookup entries must be sorted by seq_len");
-    }
-    p.entries.push_back(std::move(le));
-  }
-  return p;
 }
 
 }  // namespace tpo::planner

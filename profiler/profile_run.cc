@@ -242,12 +242,12 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   } else {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
-  sim::SimulateOptions so;
-  so.model = o.model;
-  so.hardware = o.hardware.empty() ? (o.backend == "cpu" ? "cpu-host" : "h200x8") : o.hardware;
-  so.tp = o.tp;
+  sim::WorkloadOptions so = o.workload;
+  if (so.hardware.empty()) so.hardware = o.backend == "cpu" ? "cpu-host" : "h200x8";
   so.seq = 1;
   so.phase = "prefill";
+  so.context = 0;
+  so.layers = 0;
   const sim::Workload w = sim::make_workload(so);
   const sim::ShardDims d = sim::validate_workload(w);
   SweepOptions sw;
@@ -265,20 +265,20 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (sw.max_tokens < o.align) {
     throw InputError("--max-tokens", std::to_string(sw.max_tokens), "must be >= --align");
   }
-  const auto items = make_sweep(w.model, d, o.tp, sw);
+  const auto items = make_sweep(w.model, d, w.tp, sw);
   HarnessOptions h;
   h.reps = o.reps;
   h.warmup = o.warmup;
   h.progress = o.progress;
   h.resume_path = o.out + ".partial";
-  nlohmann::json opts{{"backend", o.backend},    {"model", o.model},
-                      {"hardware", so.hardware}, {"tp", o.tp},
+  nlohmann::json opts{{"backend", o.backend},    {"model", so.model},
+                      {"hardware", so.hardware}, {"tp", w.tp},
                       {"quick", o.quick},        {"max_tokens", sw.max_tokens},
                       {"align", o.align},        {"reps", o.reps},
                       {"warmup", o.warmup},      {"accuracy", o.accuracy}};
   h.fingerprint = opts.dump();
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
-     << o.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup
+     << w.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup
      << " warm-up runs each)\n";
   const auto ms = run_sweep(*backend, items, h);
 
@@ -289,7 +289,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   p.device = backend->device();
   p.options = opts;
   p.model = w.model.name;
-  p.tp = o.tp;
+  p.tp = w.tp;
   fit_profile(p);
   os << "measured " << p.gemm.size() << " GEMMs, " << p.attention.size() << " attentions, "
      << p.rowwise.size() << " norm/elementwise ops, " << p.allreduce.size()
@@ -297,8 +297,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
      << p.compute_slowdown_under_comm << "x as long beside communication, communication "
      << p.comm_slowdown_under_compute << "x as long beside a GEMM\n";
   os.unsetf(std::ios::fixed);
-  if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, o.tp, ms, os);
-  p.analytical_vs_measured = analytical_vs_measured(w.hardware, o.tp, ms, os);
+  if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, w.tp, ms, os);
+  p.analytical_vs_measured = analytical_vs_measured(w.hardware, w.tp, ms, os);
   write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   std::filesystem::remove(h.resume_path);
   os << "\nwrote " << o.out << " (measured on this " << o.backend

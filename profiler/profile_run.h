@@ -8,14 +8,25 @@
 
 #include "profiler/harness.h"
 #include "sim/profile.h"
+#include "sim/workload.h"
 
 namespace tpo::profiler {
 
+inline sim::WorkloadOptions default_workload() {
+  sim::WorkloadOptions w;
+  w.model = "llama3.1-8b";
+  w.hardware.clear();
+  w.tp = 2;
+  w.seq = 1;
+  return w;
+}
+
 struct ProfileOptions {
   std::string backend = "cpu";
-  std::string model = "llama3.1-8b";
-  std::string hardware;  // analytical fallback; default cpu-host (cpu) or h200x8 (cuda)
-  std::int64_t tp = 2;
+  // The model and TP whose shard shapes are measured, and the hardware whose analytical model
+  // fills what the profile lacks (empty: cpu-host on cpu, h200x8 on cuda). The rest of the
+  // workload (phase, prompt, layers) is not used: the sweep covers every chunk size.
+  sim::WorkloadOptions workload = default_workload();
   bool quick = false;
   std::string out;
   std::int64_t max_tokens = 0;  // 0: 512 on cpu (256 with --quick), 8192 on cuda

@@ -38,7 +38,7 @@ std::vector<std::string> list_shipped(const std::string& sub) {
 }
 
 std::string resolve_config(const std::string& sub, const std::string& spec,
-                           const std::string& option) {
+                           const std::string& field) {
   if (spec.find('/') != std::string::npos || spec.ends_with(".json")) return spec;
   const std::string path = (fs::path(config_dir()) / sub / (spec + ".json")).string();
   if (fs::exists(path)) return path;
@@ -47,7 +47,7 @@ std::string resolve_config(const std::string& sub, const std::string& spec,
     if (!names.empty()) names += ", ";
     names += n;
   }
-  throw InputError(option, spec,
+  throw FieldError(field, spec,
                    "no shipped " + sub + " config of that name (shipped: " + names +
                        "); or pass a path to a JSON file");
 }

@@ -10,8 +10,9 @@ namespace tpo::sim {
 // $TPO_CONFIG_DIR if set, else the source tree's configs/.
 std::string config_dir();
 std::vector<std::string> list_shipped(const std::string& sub);
-// Throws InputError naming `option` and listing the shipped names when the name is unknown.
+// Throws FieldError naming `field` ("model", "hardware") and listing the shipped names when
+// the name is unknown.
 std::string resolve_config(const std::string& sub, const std::string& spec,
-                           const std::string& option);
+                           const std::string& field);
 
 }  // namespace tpo::sim

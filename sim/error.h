@@ -26,12 +26,36 @@ class InputError : public std::runtime_error {
     // An option reads "--tp 3: ...", a file "path: field 'gpu.sms': ...".
     std::string s = where;
     if (!field.empty()) {
-      s += where.starts_with("--") ? " " + field : ": field '" + field + "'";
+      if (where.starts_with("--")) {
+        s += " " + field;
+      } else if (where.starts_with("field '")) {  // a FieldError: "field 'tp' = 3"
+        s += " = " + field;
+      } else {
+        s += ": field '" + field + "'";
+      }
     }
     return s + ": " + what;
   }
   std::string where_;
   std::string field_;
+};
+
+// An impossible value of a workload or strategy field, thrown by the core, which knows no
+// command-line flags or files: "tp", "seq", "split", ... and the value. The CLI names the flag
+// it bound to that field (tp -> --tp); a plan reader names its file and the entry's field.
+class FieldError : public InputError {
+ public:
+  FieldError(std::string field, std::string value, std::string what)
+      : InputError("field '" + field + "'", value, what),
+        name_(std::move(field)),
+        value_(std::move(value)),
+        problem_(std::move(what)) {}
+  const std::string& name() const { return name_; }        // "tp", "ladder_layers", ...
+  const std::string& value() const { return value_; }      // the value given
+  const std::string& problem() const { return problem_; }  // what is wrong, how to fix it
+
+ private:
+  std::string name_, value_, problem_;
 };
 
 // A run that could not finish (interrupted, a device failure): exit code 1, a plain message.

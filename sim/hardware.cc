@@ -41,8 +41,8 @@ SlowdownByKind parse_slowdown(const JsonObject& o) {
 
 }  // namespace
 
-HardwareConfig load_hardware(const std::string& spec) {
-  const std::string path = resolve_config("hardware", spec, "--hardware");
+HardwareConfig load_hardware(const std::string& spec, const std::string& field) {
+  const std::string path = resolve_config("hardware", spec, field);
   const nlohmann::json j = read_json_file(path);
   const JsonObject o(j, path, "");
   if (o.string("schema") != "tpo.hardware/1") {

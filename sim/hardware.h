@@ -50,7 +50,8 @@ struct HardwareConfig {
   std::int64_t max_tp() const { return gpus_per_node * nodes; }  // GPUs in the machine
 };
 
-HardwareConfig load_hardware(const std::string& spec);
+// `field` names the option in errors ("hardware", or "emulate" for an emulation target).
+HardwareConfig load_hardware(const std::string& spec, const std::string& field = "hardware");
 std::vector<std::string> shipped_hardware();
 
 }  // namespace tpo::sim

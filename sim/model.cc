@@ -19,7 +19,7 @@ std::vector<std::string> shipped_models() {
 }
 
 ModelConfig load_model(const std::string& spec) {
-  const std::string path = resolve_config("models", spec, "--model");
+  const std::string path = resolve_config("models", spec, "model");
   const nlohmann::json j = read_json_file(path);
   const JsonObject o(j, path, "");
   ModelConfig m;

@@ -174,21 +174,21 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
   if (profile_path.empty()) return std::make_unique<AnalyticalCostModel>(w.hardware, w.tp);
   Profile p = load_profile(profile_path);
   if (p.tp != w.tp) {
-    throw InputError("--profile", profile_path,
-                     "was measured at TP " + std::to_string(p.tp) + " but --tp is " +
+    throw FieldError("profile", profile_path,
+                     "was measured at TP " + std::to_string(p.tp) + " but tp is " +
                          std::to_string(w.tp) + " (shard shapes differ); profile at this TP");
   }
   const std::string measured_for =
       JsonObject(p.options, profile_path, "options").string_or("hardware", "");
   if (!measured_for.empty() && measured_for != w.hardware.name &&
       measured_for != w.hardware.origin) {
-    throw InputError("--profile", profile_path,
-                     "was measured for hardware '" + measured_for + "' but --hardware is '" +
-                         w.hardware.name + "'; pass --hardware " + measured_for +
+    throw FieldError("profile", profile_path,
+                     "was measured for hardware '" + measured_for + "' but hardware is '" +
+                         w.hardware.name + "'; use hardware " + measured_for +
                          " (its analytical model fills what the profile lacks)");
   }
   if (!p.model.empty() && p.model != w.model.name) {
-    throw InputError("--profile", profile_path,
+    throw FieldError("profile", profile_path,
                      "was measured for model '" + p.model + "', not '" + w.model.name +
                          "'; profile this model (tpo profile --model ...)");
   }

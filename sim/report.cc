@@ -19,22 +19,21 @@ ojson report_header(const std::string& schema, const std::string& kind) {
       {"schema", schema}, {"tool_version", tool_version()}, {"git_sha", git_sha()}, {"kind", kind}};
 }
 
-ojson options_json(const SimulateOptions& o) {
-  return ojson{{"model", o.model},
-               {"hardware", o.hardware},
-               {"tp", o.tp},
-               {"phase", o.phase},
-               {"batch", o.batch},
-               {"seq", o.seq},
-               {"context", o.context},
-               {"strategy", o.strategy},
-               {"chunks", o.chunks},
-               {"split", o.split},
-               {"ladder_layers", o.ladder_layers},
-               {"pieces", o.pieces},
-               {"layers", o.layers},
-               {"embed_head", o.embed_head},
-               {"compare", o.compare}};
+ojson workload_options_json(const WorkloadOptions& o) {
+  return ojson{{"model", o.model},     {"hardware", o.hardware}, {"tp", o.tp},
+               {"phase", o.phase},     {"batch", o.batch},       {"seq", o.seq},
+               {"context", o.context}, {"layers", o.layers},     {"embed_head", o.embed_head},
+               {"profile", o.profile}, {"emulate", o.emulate}};
+}
+
+ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
+  ojson j = workload_options_json(w);
+  j["strategy"] = s.strategy;
+  j["chunks"] = s.chunks;
+  j["split"] = s.split;
+  j["ladder_layers"] = s.ladder_layers;
+  j["pieces"] = s.pieces;
+  return j;
 }
 
 ojson model_json(const ModelConfig& m) {
@@ -69,26 +68,6 @@ ojson hardware_json(const HardwareConfig& h) {
                {"inter_node", link(h.inter)}};
 }
 
-std::string chunks_text(const StrategySpec& spec, const Schedule& s) {
-  if (spec.kind == StrategyKind::Iso || spec.kind == StrategyKind::IsoLadder) {
-    std::string t;
-    for (auto c : s.chunk_tokens) {
-      if (!t.empty()) t += ',';
-      t += std::to_string(c);
-    }
-    return t;
-  }
-  if (spec.kind == StrategyKind::GemmSplit) return std::to_string(spec.pieces) + " pieces";
-  if (spec.kind == StrategyKind::Microbatch) return "2 groups";
-  if (spec.kind == StrategyKind::Ladder || spec.kind == StrategyKind::IsoLadder) {
-    if (spec.ladder_layers == 0) return "all layers";
-    std::string t = "last ";
-    t += std::to_string(spec.ladder_layers);
-    return t;
-  }
-  return "-";
-}
-
 std::string workload_line(const Workload& w) {
   std::ostringstream os;
   os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", " << phase_name(w.phase)
@@ -105,8 +84,8 @@ std::string workload_line(const Workload& w) {
   return os.str();
 }
 
-ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResult& r,
-                      std::int64_t baseline_ns, const CostModel& cm) {
+ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, const Workload& w,
+                      const SimResult& r, std::int64_t baseline_ns, const CostModel& cm) {
   const Timeline& tl = r.timeline;
   const Schedule& s = r.schedule;
   ojson params{{"ladder_layers", r.spec.ladder_layers}, {"pieces", r.spec.pieces}};
@@ -120,10 +99,10 @@ ojson simulate_report(const SimulateOptions& o, const Workload& w, const SimResu
   }
   ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
-  if (!o.profile_path.empty()) j["profile"] = o.profile_path;
+  if (!wo.profile.empty()) j["profile"] = wo.profile;
   j["cost_sources"] = ojson::object();  // ops priced by each source
   for (const auto& [source, n] : cost_sources(r.schedule, cm)) j["cost_sources"][source] = n;
-  j["options"] = options_json(o);
+  j["options"] = options_json(wo, so);
   j["model"] = model_json(w.model);
   j["hardware"] = hardware_json(w.hardware);
   j["tp"] = w.tp;
@@ -265,7 +244,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   const Timeline& tl = r.timeline;
   os << "tpo simulate — " << workload_line(w) << "\n";
   os << "strategy " << r.schedule.strategy;
-  const std::string c = chunks_text(r.spec, r.schedule);
+  const std::string c = variant_text(r.spec);
   if (c != "-") os << " (" << c << ")";
   if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
   os << "\npredicted by the " << cost_model << " cost model (not measured)\n\n";

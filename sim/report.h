@@ -16,18 +16,19 @@ namespace tpo::sim {
 // The provenance block every report opens with: schema, tool version, git SHA, and whether
 // its numbers are "predicted" or "measured".
 nlohmann::ordered_json report_header(const std::string& schema, const std::string& kind);
-nlohmann::ordered_json options_json(const SimulateOptions& o);
+// The options a report was made with: the workload's and the strategy's.
+nlohmann::ordered_json options_json(const WorkloadOptions& w, const StrategyOptions& s);
+nlohmann::ordered_json workload_options_json(const WorkloadOptions& w);
 nlohmann::ordered_json model_json(const ModelConfig& m);
 nlohmann::ordered_json hardware_json(const HardwareConfig& h);
-std::string chunks_text(const StrategySpec& spec, const Schedule& s);
 // A note when ISO chunk lengths are not multiples of 8 tokens ("" otherwise): GPU kernels run
 // such shapes slower than aligned ones (results/h200, finding 4a), which neither the
 // analytical model nor a profile (measured on the --align grid) predicts.
 std::string unaligned_chunks_note(const Schedule& s);
 
-nlohmann::ordered_json simulate_report(const SimulateOptions& o, const Workload& w,
-                                       const SimResult& r, std::int64_t baseline_ns,
-                                       const CostModel& cost_model);
+nlohmann::ordered_json simulate_report(const WorkloadOptions& wo, const StrategyOptions& so,
+                                       const Workload& w, const SimResult& r,
+                                       std::int64_t baseline_ns, const CostModel& cost_model);
 
 // Adds one process (pid) to a Chrome trace: one track per stream, slices named by op and
 // coloured by kind. The validation runtime adds its measured timeline as a second process.

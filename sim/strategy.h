@@ -1,10 +1,14 @@
-// Strategies: each is a builder from a workload to a schedule graph. The simulator times the
-// graph; the validation runtime executes it unchanged.
+// Strategies as records. Every strategy is one StrategyDescriptor in the registry
+// (sim/strategies.cc): its name, whether it keeps the model's function, how it shapes the one
+// schedule graph (segments, pieces of the last GEMM, residual delay), when it applies, and
+// the variants the planner tries. One harness, build_schedule (sim/graph_builder.cc), builds
+// the graph of any of them from its shape — as nccl-tests drives every collective from one
+// record. Nothing outside the registry compares a strategy's name.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/schedule.h"
@@ -12,14 +16,15 @@
 
 namespace tpo::sim {
 
-enum class StrategyKind { None, Iso, Ladder, ParallelBlock, GemmSplit, Microbatch, IsoLadder };
-
-const char* strategy_name(StrategyKind k);
-std::optional<StrategyKind> parse_strategy(const std::string& name);
-std::vector<StrategyKind> all_strategies();
-// ladder and parallel-block change the model (they need a retrained model); the rest compute
-// exactly what `none` computes.
-bool preserves_function(StrategyKind k);
+enum class StrategyKind : std::uint8_t {
+  None,
+  Iso,
+  Ladder,
+  ParallelBlock,
+  GemmSplit,
+  Microbatch,
+  IsoLadder
+};
 
 struct StrategySpec {
   StrategySpec() = default;
@@ -27,20 +32,73 @@ struct StrategySpec {
       : kind(k), chunk_tokens(std::move(chunks)) {}
 
   StrategyKind kind = StrategyKind::None;
-  std::vector<std::int64_t> chunk_tokens;  // iso / iso+ladder: tokens per chunk, summing to seq
-  std::int64_t ladder_layers = 0;          // ladder: last N layers use ladder residual; 0 = all
-  std::int64_t pieces = 4;                 // gemm-split: pieces of each block's last GEMM
+  std::vector<std::int64_t> chunk_tokens;  // prompt chunks: tokens per chunk, summing to seq
+  std::int64_t ladder_layers = 0;          // ladder residual: the last N layers; 0 = all
+  std::int64_t pieces = 4;                 // split last GEMM: pieces of each module's last GEMM
+  bool operator==(const StrategySpec&) const = default;
 };
+
+// How a strategy cuts the token matrix (requests x positions) into segments, each of which
+// runs every module in turn.
+enum class Segments : std::uint8_t {
+  Whole,          // one segment
+  PromptChunks,   // ISO: chunks of the prompt (spec.chunk_tokens), later ones attend to earlier
+  RequestGroups,  // micro-batches: the batch's requests in two halves
+};
+
+// Everything build_schedule needs to know about a strategy.
+struct GraphShape {
+  Segments segments = Segments::Whole;
+  bool split_last_gemm = false;  // each module's last GEMM in spec.pieces row pieces, each
+                                 // piece all-reduced as soon as it is done
+  bool ladder_residual = false;  // residual add applied one module late (spec.ladder_layers)
+  bool parallel_block = false;   // attention and MLP side by side from one norm, one
+                                 // all-reduce per layer
+};
+
+struct StrategyDescriptor {
+  StrategyKind kind;
+  const char* name;         // as on the command line and in every report
+  const char* summary;      // one line for --help and the README
+  bool preserves_function;  // computes exactly what `none` computes (else needs a retrained model)
+  GraphShape shape;
+  // The strategy to run in decode where it only shapes prefill (iso+ladder decodes with
+  // ladder); its own kind otherwise.
+  StrategyKind decode_as;
+  // The variants the planner tries besides chunk splits (which it searches itself when
+  // shape.segments is PromptChunks): e.g. gemm-split in 2, 4 and 8 pieces.
+  std::vector<StrategySpec> (*variants)(const Workload& w);
+
+  bool uses_chunks() const { return shape.segments == Segments::PromptChunks; }
+  bool uses_ladder_layers() const { return shape.ladder_residual; }
+  bool uses_pieces() const { return shape.split_last_gemm; }
+};
+
+// The registry, in the order reports list the strategies.
+const std::vector<StrategyDescriptor>& strategies();
+const StrategyDescriptor& strategy(StrategyKind k);
+// Null when no strategy has that name.
+const StrategyDescriptor* find_strategy(std::string_view name);
+// "none, iso, ladder, ..." for messages and --help.
+std::string strategy_names();
+
+// Shorthands over the registry.
+inline const char* strategy_name(StrategyKind k) {
+  return strategy(k).name;
+}
+inline bool preserves_function(StrategyKind k) {
+  return strategy(k).preserves_function;
+}
+std::vector<StrategyKind> all_strategies();
 
 // Why a strategy does not apply to a workload (empty when it does): e.g. iso in decode.
 std::string not_applicable_reason(const Workload& w, const StrategySpec& s);
 
-// Builds the graph. Throws InputError for an impossible spec (bad chunks, too many pieces).
-Schedule build_schedule(const Workload& w, const StrategySpec& s);
+// The variant in words: "2253,1843", "last 40 layers", "4 pieces", "2 groups" or "-".
+std::string variant_text(const StrategySpec& s);
 
-// Turns --chunks/--split into token counts per chunk. `split` is empty (even split), token
-// counts ("1792,2304") or ratios summing to 1 ("0.45,0.55"). Throws InputError naming --split.
-std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
-                                         const std::string& split);
+// Builds the graph (sim/graph_builder.cc). Throws FieldError for an impossible spec (bad
+// chunks, too few pieces, ladder layers beyond the model).
+Schedule build_schedule(const Workload& w, const StrategySpec& s);
 
 }  // namespace tpo::sim

@@ -2,6 +2,7 @@
 #include "sim/workload.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "sim/error.h"
 
@@ -14,14 +15,14 @@ const char* phase_name(Phase p) {
 ShardDims validate_workload(const Workload& w) {
   const auto& m = w.model;
   const std::string t = std::to_string(w.tp);
-  if (w.tp < 1) throw InputError("--tp", std::to_string(w.tp), "must be >= 1");
+  if (w.tp < 1) throw FieldError("tp", std::to_string(w.tp), "must be >= 1");
   if (w.tp > w.hardware.max_tp()) {
-    throw InputError("--tp", t,
+    throw FieldError("tp", t,
                      "exceeds the GPUs of hardware '" + w.hardware.name + "' (" +
                          std::to_string(w.hardware.max_tp()) + ")");
   }
   if (w.tp > w.hardware.gpus_per_node && w.tp % w.hardware.gpus_per_node != 0) {
-    throw InputError("--tp", t,
+    throw FieldError("tp", t,
                      "spans nodes, so it must be a multiple of gpus_per_node (" +
                          std::to_string(w.hardware.gpus_per_node) + ")");
   }
@@ -41,20 +42,25 @@ ShardDims validate_workload(const Workload& w) {
                          "evenly over TP " +
                          t);
   }
-  if (w.batch < 1) throw InputError("--batch", std::to_string(w.batch), "must be >= 1");
-  if (w.seq < 1) throw InputError("--seq", std::to_string(w.seq), "must be >= 1");
-  if (w.context < 0) throw InputError("--context", std::to_string(w.context), "must be >= 0");
+  if (w.batch < 1) throw FieldError("batch", std::to_string(w.batch), "must be >= 1");
+  if (w.seq < 1) throw FieldError("seq", std::to_string(w.seq), "must be >= 1");
+  if (w.context < 0) throw FieldError("context", std::to_string(w.context), "must be >= 0");
   if (w.phase == Phase::Decode && w.seq != 1) {
-    throw InputError("--seq", std::to_string(w.seq), "decode generates one token per step");
+    throw FieldError("seq", std::to_string(w.seq), "decode generates one token per step");
   }
   if (w.layers < 1 || w.layers > m.num_layers) {
-    throw InputError("--layers", std::to_string(w.layers),
+    throw FieldError("layers", std::to_string(w.layers),
                      "must be between 1 and the model's " + std::to_string(m.num_layers));
   }
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 31;
-  if (w.batch > kMaxTokens || w.seq > kMaxTokens || w.context > kMaxTokens ||
-      w.batch * (w.seq + w.context) > kMaxTokens) {
-    throw InputError("--batch", std::to_string(w.batch),
+  for (const auto& [field, v] :
+       {std::pair{"seq", w.seq}, std::pair{"context", w.context}, std::pair{"batch", w.batch}}) {
+    if (v > kMaxTokens) {
+      throw FieldError(field, std::to_string(v), "exceeds 2^31; nothing that large fits a GPU");
+    }
+  }
+  if (w.batch * (w.seq + w.context) > kMaxTokens) {
+    throw FieldError("batch", std::to_string(w.batch),
                      "batch x (seq + context) tokens exceeds 2^31; nothing that large fits a GPU");
   }
   ShardDims d;
@@ -82,13 +88,62 @@ ShardDims validate_workload(const Workload& w) {
                   (weights + kv) / gib, weights / gib, kv / gib, w.hardware.gpu_name.c_str(),
                   w.hardware.memory_gib);
     if (weights > w.hardware.memory_gib * gib) {
-      throw InputError("--tp", t, std::string(msg) + "raise --tp or choose larger GPUs");
+      throw FieldError("tp", t, std::string(msg) + "raise tp or choose larger GPUs");
     }
-    throw InputError("--batch/--seq",
-                     std::to_string(w.batch) + " x " + std::to_string(w.seq + w.context),
-                     std::string(msg) + "lower --batch, --seq or --context");
+    throw FieldError("seq", std::to_string(w.seq),
+                     std::string(msg) + "lower the batch, the prompt or the context (batch " +
+                         std::to_string(w.batch) + " x " + std::to_string(w.seq + w.context) +
+                         " tokens)");
   }
   return d;
+}
+
+Workload make_workload(const WorkloadOptions& o) {
+  Workload w;
+  w.model = load_model(o.model);
+  w.hardware = load_hardware(o.hardware);
+  w.tp = o.tp;
+  if (o.phase == "prefill") {
+    w.phase = Phase::Prefill;
+    w.seq = o.seq;
+    w.context = o.context < 0 ? 0 : o.context;
+  } else if (o.phase == "decode") {
+    w.phase = Phase::Decode;
+    w.seq = 1;
+    w.context = o.context < 0 ? o.seq : o.context;
+  } else {
+    throw FieldError("phase", o.phase, "must be prefill or decode");
+  }
+  w.batch = o.batch;
+  w.layers = o.layers == 0 ? w.model.num_layers : o.layers;
+  w.embed_head = o.embed_head;
+  // Compute is this machine's; the all-reduces are the target machine's: its links (and so
+  // its all-reduce times) replace the running machine's.
+  const HardwareConfig target =
+      o.emulate.empty() ? HardwareConfig{} : load_hardware(o.emulate, "emulate");
+  if (!o.emulate.empty() && target.name != w.hardware.name) {
+    if (w.tp > target.max_tp()) {
+      throw FieldError("emulate", o.emulate,
+                       "has " + std::to_string(target.max_tp()) + " GPUs, fewer than TP " +
+                           std::to_string(w.tp));
+    }
+    w.hardware.gpus_per_node = target.gpus_per_node;
+    w.hardware.nodes = target.nodes;
+    w.hardware.intra = target.intra;
+    w.hardware.inter = target.inter;
+    w.links_of = target.name;
+  }
+  validate_workload(w);
+  return w;
+}
+
+WorkloadOptions explicit_options(const WorkloadOptions& o, const Workload& w) {
+  WorkloadOptions e = o;
+  e.seq = w.phase == Phase::Prefill ? w.seq : w.context;
+  e.context = w.context;
+  e.layers = w.layers;
+  e.embed_head = w.embed_head;
+  return e;
 }
 
 }  // namespace tpo::sim

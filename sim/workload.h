@@ -1,5 +1,8 @@
-// What is being run: a model sharded over `tp` GPUs of a machine, in one phase. The shard
-// dimensions (local heads, local FFN width) are derived and checked here, once.
+// What is being run: a model sharded over `tp` GPUs of a machine, in one phase. The options
+// (names and numbers, as a user gives them) are one struct, bound once by the CLI, held by
+// simulate, plan, validate and profile, and written into every plan point; make_workload
+// resolves them (configs loaded, defaults applied, everything checked). The shard dimensions
+// (local heads, local FFN width) are derived and checked here, once.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,24 @@ namespace tpo::sim {
 enum class Phase { Prefill, Decode };
 const char* phase_name(Phase p);
 
+// The workload as given. Field names are the ones errors (FieldError) and plan files use.
+struct WorkloadOptions {
+  std::string model = "llama2-70b";    // shipped name, tpo model JSON or HF config.json
+  std::string hardware = "rtx4090x8";  // shipped name or hardware JSON: the machine that runs
+  std::int64_t tp = 8;
+  std::string phase = "prefill";  // prefill | decode
+  std::int64_t batch = 1;         // requests
+  std::int64_t seq = 4096;        // prefill: prompt tokens; decode: context when context < 0
+  std::int64_t context = -1;      // cached tokens per request; -1: prefill 0, decode seq
+  std::int64_t layers = 0;        // layers simulated; 0: all of the model's
+  bool embed_head = false;        // include embedding, final norm and LM head
+  std::string profile;            // measured profile (tpo profile); empty: analytical model
+  // Emulated communication: the machine whose all-reduce each copy kernel imitates; empty: the
+  // hardware's own. Compute is predicted for `hardware`, the all-reduces for this machine.
+  std::string emulate;
+  bool operator==(const WorkloadOptions&) const = default;
+};
+
 struct Workload {
   ModelConfig model;
   HardwareConfig hardware;
@@ -23,6 +44,7 @@ struct Workload {
   std::int64_t context = 0;  // tokens already in the KV cache per request
   std::int64_t layers = 0;   // layers simulated (<= model.num_layers)
   bool embed_head = false;   // include embedding, final norm and LM head
+  std::string links_of;      // emulated: the machine whose links replaced the hardware's
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and
@@ -37,7 +59,15 @@ struct ShardDims {
   std::int64_t qkv_n() const { return (q_heads + 2 * kv_heads) * head_dim; }
 };
 
-// Throws InputError (naming the option or the model file) when the workload is impossible.
+// Throws FieldError (naming the field) or InputError (naming the model file) when the workload
+// is impossible.
 ShardDims validate_workload(const Workload& w);
+
+// Loads the model and hardware configs, applies the defaults (context, layers), takes the
+// links of `emulate` when given, and checks everything.
+Workload make_workload(const WorkloadOptions& o);
+// The options that resolve to exactly `w` again (seq, context and layers made explicit),
+// given the options it was made from.
+WorkloadOptions explicit_options(const WorkloadOptions& o, const Workload& w);
 
 }  // namespace tpo::sim

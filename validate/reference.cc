@@ -131,9 +131,9 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
   const ModelData& m = *data;
   const auto& d = m.d;
   const std::int64_t T = m.tokens, H = d.hidden;
-  const bool parallel = spec.kind == sim::StrategyKind::ParallelBlock;
-  const bool ladder =
-      spec.kind == sim::StrategyKind::Ladder || spec.kind == sim::StrategyKind::IsoLadder;
+  const sim::GraphShape& shape = sim::strategy(spec.kind).shape;
+  const bool parallel = shape.parallel_block;
+  const bool ladder = shape.ladder_residual;
   const std::int64_t first_ladder =
       !ladder ? m.layers : (spec.ladder_layers == 0 ? 0 : m.layers - spec.ladder_layers);
 

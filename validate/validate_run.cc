@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <iomanip>
 
-#include "planner/plan_report.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/format.h"
@@ -28,43 +27,39 @@ bool ValidateReport::all_correct() const {
 
 namespace {
 
-struct Case {
-  sim::SimulateOptions so;
-  sim::StrategySpec spec;
-  std::string emulate;  // hardware whose links the emulated all-reduce imitates
-};
-
-std::vector<Case> cases_of(const ValidateOptions& o) {
-  std::vector<Case> out;
+// The runs to validate: the one given by options, or every point of a plan, exactly as
+// planned — with the hardware (the machine running) and the profile replaced only when given,
+// and with emulated communication imitating the plan's machine unless told otherwise.
+std::vector<sim::PlannedRun> runs_of(const ValidateOptions& o, bool emulated) {
   if (o.plan_path.empty()) {
-    const auto kind = sim::parse_strategy(o.sim.strategy);
-    if (!kind) throw InputError("--strategy", o.sim.strategy, "unknown strategy");
-    const sim::Workload w = sim::make_workload(o.sim);
-    out.push_back({o.sim, sim::make_spec(o.sim, w, *kind), o.emulate});
-    return out;
+    const sim::Workload w = sim::make_workload(o.workload);
+    const auto kind = sim::parse_strategy_name(o.strategy.strategy);
+    return {{o.workload, sim::make_spec(o.strategy, w, kind)}};
   }
-  const planner::LoadedPlan plan = planner::load_plan(o.plan_path);
+  const sim::PlanFile plan = sim::load_plan(o.plan_path);
+  std::vector<sim::PlannedRun> out;
   for (const auto& e : plan.entries) {
-    Case c;
-    c.so = o.sim;
-    c.so.model = plan.model;
-    c.so.hardware = o.sim.hardware.empty() ? plan.hardware : o.sim.hardware;
-    c.emulate = o.emulate.empty() ? plan.hardware : o.emulate;
-    // Predict with what the plan was made with unless told otherwise.
-    if (c.so.profile_path.empty()) c.so.profile_path = plan.profile;
-    c.so.tp = plan.tp;
-    c.so.phase = plan.phase;
-    c.so.batch = e.batch;
-    if (plan.phase == "decode") {
-      c.so.context = e.seq;
-    } else {
-      c.so.seq = e.seq;
+    sim::PlannedRun r = e.run;
+    if (emulated)
+      r.workload.emulate = o.workload.emulate.empty() ? r.workload.hardware : o.workload.emulate;
+    if (o.hardware_given) r.workload.hardware = o.workload.hardware;
+    if (o.profile_given) r.workload.profile = o.workload.profile;
+    // A point the plan file describes impossibly is the file's fault: name its field.
+    try {
+      sim::build_schedule(sim::make_workload(r.workload), r.spec);
+    } catch (const FieldError& err) {
+      const bool overridden = (err.name() == "hardware" && o.hardware_given) ||
+                              (err.name() == "profile" && o.profile_given) ||
+                              (err.name() == "emulate" && !o.workload.emulate.empty());
+      if (overridden) throw;
+      const std::string& f = err.name();
+      const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
+                               f == "ladder_layers" || f == "split" || f == "chunks";
+      throw InputError(o.plan_path,
+                       e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
+                       err.value() + ": " + err.problem());
     }
-    c.spec = sim::StrategySpec(*sim::parse_strategy(e.strategy), e.chunks);
-    if (e.strategy != "iso" && e.strategy != "iso+ladder") c.spec.chunk_tokens.clear();
-    c.spec.ladder_layers = e.ladder_layers;
-    c.spec.pieces = e.pieces > 0 ? e.pieces : 4;
-    out.push_back(c);
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -89,7 +84,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   const double tolerance = o.tolerance > 0 ? o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
   if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be >= 1");
   if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
-  if (o.sim.embed_head) {
+  if (o.workload.embed_head) {
     throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
   }
   if (o.mpi) {
@@ -99,8 +94,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
     mpi::init();
   }
   const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
-  if (reporter && !o.sim.json_path.empty()) check_writable(o.sim.json_path, "--json");
-  if (reporter && !o.sim.trace_path.empty()) check_writable(o.sim.trace_path, "--trace");
+  if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
+  if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
@@ -120,49 +115,35 @@ ValidateReport run_validate(const ValidateOptions& o) {
                        " CTAs lasting the cost model's PREDICTED all-reduce time on the "
                        "target machine (measured: compute and overlap; not: the links)"
                  : "one GPU per rank, NCCL all-reduce";
-  if (!o.emulate.empty() && !emulated) {
-    throw InputError("--emulate", o.emulate, "applies to --backend cuda --comm emulated only");
+  if (!o.workload.emulate.empty() && !emulated) {
+    throw InputError("--emulate", o.workload.emulate,
+                     "applies to --backend cuda --comm emulated only");
   }
-  const auto cases = cases_of(o);  // validates every case's options up front
+  const auto runs = runs_of(o, emulated);  // validates every run up front
   std::vector<sim::Workload> ws;
-  for (const auto& c : cases) {
-    sim::Workload w = sim::make_workload(c.so);
+  for (const auto& r : runs) {
+    sim::Workload w = sim::make_workload(r.workload);
     if (o.mpi && w.tp != mpi::size()) {
       throw InputError("--mpi", std::to_string(mpi::size()) + " processes",
                        "TP is " + std::to_string(w.tp) +
                            ": launch one process per rank (mpirun -np " + std::to_string(w.tp) +
                            ")");
     }
-    if (emulated && !c.emulate.empty() && c.emulate != w.hardware.name) {
-      // Compute is this machine's; the all-reduce is the target machine's: its links (and so
-      // its all-reduce times) replace the running machine's.
-      const sim::HardwareConfig target = sim::load_hardware(c.emulate);
-      if (w.tp > target.max_tp()) {
-        throw InputError("--emulate", c.emulate,
-                         "has " + std::to_string(target.max_tp()) + " GPUs, fewer than TP " +
-                             std::to_string(w.tp));
-      }
-      w.hardware.gpus_per_node = target.gpus_per_node;
-      w.hardware.nodes = target.nodes;
-      w.hardware.intra = target.intra;
-      w.hardware.inter = target.inter;
-      rep.emulated_links = target.name;
-    } else if (emulated) {
-      rep.emulated_links = w.hardware.name;
-    }
+    if (emulated) rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
     ws.push_back(std::move(w));
   }
   RunOptions ro;
   ro.repeat = o.repeat;
   ro.warmup = o.warmup;
   ro.mpi = o.mpi;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     const sim::Workload& w = ws[i];
-    const auto cm = sim::make_cost_model(w, cases[i].so.profile_path);
+    const auto cm = sim::make_cost_model(w, runs[i].workload.profile);
     rep.cost_model = cm->name();
     CaseResult c;
+    c.run = runs[i];
     c.workload = w;
-    c.spec = cases[i].spec;
+    c.spec = runs[i].spec;
     c.schedule = sim::build_schedule(w, c.spec);
     sim::Engine engine;
     c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
@@ -227,7 +208,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   for (const auto& c : r.cases) {
     const double pred = to_us(c.predicted.total_ns), meas = to_us(c.measured.total_ns);
     os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
-       << sim::chunks_text(c.spec, c.schedule) << std::right << std::setw(9)
+       << sim::variant_text(c.spec) << std::right << std::setw(9)
        << c.workload.batch * c.workload.seq << std::setw(14) << fmt("%.3f", pred / 1e3)
        << std::setw(13) << fmt("%.3f", meas / 1e3) << std::setw(9)
        << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
@@ -258,7 +239,7 @@ ojson validate_json(const ValidateReport& r) {
   j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
   if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
   j["cost_model"] = r.cost_model;
-  j["options"] = sim::options_json(r.options.sim);
+  j["options"] = sim::options_json(r.options.workload, r.options.strategy);
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;
   j["options"]["warmup"] = r.options.warmup;
@@ -277,6 +258,7 @@ ojson validate_json(const ValidateReport& r) {
     k["strategy"] = ojson{{"name", c.schedule.strategy},
                           {"chunks", c.schedule.chunk_tokens},
                           {"preserves_function", c.schedule.preserves_function}};
+    k["run"] = sim::planned_run_json(c.run);
     k["predicted_us"] = to_us(c.predicted.total_ns);
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();

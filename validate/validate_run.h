@@ -10,30 +10,35 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/plan_file.h"
 #include "sim/simulate.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {
 
 struct ValidateOptions {
-  sim::SimulateOptions sim;  // model, hardware, tp, phase, batch, seq, strategy, ... profile
-  std::string plan_path;     // validate the plan's points instead of one strategy
+  // The workload (its `emulate`: with --comm emulated, the machine whose all-reduce each copy
+  // kernel imitates; compute is predicted for `hardware`, the machine running) and the
+  // strategy; with a plan, each point's own, except hardware, profile and emulate when given.
+  sim::WorkloadOptions workload;
+  sim::StrategyOptions strategy;
+  std::string plan_path;  // validate the plan's points instead of one strategy
+  bool hardware_given = false, profile_given = false;  // override the plan's
   std::string backend = "cpu";
   std::string comm = "nccl";  // cuda: nccl | emulated
   int repeat = 3;
   int warmup = 1;
-  int comm_ctas = 16;  // emulated: CTAs of the copy kernel
-  // emulated: the machine whose links each all-reduce's copy kernel imitates (its all-reduce
-  // time); compute is predicted for sim.hardware, the machine running. Empty: sim.hardware's
-  // own links, or with a plan the plan's hardware.
-  std::string emulate;
+  int comm_ctas = 16;    // emulated: CTAs of the copy kernel
   double tolerance = 0;  // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA
   // One TP rank per process (mpirun -np TP): MPI all-reduce on the CPU, NCCL across
   // processes on CUDA. Rank 0 checks the output and reports.
   bool mpi = false;
+  // Reports to write: checked before any work (on the reporting rank), written by the caller.
+  std::string json_path, trace_path;
 };
 
 struct CaseResult {
+  sim::PlannedRun run;  // what ran, as a plan file would say it
   sim::Workload workload;
   sim::StrategySpec spec;
   sim::Schedule schedule;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -80,7 +82,7 @@ TEST_CASE("compare lists every strategy, with n/a and the reason where one does 
        {"none", "iso", "ladder", "gemm-split", "microbatch", "parallel-block", "iso+ladder"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
-  CHECK(r.out.find("n/a: microbatch needs --batch >= 2") != std::string::npos);
+  CHECK(r.out.find("n/a: microbatch needs a batch of at least 2 requests") != std::string::npos);
 }
 
 TEST_CASE("two runs write byte-identical JSON, and the report has the documented fields") {
@@ -117,7 +119,8 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
        "field 'num_attention_heads'"},
       {"simulate --hardware " + data + "/bad_hw_sms.json", "field 'gpu.sms'"},
       {small + "--strategy iso --split 100,200", "--split 100,200: token counts sum to 300"},
-      {small + "--strategy iso --chunks 3 --split 0.5,0.5", "has 2 values but --chunks is 3"},
+      {small + "--strategy iso --chunks 3 --split 0.5,0.5",
+       "--split 0.5,0.5: has 2 values but chunks is 3"},
       {small + "--strategy warp", "unknown strategy"},
       {small + "--phase decode --strategy iso", "prefill only"},
       {"simulate --model llama2-70b --hardware rtx4090x8 --tp 3", "num_attention_heads"},
@@ -133,8 +136,8 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
       {small + "--strategy iso --ladder-layers 3", "applies to --strategy ladder"},
       {small + "--context -5", "--context"},
       {"simulate --phase decode --seq 512 --context 2048", "give one of them"},
-      {"simulate --model llama3.1-405b --hardware h100x8 --tp 8", "raise --tp"},
-      {"simulate --batch 4096 --seq 32768", "lower --batch"},
+      {"simulate --model llama3.1-405b --hardware h100x8 --tp 8", "--tp 8: needs"},
+      {"simulate --batch 4096 --seq 32768", "--seq 32768: needs"},
       {"simulate --batch 100000000 --seq 1000000", "exceeds 2^31"},
       {"simulate --model llama3.1-405b --hardware h100x16 --tp 64", "exceeds the GPUs"},
       {"simulate --frobnicate", "frobnicate"},
@@ -359,6 +362,56 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
           "/tiny_model.json --hardware cpu-host --tp 2");
   CHECK(r.code == 2);
   CHECK(r.out.find("--comm smoke-signals") != std::string::npos);
+}
+
+TEST_CASE("validate --plan runs exactly what was planned: context, layers, profile") {
+  // A profile, then a plan made with a cached prefix, fewer layers than validate's default
+  // and that profile; validating the plan must predict exactly the plan's totals.
+  const fs::path prof = scratch() / "roundtrip.profile.json", plan = scratch() / "rt.plan.json",
+                 rep = scratch() / "rt.validate.json";
+  fs::remove(prof);
+  const std::string tiny = " --model " + data + "/tiny_model.json --tp 2";
+  auto r = tpo("profile --backend cpu" + tiny +
+               " --quick --max-tokens 128 --reps 2 --warmup 0 --quiet --no-accuracy --out " +
+               prof.string());
+  REQUIRE(r.code == 0);
+  r = tpo("plan" + tiny + " --hardware cpu-host --seq 128,192 --context 64 --layers 1 " +
+          "--strategies iso,gemm-split --quiet --profile " + prof.string() + " --json " +
+          plan.string());
+  REQUIRE(r.code == 0);
+  r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0 --json " + rep.string());
+  REQUIRE(r.code == 0);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  const auto vj = nlohmann::json::parse(slurp(rep));
+  CHECK(vj.at("cost_model") == "profile");
+  REQUIRE(vj.at("cases").size() == pj.at("lookup").size());
+  for (std::size_t i = 0; i < pj.at("lookup").size(); ++i) {
+    const auto& planned = pj.at("lookup").at(i);
+    const auto& ran = vj.at("cases").at(i);
+    CAPTURE(i);
+    CHECK(ran.at("context") == 64);
+    CHECK(ran.at("num_layers") == 1);
+    CHECK(ran.at("seq_len") == planned.at("seq_len"));
+    CHECK(ran.at("strategy").at("name") == planned.at("strategy"));
+    CHECK(ran.at("run") == planned.at("run"));
+    // Identical, not close: the same graph priced by the same cost model.
+    CHECK(ran.at("predicted_us").get<double>() == planned.at("predicted_us").get<double>());
+    CHECK(ran.at("predicted_none_us").get<double>() == planned.at("none_us").get<double>());
+  }
+  // The plan's layers and context are the plan's: giving them again is refused.
+  r = tpo("validate --plan " + plan.string() + " --layers 2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--layers: comes from the plan") != std::string::npos);
+  // A plan whose point names an impossible field is the file's fault, and says where.
+  std::string bad = slurp(plan);
+  const auto at = bad.find("\"layers\": 1", bad.find("\"run\""));
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 11, "\"layers\": 5");  // the tiny model has 2
+  const fs::path badp = scratch() / "bad.plan.json";
+  std::ofstream(badp) << bad;
+  r = tpo("validate --plan " + badp.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("lookup[0].run.workload.layers': 5: must be between 1") != std::string::npos);
 }
 
 TEST_CASE("validate: --emulate and --mpi refuse what they cannot do") {

@@ -10,6 +10,7 @@
 #include "planner/plan_report.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/plan_file.h"
 #include "sim/simulate.h"
 
 using namespace tpo;
@@ -44,6 +45,7 @@ Plan toy_plan(std::vector<std::int64_t> seqs, std::int64_t layers, const std::st
   for (auto s : seqs) {
     PlanPoint pt;
     pt.seq = s;
+    pt.workload.seq = s;
     p.points.push_back(pt);
   }
   return p;
@@ -93,7 +95,7 @@ TEST_CASE(
   // 8192 tokens on the 64-token grid: 8001 boundary pairs, more than kExhaustiveLimit.
   for (const auto& [model, hw, tp] :
        {std::tuple{"llama3-70b", "h100x8", 8}, std::tuple{"llama2-70b", "a800x8", 8}}) {
-    sim::SimulateOptions o;
+    sim::WorkloadOptions o;
     o.model = model;
     o.hardware = hw;
     o.tp = tp;
@@ -164,45 +166,46 @@ TEST_CASE("plan JSON round-trips through load_plan and looks up by prompt length
   run_plan(plan, &cm);
   const auto path = std::filesystem::temp_directory_path() / "tpo_plan_roundtrip.json";
   write_file_atomic(path.string(), plan_json(plan).dump(1), "--json");
-  const LoadedPlan lp = load_plan(path.string());
+  const sim::PlanFile lp = sim::load_plan(path.string());
   REQUIRE(lp.entries.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
     const auto& pt = plan.points[i];
     const auto& b = pt.candidates[pt.best];
     CHECK(lp.entries[i].seq == pt.seq);
-    CHECK(lp.entries[i].strategy == b.strategy());
-    CHECK(lp.entries[i].chunks == b.spec.chunk_tokens);
-    CHECK(lp.entries[i].total_us == doctest::Approx(static_cast<double>(b.total_ns) / 1e3));
+    CHECK(lp.entries[i].run.spec == b.spec);           // every strategy parameter
+    CHECK(lp.entries[i].run.workload == pt.workload);  // every workload field
+    CHECK(lp.entries[i].run.workload.seq == pt.seq);
+    CHECK(lp.entries[i].predicted_us == doctest::Approx(static_cast<double>(b.total_ns) / 1e3));
   }
   // Between planned lengths: the shorter entry's strategy, its split scaled to the length.
   const auto e700 = lp.lookup(700);
-  CHECK(e700.strategy == lp.entries[1].strategy);
-  if (e700.strategy == "iso") {
+  CHECK(e700.run.spec.kind == lp.entries[1].run.spec.kind);
+  CHECK(e700.run.workload.seq == 700);
+  if (e700.run.spec.kind == StrategyKind::Iso) {
     std::int64_t sum = 0;
-    for (auto c : e700.chunks) {
+    for (auto c : e700.run.spec.chunk_tokens) {
       sum += c;
       CHECK(c > 0);
     }
     CHECK(sum == 700);
-    CHECK(e700.chunks.front() % 64 == 0);
+    CHECK(e700.run.spec.chunk_tokens.front() % 64 == 0);
   }
-  CHECK(lp.lookup(100).strategy == "none");  // shorter than anything planned
-  CHECK(lp.lookup(5000).strategy == lp.entries[2].strategy);
+  CHECK(lp.lookup(100).run.spec.kind == StrategyKind::None);  // shorter than anything planned
+  CHECK(lp.lookup(5000).run.spec.kind == lp.entries[2].run.spec.kind);
   std::filesystem::remove(path);
 }
 
 TEST_CASE("lookup scales a planned split to the prompt length, on the grid") {
-  LoadedPlan lp;
+  sim::PlanFile lp;
   lp.align = 64;
-  LoadedPlanEntry e;
+  sim::PlanEntry e;
   e.seq = 1024;
-  e.strategy = "iso";
-  e.chunks = {512, 512};
+  e.run.spec = sim::StrategySpec(StrategyKind::Iso, {512, 512});
   e.chunk_fractions = {0.5, 0.5};
   lp.entries.push_back(e);
-  CHECK(lp.lookup(1500).chunks == std::vector<std::int64_t>{768, 732});  // 0.5 x 1500 -> 768
-  CHECK(lp.lookup(1024).chunks == std::vector<std::int64_t>{512, 512});
-  CHECK(lp.lookup(1000).strategy == "none");
+  CHECK(lp.lookup(1500).run.spec.chunk_tokens == std::vector<std::int64_t>{768, 732});
+  CHECK(lp.lookup(1024).run.spec.chunk_tokens == std::vector<std::int64_t>{512, 512});
+  CHECK(lp.lookup(1000).run.spec.kind == StrategyKind::None);
 }
 
 TEST_CASE("prompt-length lists and ranges, and their errors") {

@@ -42,7 +42,7 @@ TEST_CASE("shipped models carry the published dimensions") {
                            "qwen2.5-72b", "ladder-1b", "ladder-3b"}) {
     CAPTURE(name);
     CHECK_NOTHROW(load_model(name));
-    const auto j = tpo::read_json_file(resolve_config("models", name, "--model"));
+    const auto j = tpo::read_json_file(resolve_config("models", name, "model"));
     CHECK(j.contains("source"));
   }
 }
@@ -77,12 +77,12 @@ TEST_CASE("bad model files name the file and the field") {
   e = error_of([] { load_model(data + "/hf_moe_config.json"); });
   CHECK(e.find("field 'num_local_experts'") != std::string::npos);
   e = error_of([] { load_model("llama-9000"); });
-  CHECK(e.find("--model") != std::string::npos);
+  CHECK(e.find("model") != std::string::npos);
   CHECK(e.find("llama2-70b") != std::string::npos);  // lists what is shipped
 }
 
 TEST_CASE("TP that does not divide the heads is rejected, naming the model field") {
-  SimulateOptions o;
+  WorkloadOptions o;
   o.model = data + "/odd_heads_model.json";
   o.hardware = "h100x8";
   o.tp = 4;
@@ -91,7 +91,7 @@ TEST_CASE("TP that does not divide the heads is rejected, naming the model field
   CHECK(e.find("'num_attention_heads'") != std::string::npos);
   o.model = "llama2-70b";
   o.tp = 16;  // one node of 8
-  CHECK(error_of([&] { make_workload(o); }).find("--tp") != std::string::npos);
+  CHECK(error_of([&] { make_workload(o); }).find("field 'tp' = 16") != std::string::npos);
   o.hardware = "h100x16";
   o.tp = 32;  // two nodes of 8
   CHECK(error_of([&] { make_workload(o); }).find("exceeds the GPUs") != std::string::npos);
@@ -105,7 +105,7 @@ TEST_CASE("every shipped hardware file loads and cites a source for each block o
     const HardwareConfig h = load_hardware(name);
     CHECK(h.sms > 0);
     CHECK(h.intra.busbw_gbps > 0);
-    const auto j = tpo::read_json_file(resolve_config("hardware", name, "--hardware"));
+    const auto j = tpo::read_json_file(resolve_config("hardware", name, "hardware"));
     for (const char* block : {"gpu", "efficiency", "interference"}) {
       CHECK(j.at(block).contains("source"));
     }
@@ -123,5 +123,5 @@ TEST_CASE("bad hardware files name the field") {
   e = error_of([] { load_hardware(data + "/bad_hw_slowdown.json"); });
   CHECK(e.find("'interference.comm_slowdown_under_compute.gemm'") != std::string::npos);
   e = error_of([] { load_hardware("dgx-9000"); });
-  CHECK(e.find("--hardware") != std::string::npos);
+  CHECK(e.find("hardware") != std::string::npos);
 }

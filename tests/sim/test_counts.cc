@@ -15,7 +15,7 @@ const Op& find(const Schedule& s, OpCode code, int layer, int chunk) {
   return s.ops.front();
 }
 Workload shipped(const char* model, const char* hw, std::int64_t tp, std::int64_t seq) {
-  SimulateOptions o;
+  WorkloadOptions o;
   o.model = model;
   o.hardware = hw;
   o.tp = tp;

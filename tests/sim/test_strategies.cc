@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "sim/chunk_split.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/strategy.h"

@@ -1,217 +1,16 @@
-// Strategy builders. All strategies share one emitter: a model is a sequence of modules
-// (attention, MLP; or one parallel block per layer), the tokens are cut into segments (ISO
-// chunks or micro-batch groups), and for each (module, segment) we emit the compute ops, the
-// all-reduce of the module's row-parallel output, and the residual add of the reduced output.
-// Strategies differ only in the segments, in whether the last GEMM is cut into pieces, and in
-// how far each residual add is delayed: 0 modules (standard), 1 module (ladder residual, where
-// module i reads the residual stream without module i-1's output so that module i-1's
-// all-reduce overlaps module i's compute).
-#include "sim/strategy.h"
-
-#include <cmath>
+// The one harness that builds every strategy's schedule graph from its record's GraphShape.
+// A model is a sequence of modules (attention, MLP; or one parallel block per layer), the
+// tokens are cut into segments (ISO chunks or micro-batch groups), and for each (module,
+// segment) it emits the compute ops, the all-reduce of the module's row-parallel output, and
+// the residual add of the reduced output — delayed by one module under ladder residual, so
+// that module i-1's all-reduce overlaps module i's compute.
+#include <algorithm>
 #include <limits>
-#include <sstream>
 
 #include "sim/error.h"
+#include "sim/strategy.h"
 
 namespace tpo::sim {
-
-const char* strategy_name(StrategyKind k) {
-  switch (k) {
-    case StrategyKind::None:
-      return "none";
-    case StrategyKind::Iso:
-      return "iso";
-    case StrategyKind::Ladder:
-      return "ladder";
-    case StrategyKind::ParallelBlock:
-      return "parallel-block";
-    case StrategyKind::GemmSplit:
-      return "gemm-split";
-    case StrategyKind::Microbatch:
-      return "microbatch";
-    case StrategyKind::IsoLadder:
-      return "iso+ladder";
-  }
-  return "?";
-}
-
-std::vector<StrategyKind> all_strategies() {
-  return {StrategyKind::None,      StrategyKind::Iso,        StrategyKind::Ladder,
-          StrategyKind::GemmSplit, StrategyKind::Microbatch, StrategyKind::ParallelBlock,
-          StrategyKind::IsoLadder};
-}
-
-std::optional<StrategyKind> parse_strategy(const std::string& name) {
-  for (auto k : all_strategies()) {
-    if (name == strategy_name(k)) return k;
-  }
-  return std::nullopt;
-}
-
-bool preserves_function(StrategyKind k) {
-  return !(k == StrategyKind::Ladder || k == StrategyKind::ParallelBlock ||
-           k == StrategyKind::IsoLadder);
-}
-
-std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
-                                         const std::string& split) {
-  std::vector<std::int64_t> tokens;
-  if (split.empty()) {
-    if (chunks < 2) throw InputError("--chunks", std::to_string(chunks), "must be >= 2");
-    if (chunks > seq) {
-      throw InputError("--chunks", std::to_string(chunks),
-                       "more chunks than tokens (--seq " + std::to_string(seq) + ")");
-    }
-    for (std::int64_t i = 0; i < chunks; ++i) {
-      tokens.push_back(seq * (i + 1) / chunks - seq * i / chunks);
-    }
-    return tokens;
-  }
-  std::vector<std::string> parts;
-  std::stringstream ss(split);
-  for (std::string p; std::getline(ss, p, ',');) parts.push_back(p);
-  if (parts.size() < 2) {
-    throw InputError("--split", split, "give at least two values separated by commas");
-  }
-  if (chunks != 0 && static_cast<std::int64_t>(parts.size()) != chunks) {
-    throw InputError("--split", split,
-                     "has " + std::to_string(parts.size()) + " values but --chunks is " +
-                         std::to_string(chunks));
-  }
-  bool ratios = split.find('.') != std::string::npos;
-  std::vector<double> vals;
-  for (const auto& p : parts) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(p, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != p.size() || !(v > 0) || !std::isfinite(v)) {
-      throw InputError("--split", split, "'" + p + "' is not a positive number");
-    }
-    vals.push_back(v);
-  }
-  if (!ratios) {
-    std::int64_t sum = 0;
-    for (double v : vals) {
-      tokens.push_back(static_cast<std::int64_t>(v));
-      sum += tokens.back();
-    }
-    if (sum != seq) {
-      throw InputError("--split", split,
-                       "token counts sum to " + std::to_string(sum) + " but --seq is " +
-                           std::to_string(seq) +
-                           " (give counts summing to --seq, or ratios "
-                           "such as 0.45,0.55)");
-    }
-    return tokens;
-  }
-  double total = 0;
-  for (double v : vals) total += v;
-  if (std::abs(total - 1.0) > 1e-6) {
-    throw InputError("--split", split,
-                     "ratios must sum to 1, they sum to " + std::to_string(total));
-  }
-  double cum = 0;
-  std::int64_t prev = 0;
-  for (std::size_t i = 0; i < vals.size(); ++i) {
-    cum += vals[i];
-    const std::int64_t b =
-        i + 1 == vals.size() ? seq : std::llround(cum * static_cast<double>(seq));
-    if (b <= prev) {
-      throw InputError("--split", split,
-                       "chunk " + std::to_string(i + 1) + " would have no tokens at --seq " +
-                           std::to_string(seq));
-    }
-    tokens.push_back(b - prev);
-    prev = b;
-  }
-  return tokens;
-}
-
-std::string not_applicable_reason(const Workload& w, const StrategySpec& s) {
-  const std::int64_t rows = w.phase == Phase::Prefill ? w.seq : w.batch;
-  switch (s.kind) {
-    case StrategyKind::Iso:
-    case StrategyKind::IsoLadder:
-      if (w.phase != Phase::Prefill) return "iso cuts a prompt into chunks: prefill only";
-      if (w.seq < 2) return "iso needs at least 2 prompt tokens";
-      break;
-    case StrategyKind::Microbatch:
-      if (w.batch < 2) return "microbatch needs --batch >= 2";
-      break;
-    case StrategyKind::GemmSplit:
-      if (rows < s.pieces) {
-        return "gemm-split needs at least --pieces (" + std::to_string(s.pieces) + ") rows";
-      }
-      break;
-    default:
-      break;
-  }
-  return {};
-}
-
-void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
-  op.m = m;
-  op.n = n;
-  op.k = k;
-  op.accumulate = accumulate;
-  const double mm = static_cast<double>(m), nn = static_cast<double>(n),
-               kk = static_cast<double>(k);
-  op.flops = 2.0 * mm * nn * kk;
-  op.bytes = 2.0 * (mm * kk + kk * nn + mm * nn) + (accumulate ? 2.0 * mm * nn : 0.0);
-}
-
-void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {
-  op.m = rows;
-  op.n = width;
-  const double e = static_cast<double>(rows) * static_cast<double>(width);
-  switch (op.code) {
-    case OpCode::AttnNorm:
-    case OpCode::MlpNorm:
-    case OpCode::FinalNorm:  // read x, write y, read the weight vector
-      op.flops = 4.0 * e;
-      op.bytes = 2.0 * (2.0 * e + static_cast<double>(width));
-      break;
-    case OpCode::ResidualAdd:  // read residual and update, write residual
-      op.flops = e;
-      op.bytes = 2.0 * 3.0 * e;
-      break;
-    case OpCode::SiluMul:  // read gate and up, write the product
-      op.flops = 4.0 * e;
-      op.bytes = 2.0 * 3.0 * e;
-      break;
-    case OpCode::Embed:  // gather rows of the table, write them
-      op.flops = 0;
-      op.bytes = 2.0 * 2.0 * e;
-      break;
-    default:
-      break;
-  }
-}
-
-void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int64_t prefix,
-                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim) {
-  const double r = static_cast<double>(requests), qq = static_cast<double>(q),
-               p = static_cast<double>(prefix), hq = static_cast<double>(q_heads),
-               hkv = static_cast<double>(kv_heads), hd = static_cast<double>(head_dim);
-  // Causal, bottom-right aligned: query i of the chunk sees the prefix and queries 0..i.
-  const double pairs = qq * p + qq * (qq + 1) / 2;
-  op.m = requests * q;
-  op.n = q_heads;
-  op.k = head_dim;
-  op.kv_heads = static_cast<std::int32_t>(kv_heads);
-  op.flops = 4.0 * r * hq * hd * pairs;  // QK^T and PV, 2 FLOPs per multiply-add each
-  // Q read + O write, K/V of prefix and chunk read, K/V of the chunk written to the cache.
-  op.bytes = 2.0 * r * (2.0 * qq * hq * hd + 2.0 * (p + qq) * hkv * hd + 2.0 * qq * hkv * hd);
-}
-
-void set_allreduce_work(Op& op, std::int64_t elements) {
-  op.bytes = 2.0 * static_cast<double>(elements);
-}
 
 namespace {
 
@@ -328,15 +127,17 @@ std::vector<Segment> split_rows(const Segment& g, std::int64_t pieces) {
 Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   const ShardDims d = validate_workload(w);
   if (auto why = not_applicable_reason(w, spec); !why.empty()) {
-    throw InputError("--strategy", strategy_name(spec.kind), why);
+    throw FieldError("strategy", strategy_name(spec.kind), why);
   }
   Schedule s;
   s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
                     (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
                     static_cast<std::size_t>(8 + 3 * std::max<std::int64_t>(1, spec.pieces)) +
                 16);
-  s.strategy = strategy_name(spec.kind);
-  s.preserves_function = preserves_function(spec.kind);
+  const StrategyDescriptor& desc = strategy(spec.kind);
+  const GraphShape& shape = desc.shape;
+  s.strategy = desc.name;
+  s.preserves_function = desc.preserves_function;
   s.num_layers = static_cast<std::int32_t>(w.layers);
   GraphBuilder b(w, d, s);
 
@@ -344,18 +145,18 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   const std::int64_t pos0 = w.context;
   const std::int64_t pos1 = w.context + w.seq;
   std::vector<Segment> segs;
-  const bool iso = spec.kind == StrategyKind::Iso || spec.kind == StrategyKind::IsoLadder;
-  if (iso) {
+  if (shape.segments == Segments::PromptChunks) {
     const auto& c = spec.chunk_tokens;
     std::int64_t sum = 0;
     for (auto t : c) {
-      if (t < 1) throw InputError("--split", std::to_string(t), "every chunk needs >= 1 token");
+      if (t < 1)
+        throw FieldError("chunk_tokens", std::to_string(t), "every chunk needs >= 1 token");
       sum += t;
     }
     if (c.size() < 2 || sum != w.seq) {
-      throw InputError(
-          "--split", std::to_string(sum),
-          "iso needs >= 2 chunks whose tokens sum to --seq (" + std::to_string(w.seq) + ")");
+      throw FieldError("chunk_tokens", std::to_string(sum),
+                       std::string(desc.name) + " needs >= 2 chunks whose tokens sum to seq (" +
+                           std::to_string(w.seq) + ")");
     }
     std::int64_t at = pos0;
     for (std::size_t j = 0; j < c.size(); ++j) {
@@ -363,7 +164,7 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
       at += c[j];
     }
     s.chunk_tokens = c;
-  } else if (spec.kind == StrategyKind::Microbatch) {
+  } else if (shape.segments == Segments::RequestGroups) {
     const std::int64_t half = w.batch / 2;
     segs.push_back({0, -1, 0, half, pos0, pos1});
     segs.push_back({1, -1, half, w.batch, pos0, pos1});
@@ -373,15 +174,15 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
     s.chunk_tokens = {w.seq};
   }
   std::int64_t pieces = 1;
-  if (spec.kind == StrategyKind::GemmSplit) {
+  if (shape.split_last_gemm) {
     pieces = spec.pieces;
-    if (pieces < 2) throw InputError("--pieces", std::to_string(pieces), "must be >= 2");
+    if (pieces < 2) throw FieldError("pieces", std::to_string(pieces), "must be >= 2");
   }
-  const bool ladder = spec.kind == StrategyKind::Ladder || spec.kind == StrategyKind::IsoLadder;
+  const bool ladder = shape.ladder_residual;
   if (ladder && (spec.ladder_layers < 0 || spec.ladder_layers > w.layers)) {
-    throw InputError(
-        "--ladder-layers", std::to_string(spec.ladder_layers),
-        "must be between 0 (all layers) and --layers (" + std::to_string(w.layers) + ")");
+    throw FieldError("ladder_layers", std::to_string(spec.ladder_layers),
+                     "must be between 0 (all layers) and the layers simulated (" +
+                         std::to_string(w.layers) + ")");
   }
   const std::int64_t first_ladder_layer =
       !ladder ? w.layers : (spec.ladder_layers == 0 ? 0 : w.layers - spec.ladder_layers);
@@ -389,7 +190,7 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   std::vector<Module> modules;
   for (std::int32_t l = 0; l < w.layers; ++l) {
     const std::int32_t delay = l >= first_ladder_layer ? 1 : 0;
-    if (spec.kind == StrategyKind::ParallelBlock) {
+    if (shape.parallel_block) {
       modules.push_back({ModuleType::Parallel, l, static_cast<std::int32_t>(modules.size()), 0});
     } else {
       modules.push_back(

@@ -1,0 +1,110 @@
+// The workload and strategy flags, bound once for every subcommand that has them, and the
+// mapping from a core field name (in a FieldError) back to its flag.
+#include "cli/commands.h"
+#include "sim/error.h"
+
+namespace tpo::cli {
+
+std::string flag_for(const std::string& field) {
+  if (field == "chunk_tokens") return "--split";
+  std::string f = "--" + field;
+  for (char& c : f) c = c == '_' ? '-' : c;
+  return f;
+}
+
+void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f) {
+  sub->add_option("--model", w->model,
+                  "Shipped model name (see configs/models), a path to a tpo model JSON, or a "
+                  "Hugging Face config.json")
+      ->capture_default_str();
+  sub->add_option("--hardware", w->hardware,
+                  "Shipped hardware name (see configs/hardware) or a path to a hardware JSON")
+      ->capture_default_str();
+  sub->add_option("--tp", w->tp, "Tensor-parallel degree (GPUs sharing each layer)")
+      ->capture_default_str();
+  if (f.phase_batch_context) {
+    sub->add_option("--phase", w->phase,
+                    "prefill (a batch of prompts) or decode (one token per request)")
+        ->capture_default_str();
+    sub->add_option("--context", w->context,
+                    "Tokens already in each request's KV cache (prefill default 0; decode "
+                    "default --seq)");
+  }
+  if (f.seq) {
+    sub->add_option("--batch", w->batch, "Requests in the batch")->capture_default_str();
+    sub->add_option("--seq", w->seq,
+                    "Prefill: prompt tokens per request. Decode: the context length when "
+                    "--context is not given")
+        ->capture_default_str();
+  }
+  if (f.layers) {
+    sub->add_option("--layers", w->layers, "Only the first N layers (0 = all)")
+        ->capture_default_str();
+  }
+  if (f.embed_head) {
+    sub->add_flag("--embed-head", w->embed_head,
+                  "Include the embedding, final norm and LM head (last token of each request)");
+  }
+  if (f.profile) {
+    sub->add_option("--profile", w->profile,
+                    "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
+                    "what the profile lacks");
+  }
+}
+
+void bind_strategy(CLI::App* sub, sim::StrategyOptions* s) {
+  std::string names;
+  for (const auto& d : sim::strategies()) names += std::string(names.empty() ? "" : " | ") + d.name;
+  sub->add_option("--strategy", s->strategy, names)->capture_default_str();
+  sub->add_option("--chunks", s->chunks,
+                  "iso: number of chunks (default 2; even split unless --split is given)");
+  sub->add_option("--split", s->split,
+                  "iso: chunk sizes as token counts summing to --seq (1792,2304) or ratios "
+                  "summing to 1 (0.45,0.55)");
+  sub->add_option("--ladder-layers", s->ladder_layers,
+                  "ladder: convert only the last N layers (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--pieces", s->pieces, "gemm-split: pieces of each block's last GEMM")
+      ->capture_default_str();
+}
+
+void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, const CLI::App& sub,
+                 bool compare) {
+  auto given = [&](const char* name) { return sub.count(name) > 0; };
+  if (given("--context") && w.context < 0) {
+    throw InputError("--context", std::to_string(w.context), "must be >= 0");
+  }
+  if (w.phase == "decode" && given("--seq") && given("--context")) {
+    throw InputError("--seq", std::to_string(w.seq),
+                     "in decode --seq only stands in for --context; give one of them");
+  }
+  if (s.pieces < 2) throw InputError("--pieces", std::to_string(s.pieces), "must be >= 2");
+  if (s.ladder_layers < 0) {
+    throw InputError("--ladder-layers", std::to_string(s.ladder_layers), "must be >= 0");
+  }
+  if (compare) return;
+  const sim::StrategyDescriptor& d = sim::strategy(sim::parse_strategy_name(s.strategy));
+  auto users = [](bool (sim::StrategyDescriptor::*uses)() const) {
+    std::string t;
+    for (const auto& x : sim::strategies()) {
+      if ((x.*uses)()) t += std::string(t.empty() ? "" : " or ") + x.name;
+    }
+    return t;
+  };
+  if (!d.uses_chunks() && (given("--chunks") || given("--split"))) {
+    throw InputError(given("--split") ? "--split" : "--chunks", "",
+                     "applies to --strategy " + users(&sim::StrategyDescriptor::uses_chunks) +
+                         ", not " + s.strategy);
+  }
+  if (!d.uses_ladder_layers() && given("--ladder-layers")) {
+    throw InputError(
+        "--ladder-layers", "",
+        "applies to --strategy " + users(&sim::StrategyDescriptor::uses_ladder_layers));
+  }
+  if (!d.uses_pieces() && given("--pieces")) {
+    throw InputError("--pieces", "",
+                     "applies to --strategy " + users(&sim::StrategyDescriptor::uses_pieces));
+  }
+}
+
+}  // namespace tpo::cli

@@ -1,0 +1,66 @@
+// An op's work — shape, FLOPs and HBM bytes — from its size. One set of formulas for the graph
+// builder and for the profiler's analytical-vs-measured comparison.
+#include "sim/schedule.h"
+
+namespace tpo::sim {
+
+void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.accumulate = accumulate;
+  const double mm = static_cast<double>(m), nn = static_cast<double>(n),
+               kk = static_cast<double>(k);
+  op.flops = 2.0 * mm * nn * kk;
+  op.bytes = 2.0 * (mm * kk + kk * nn + mm * nn) + (accumulate ? 2.0 * mm * nn : 0.0);
+}
+
+void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {
+  op.m = rows;
+  op.n = width;
+  const double e = static_cast<double>(rows) * static_cast<double>(width);
+  switch (op.code) {
+    case OpCode::AttnNorm:
+    case OpCode::MlpNorm:
+    case OpCode::FinalNorm:  // read x, write y, read the weight vector
+      op.flops = 4.0 * e;
+      op.bytes = 2.0 * (2.0 * e + static_cast<double>(width));
+      break;
+    case OpCode::ResidualAdd:  // read residual and update, write residual
+      op.flops = e;
+      op.bytes = 2.0 * 3.0 * e;
+      break;
+    case OpCode::SiluMul:  // read gate and up, write the product
+      op.flops = 4.0 * e;
+      op.bytes = 2.0 * 3.0 * e;
+      break;
+    case OpCode::Embed:  // gather rows of the table, write them
+      op.flops = 0;
+      op.bytes = 2.0 * 2.0 * e;
+      break;
+    default:
+      break;
+  }
+}
+
+void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int64_t prefix,
+                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim) {
+  const double r = static_cast<double>(requests), qq = static_cast<double>(q),
+               p = static_cast<double>(prefix), hq = static_cast<double>(q_heads),
+               hkv = static_cast<double>(kv_heads), hd = static_cast<double>(head_dim);
+  // Causal, bottom-right aligned: query i of the chunk sees the prefix and queries 0..i.
+  const double pairs = qq * p + qq * (qq + 1) / 2;
+  op.m = requests * q;
+  op.n = q_heads;
+  op.k = head_dim;
+  op.kv_heads = static_cast<std::int32_t>(kv_heads);
+  op.flops = 4.0 * r * hq * hd * pairs;  // QK^T and PV, 2 FLOPs per multiply-add each
+  // Q read + O write, K/V of prefix and chunk read, K/V of the chunk written to the cache.
+  op.bytes = 2.0 * r * (2.0 * qq * hq * hd + 2.0 * (p + qq) * hkv * hd + 2.0 * qq * hkv * hd);
+}
+
+void set_allreduce_work(Op& op, std::int64_t elements) {
+  op.bytes = 2.0 * static_cast<double>(elements);
+}
+
+}  // namespace tpo::sim

@@ -1,0 +1,57 @@
+// A plan file ("tpo.plan/1", written by `tpo plan`) as the rest of tpo reads it. Each planned
+// point is written and read back as {workload, strategy} through one pair of functions, so
+// that `tpo validate --plan` runs exactly what was planned — its model, hardware, TP, phase,
+// batch, prompt, context, layers and profile — and a serving engine finds the strategy and
+// chunk split for a prompt length with lookup().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/strategy.h"
+#include "sim/workload.h"
+
+namespace tpo::sim {
+
+// One run: what is run and how it is scheduled.
+struct PlannedRun {
+  WorkloadOptions workload;
+  StrategySpec spec;
+  bool operator==(const PlannedRun&) const = default;
+};
+
+// {"name", "chunks"} and the parameters the strategy's record says it uses.
+nlohmann::ordered_json strategy_spec_json(const StrategySpec& s);
+// {"workload": {...every WorkloadOptions field...}, "strategy": strategy_spec_json}.
+nlohmann::ordered_json planned_run_json(const PlannedRun& r);
+// The inverse of planned_run_json. `path` is the JSON path of the object inside `file`, for
+// errors (InputError naming the file and the field).
+PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& file,
+                                 const std::string& path);
+
+struct PlanEntry {
+  std::int64_t seq = 0;  // prompt length (decode: context length) this entry was planned for
+  PlannedRun run;
+  std::vector<double> chunk_fractions;  // chunk_tokens / seq, to scale the split
+  double predicted_us = 0;
+  double none_us = 0;
+  std::string where;  // "lookup[2]": the entry's place in the file, for errors
+};
+
+struct PlanFile {
+  std::string path;
+  std::int64_t align = 64;
+  std::vector<PlanEntry> entries;  // sorted by seq
+  // What to run for a prompt of `seq` tokens: the entry of the largest planned length <= seq,
+  // its chunk fractions scaled to seq with boundaries on the align grid. Shorter than every
+  // planned length (or too short to cut): strategy none.
+  PlanEntry lookup(std::int64_t seq) const;
+};
+
+// Throws InputError naming the file and the field when the plan is malformed.
+PlanFile load_plan(const std::string& path);
+
+}  // namespace tpo::sim
