@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/gpu_handoff.h"
 #include "sim/error.h"
 #include "sim/version.h"
 #include "tpo/config.h"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   auto run_plan = tpo::cli::add_plan(app);
   auto run_profile = tpo::cli::add_profile(app);
   auto run_validate = tpo::cli::add_validate(app);
+  tpo::cli::remember_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/gpu_handoff.h"
 #include "profiler/fit.h"
 #include "profiler/profile_run.h"
 #include "sim/error.h"
@@ -102,6 +103,7 @@ std::function<int()> add_profile(CLI::App& app) {
   im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
   return [o, imp, sub, im] {
     if (sub->got_subcommand(im)) return run_import(*imp);
+    if (o->backend == "cuda") hand_gpu_work_to_gpu_binary();
     return profiler::run_profile(*o, std::cout);
   };
 }

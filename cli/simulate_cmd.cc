@@ -54,8 +54,9 @@ int run_simulate(const SimulateCli& c) {
                    "and analytical ones are the model's\n";
     }
     if (!c.json_path.empty()) {
-      write_file_atomic(c.json_path, simulate_report(wo, so, w, r, baseline_ns, cm).dump(1) + "\n",
-                        "--json");
+      auto j = simulate_report(wo, so, w, r, baseline_ns, cm);
+      j["options"]["compare"] = false;
+      write_file_atomic(c.json_path, j.dump(1) + "\n", "--json");
       std::cout << "\nwrote " << c.json_path << "\n";
     }
     if (!c.trace_path.empty()) {
@@ -89,7 +90,10 @@ int run_simulate(const SimulateCli& c) {
     row.exposed_comm_ns = r.timeline.exposed_comm_ns;
     row.overlap_efficiency = r.timeline.overlap_efficiency;
     rows.push_back(row);
-    if (!c.json_path.empty()) reports.push_back(simulate_report(wo, so, w, r, baseline_ns, cm));
+    if (!c.json_path.empty()) {
+      reports.push_back(simulate_report(wo, so, w, r, baseline_ns, cm));
+      reports.back()["options"]["compare"] = true;
+    }
     if (!c.trace_path.empty()) {
       append_trace(events, pid++, "predicted: " + r.schedule.strategy, r.schedule,
                    r.timeline.start_ns, r.timeline.end_ns);

@@ -4,9 +4,10 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/gpu_handoff.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
-#include "validate/process_group.h"
+#include "validate/kernels/process_group.h"
 #include "validate/validate_run.h"
 
 namespace tpo::cli {
@@ -108,6 +109,7 @@ std::function<int()> add_validate(CLI::App& app) {
     } else {
       check_given(o->workload, o->strategy, *sub, false);
     }
+    if (o->backend == "cuda" || o->mpi) hand_gpu_work_to_gpu_binary();
     if (o->mpi) return run_under_mpi(*o);
     if (!report(*o, validate::run_validate(*o))) {
       throw RunFailure(

@@ -80,8 +80,15 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
 }
 
 std::string phase_label(const StrategySpec& s, bool fell_back) {
-  std::string t = sim::strategy_name(s.kind);
-  if (const std::string v = sim::variant_text(s); v != "-") t += " (" + v + ")";
+  const sim::StrategyDescriptor& d = sim::strategy(s.kind);
+  std::string t = d.name;
+  if (d.uses_chunks()) {
+    t += " (" + join_tokens(s.chunk_tokens) + ")";
+  } else if (d.uses_pieces()) {
+    t += " (" + std::to_string(s.pieces) + ")";
+  } else if (d.uses_ladder_layers() && s.ladder_layers > 0) {
+    t += " (last " + std::to_string(s.ladder_layers) + ")";
+  }
   if (fell_back) t += "*";
   return t;
 }

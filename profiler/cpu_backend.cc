@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "profiler/backend.h"
-#include "validate/cpu_kernels.h"
+#include "validate/kernels/cpu_kernels.h"
 
 namespace tpo::profiler {
 

@@ -12,7 +12,7 @@
 
 #include "profiler/backend.h"
 #include "sim/error.h"
-#include "validate/cuda_kernels.h"
+#include "validate/kernels/cuda_kernels.h"
 
 namespace tpo::profiler {
 

@@ -1,11 +1,9 @@
-// Builds without the CUDA backend: `tpo profile --backend cuda` says so.
+// Where the CUDA backend is not linked (`tpo`, which hands CUDA work to tpo-gpu, and builds
+// without CUDA): `tpo profile --backend cuda` says the build has no CUDA.
 #include "profiler/backend.h"
-#include "tpo/config.h"
 
-#if !TPO_WITH_CUDA || !defined(TPO_HAVE_CUDA_BACKEND)
 namespace tpo::profiler {
 std::unique_ptr<Backend> make_cuda_backend() {
   return nullptr;
 }
 }  // namespace tpo::profiler
-#endif

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/workload.h"
-#include "validate/attention_shape.h"
+#include "validate/kernels/attention_shape.h"
 
 namespace tpo::profiler {
 

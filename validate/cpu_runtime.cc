@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "sim/error.h"
-#include "validate/cpu_kernels.h"
-#include "validate/model_data.h"
-#include "validate/process_group.h"
+#include "validate/kernels/cpu_kernels.h"
+#include "validate/kernels/model_data.h"
+#include "validate/kernels/process_group.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {

@@ -9,9 +9,9 @@
 #include <stdexcept>
 
 #include "sim/error.h"
-#include "validate/cuda_kernels.h"
-#include "validate/model_data.h"
-#include "validate/process_group.h"
+#include "validate/kernels/cuda_kernels.h"
+#include "validate/kernels/model_data.h"
+#include "validate/kernels/process_group.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {

@@ -9,9 +9,10 @@
 #   PHASE=build|test|profile|validate ...         # one phase
 #   PREBUILT=build-gpu validate/device-check.sh   # binaries built elsewhere (same ARCH):
 #       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
-#       cmake --build build-gpu --target tpo tpo_gpu_tests
+#       cmake --build build-gpu --target tpo tpo-gpu tpo_gpu_tests
 #       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
-#       then carry build-gpu/cli/tpo, build-gpu/tests/tpo_gpu_tests and build-gpu/lib
+#       then carry build-gpu/cli/tpo and tpo-gpu (tpo hands CUDA work to tpo-gpu beside it),
+#       build-gpu/tests/tpo_gpu_tests and build-gpu/lib
 #       (a build with MPI needs the GPU machine's libmpi.so.40; `tpo --version` lists the parts)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
@@ -146,9 +147,11 @@ if want build && [ -z "${PREBUILT:-}" ]; then
   step configure 300 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF
   grep -q "tpo: CUDA=1" "$R/configure.log" || { echo "CUDA not found by CMake"; FAILED=1; }
-  step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo_gpu_tests
+  step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo-gpu tpo_gpu_tests
 fi
 "$TPO" --version > "$R/version.txt" 2>&1 || { echo "$TPO does not run:"; cat "$R/version.txt"; FAILED=1; finish; exit 1; }
+# `tpo` loads no GPU library and hands CUDA work to tpo-gpu beside it.
+[ -x "$BUILD/cli/tpo-gpu" ] || { echo "$BUILD/cli/tpo-gpu is missing (tpo hands CUDA work to it)"; FAILED=1; finish; exit 1; }
 
 if want test; then
   log "GPU tests: the CUDA kernels against the CPU ones; the runtime and profiler on a tiny model"
@@ -180,7 +183,7 @@ for shard in "${SHARDS[@]}"; do
         --seq 2048,4096,8192 --layers 2 --strategies iso --quiet --json "$R/plan-$tag.json"
       step "validate-$tag-plan" 150 "$TPO" validate --backend cuda --comm emulated \
         --plan "$R/plan-$tag.json" --hardware h200x8 --emulate "$target" "${popt[@]}" \
-        --layers 2 --repeat 5 --json "$R/validate-$tag-plan.json" \
+        --repeat 5 --json "$R/validate-$tag-plan.json" \
         --trace "$R/trace-$tag-plan.json"
       for seq in 2048 4096 8192; do
         cases=("iso --split 0.5,0.5" "iso --split 0.65,0.35")

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "validate/model_data.h"
+#include "validate/kernels/model_data.h"
 #include "validate/runtime.h"
 
 namespace tpo::validate {

@@ -12,7 +12,7 @@
 #include "sim/profile_cost.h"
 #include "sim/report.h"
 #include "sim/version.h"
-#include "validate/process_group.h"
+#include "validate/kernels/process_group.h"
 
 namespace tpo::validate {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "validate/cpu_kernels.h"
-#include "validate/cuda_kernels.h"
+#include "validate/kernels/cpu_kernels.h"
+#include "validate/kernels/cuda_kernels.h"
 
 namespace cu = tpo::validate::cuda;
 namespace cpu = tpo::validate::cpu;

@@ -17,7 +17,7 @@
 #include "sim/error.h"
 #include "sim/profile.h"
 #include "sim/profile_cost.h"
-#include "validate/cpu_kernels.h"
+#include "validate/kernels/cpu_kernels.h"
 
 using namespace tpo;
 namespace cpu = tpo::validate::cpu;

@@ -9,7 +9,7 @@
 
 #include "sim/schedule.h"
 #include "sim/workload.h"
-#include "validate/attention_shape.h"
+#include "validate/kernels/attention_shape.h"
 
 namespace tpo::validate {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <tuple>
 
-#include "validate/cuda_kernels.h"
+#include "validate/kernels/cuda_kernels.h"
 
 // Each failed CUDA, cuBLAS or NCCL call throws with the file, line, call and the library's
 // message.

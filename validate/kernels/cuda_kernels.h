@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "validate/attention_shape.h"
+#include "validate/kernels/attention_shape.h"
 
 namespace tpo::validate::cuda {
 

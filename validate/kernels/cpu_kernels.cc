@@ -1,5 +1,5 @@
 // CPU kernels. Eigen maps the caller's row-major buffers; nothing is copied.
-#include "validate/cpu_kernels.h"
+#include "validate/kernels/cpu_kernels.h"
 
 #include <Eigen/Core>
 #include <algorithm>

@@ -1,5 +1,7 @@
-// MPI wrappers behind process_group.h; stubs that throw where the build has no MPI.
-#include "validate/process_group.h"
+// MPI wrappers behind process_group.h; stubs that throw where the build has no MPI. Compiled
+// twice: with MPI for tpo-gpu (the executable that does GPU and multi-process work), and with
+// TPO_MPI_STUB for `tpo`, which loads no MPI library and hands --mpi runs to tpo-gpu.
+#include "validate/kernels/process_group.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,13 +11,18 @@
 
 #include "sim/error.h"
 #include "tpo/config.h"
-#if TPO_WITH_MPI
+#if defined(TPO_MPI_STUB)
+#define TPO_USE_MPI 0
+#else
+#define TPO_USE_MPI TPO_WITH_MPI
+#endif
+#if TPO_USE_MPI
 #include <mpi.h>
 #endif
 
 namespace tpo::validate::mpi {
 
-#if TPO_WITH_MPI
+#if TPO_USE_MPI
 
 namespace {
 bool started = false;

@@ -1,7 +1,7 @@
 // Seeded model data for validation runs. Values come from a counter-based hash of (seed,
 // stream, index) — fast, and rank r's data is the same whichever ranks are generated, so a
 // one-GPU run (emulated communication) computes on exactly rank 0's shard.
-#include "validate/model_data.h"
+#include "validate/kernels/model_data.h"
 
 #include <cmath>
 #include <mutex>

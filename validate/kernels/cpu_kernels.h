@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "validate/attention_shape.h"
+#include "validate/kernels/attention_shape.h"
 
 namespace tpo::validate::cpu {
 
