@@ -67,7 +67,13 @@ class GraphBuilder {
   std::int32_t gemm(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
                     std::int64_t n, std::int64_t k, DepList deps, bool accumulate = false) {
     Op op = base(code, g, layer, module);
-    set_gemm_work(op, g.tokens(), n, k, accumulate);
+    // Biases where the model has them. A row-parallel GEMM's bias is added by one rank
+    // before the all-reduce (as vLLM's RowParallelLinear does on rank 0): the rank simulated.
+    const ModelConfig& mc = w_.model;
+    const bool bias = (code == OpCode::Qkv && mc.qkv_bias) ||
+                      (code == OpCode::OProj && mc.o_bias) ||
+                      ((code == OpCode::GateUp || code == OpCode::Down) && mc.mlp_bias);
+    set_gemm_work(op, g.tokens(), n, k, accumulate, bias);
     op.deps = std::move(deps);
     return add(std::move(op));
   }

@@ -18,6 +18,82 @@ std::vector<std::string> shipped_models() {
   return list_shipped("models");
 }
 
+const char* activation_name(ModelConfig::Activation a) {
+  return a == ModelConfig::Activation::Silu ? "silu" : "gelu";
+}
+
+namespace {
+
+// Families whose MLP is not gated, or whose attention or experts change the cost: refused,
+// naming the field, rather than simulated as something they are not.
+void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::string& path) {
+  for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (j.contains(moe) && j.at(moe).is_number() && j.at(moe).get<double>() > 1) {
+      throw InputError(path, moe,
+                       "mixture-of-experts models are not modelled yet (dense Llama-style "
+                       "decoders only)");
+    }
+  }
+  const std::string type = o.string_or("model_type", "");
+  for (const char* plain : {"gpt2", "gpt_neox", "gptj", "falcon", "opt", "bloom", "phi", "mpt"}) {
+    if (type == plain) {
+      throw InputError(path, "model_type",
+                       "'" + type +
+                           "' has a plain (not gated) MLP or parallel layout that is not "
+                           "modelled; Llama-style decoders with a gated MLP only");
+    }
+  }
+  // Sliding-window attention changes attention cost beyond the window: refused unless the
+  // config turns it off (Qwen2's use_sliding_window) or the window covers every position.
+  const bool off = j.contains("use_sliding_window") && j.at("use_sliding_window").is_boolean() &&
+                   !j.at("use_sliding_window").get<bool>();
+  if (!off && j.contains("sliding_window") && j.at("sliding_window").is_number()) {
+    const double window = j.at("sliding_window").get<double>();
+    const double positions =
+        j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()
+            ? j.at("max_position_embeddings").get<double>()
+            : 0;
+    if (positions == 0 || window < positions) {
+      throw InputError(path, "sliding_window",
+                       "sliding-window attention is not modelled (it changes attention cost "
+                       "beyond " +
+                           j.at("sliding_window").dump() + " tokens)");
+    }
+  }
+}
+
+bool flag(const nlohmann::json& j, const std::string& path, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return false;
+  if (!j.at(key).is_boolean()) throw InputError(path, key, "must be true or false");
+  return j.at(key).get<bool>();
+}
+
+// Activation, biases and tied embeddings, from HF keys (also accepted in tpo.model/1 files).
+void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::string& path,
+                       ModelConfig& m) {
+  // Gemma writes hidden_activation (and an older hidden_act); it wins where both are given.
+  const char* key = o.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  const std::string act = o.string_or(key, "silu");
+  if (act == "silu" || act == "swish") {
+    m.activation = ModelConfig::Activation::Silu;
+  } else if (act.starts_with("gelu")) {  // gelu, gelu_pytorch_tanh, gelu_new, gelu_fast
+    m.activation = ModelConfig::Activation::Gelu;
+  } else {
+    throw InputError(path, key,
+                     "'" + act + "' is not modelled (gated MLPs with silu or gelu only)");
+  }
+  const std::string type = o.string_or("model_type", "");
+  const bool attention_bias = flag(j, path, "attention_bias");
+  m.qkv_bias = attention_bias || flag(j, path, "qkv_bias") || type == "qwen2";
+  m.o_bias = attention_bias;
+  m.mlp_bias = flag(j, path, "mlp_bias");
+  // Gemma's config class ties them by default, and its config.json does not say so.
+  m.tied_embeddings = j.contains("tie_word_embeddings") ? flag(j, path, "tie_word_embeddings")
+                                                        : type.starts_with("gemma");
+}
+
+}  // namespace
+
 ModelConfig load_model(const std::string& spec) {
   const std::string path = resolve_config("models", spec, "model");
   const nlohmann::json j = read_json_file(path);
@@ -43,6 +119,11 @@ ModelConfig load_model(const std::string& spec) {
                                   "head_dim",
                                   "intermediate_size",
                                   "vocab_size",
+                                  "hidden_act",
+                                  "attention_bias",
+                                  "qkv_bias",
+                                  "mlp_bias",
+                                  "tie_word_embeddings",
                                   "source",
                                   "note"};
     for (const auto& [key, value] : j.items()) {
@@ -50,20 +131,10 @@ ModelConfig load_model(const std::string& spec) {
         throw InputError(path, key, "unknown key in a tpo.model/1 file (misspelt?)");
       }
     }
-  } else {  // Hugging Face: only dense Llama-style decoders with SwiGLU are modelled
-    for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-      if (j.contains(moe) && j.at(moe).is_number() && j.at(moe).get<double>() > 1) {
-        throw InputError(path, moe,
-                         "mixture-of-experts models are not modelled yet (dense Llama-style "
-                         "decoders only)");
-      }
-    }
-    const std::string act = o.string_or("hidden_act", "silu");
-    if (act != "silu" && act != "swish") {
-      throw InputError(path, "hidden_act",
-                       "'" + act + "' is not modelled (SwiGLU MLPs with silu only)");
-    }
+  } else {  // Hugging Face: dense Llama-style decoders with a gated MLP
+    refuse_unmodelled(j, o, path);
   }
+  read_architecture(j, o, path, m);
   m.num_layers = o.integer("num_hidden_layers");
   m.hidden = o.integer("hidden_size");
   m.heads = o.integer("num_attention_heads");

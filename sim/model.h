@@ -1,4 +1,5 @@
-// A Llama-style decoder model's dimensions, loaded from our JSON ("tpo.model/1"), from a
+// A Llama-style decoder model's dimensions (gated MLP, GQA, RMSNorm; optional biases, GeGLU,
+// tied embeddings), loaded from our JSON ("tpo.model/1"), from a
 // Hugging Face config.json, or by shipped name (configs/models/NAME.json). Dimensions only:
 // tpo never loads weights.
 #pragma once
@@ -19,7 +20,15 @@ struct ModelConfig {
   std::int64_t head_dim = 0;
   std::int64_t ffn = 0;  // intermediate_size
   std::int64_t vocab = 0;
+  // The gated MLP's activation: act(gate) * up. SwiGLU (silu, Llama, Qwen) or GeGLU (gelu,
+  // Gemma): the same GEMMs, a different elementwise op.
+  enum class Activation { Silu, Gelu } activation = Activation::Silu;
+  bool qkv_bias = false;         // bias on the Q/K/V projection (Qwen2; Llama's attention_bias)
+  bool o_bias = false;           // bias on the attention output projection (Llama's attention_bias)
+  bool mlp_bias = false;         // biases on the MLP projections (Llama's mlp_bias)
+  bool tied_embeddings = false;  // the LM head is the embedding matrix (Gemma)
 };
+const char* activation_name(ModelConfig::Activation a);
 
 // `spec` is a shipped name ("llama2-70b"), or a path to a JSON file (ours or HF config.json).
 ModelConfig load_model(const std::string& spec);

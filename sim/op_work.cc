@@ -4,7 +4,8 @@
 
 namespace tpo::sim {
 
-void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
+void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
+                   bool bias) {
   op.m = m;
   op.n = n;
   op.k = k;
@@ -13,6 +14,11 @@ void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool 
                kk = static_cast<double>(k);
   op.flops = 2.0 * mm * nn * kk;
   op.bytes = 2.0 * (mm * kk + kk * nn + mm * nn) + (accumulate ? 2.0 * mm * nn : 0.0);
+  op.bias = bias;
+  if (bias) {
+    op.flops += mm * nn;
+    op.bytes += 2.0 * nn;
+  }
 }
 
 void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {

@@ -45,7 +45,12 @@ ojson model_json(const ModelConfig& m) {
                {"num_key_value_heads", m.kv_heads},
                {"head_dim", m.head_dim},
                {"intermediate_size", m.ffn},
-               {"vocab_size", m.vocab}};
+               {"vocab_size", m.vocab},
+               {"hidden_act", activation_name(m.activation)},
+               {"qkv_bias", m.qkv_bias},
+               {"o_bias", m.o_bias},
+               {"mlp_bias", m.mlp_bias},
+               {"tie_word_embeddings", m.tied_embeddings}};
 }
 
 ojson hardware_json(const HardwareConfig& h) {

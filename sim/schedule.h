@@ -89,6 +89,7 @@ struct Op {
   double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
   bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
+  bool bias = false;              // GEMM adds a bias vector in its epilogue (Qwen2's qkv)
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -112,8 +113,10 @@ struct Schedule {
 
 // An op's work — shape fields, FLOPs and bytes moved — from its size: one set of formulas for
 // the graph builder and for the profiler's analytical-vs-measured comparison.
-// GEMM: c[m x n] (+)= a[m x k] b[k x n] in bf16.
-void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate);
+// GEMM: c[m x n] (+)= a[m x k] b[k x n] (+ bias[n]) in bf16. A bias costs its m x n adds and
+// reads its n values, fused in the epilogue (no extra pass over c).
+void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
+                   bool bias = false);
 // Norms and elementwise ops (by op.code) over `width` columns of `rows` rows.
 void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width);
 // Causal attention of `q` new tokens after `prefix` cached ones, per request.

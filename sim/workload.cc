@@ -75,8 +75,9 @@ ShardDims validate_workload(const Workload& w) {
   const double per_layer =
       static_cast<double>(d.hidden * d.qkv_n() + d.q_heads * d.head_dim * d.hidden +
                           3 * d.hidden * d.ffn + 2 * d.hidden);
-  const double weights = 2.0 * (static_cast<double>(m.num_layers) * per_layer +
-                                2.0 * static_cast<double>(d.vocab * d.hidden));
+  const double embeddings =
+      (m.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(d.vocab * d.hidden);
+  const double weights = 2.0 * (static_cast<double>(m.num_layers) * per_layer + embeddings);
   const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) *
                     static_cast<double>(w.seq + w.context) * static_cast<double>(m.num_layers) *
                     static_cast<double>(d.kv_heads * d.head_dim);

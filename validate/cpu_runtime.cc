@@ -147,7 +147,8 @@ std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const 
                   b.len, 2 * d.ffn, H);
         break;
       case OpCode::SiluMul:
-        cpu::silu_mul(s.gu.data() + b.row * 2 * d.ffn, s.act.data() + b.row * d.ffn, b.len, d.ffn);
+        cpu::silu_mul(s.gu.data() + b.row * 2 * d.ffn, s.act.data() + b.row * d.ffn, b.len, d.ffn,
+                      m.gelu);
         break;
       case OpCode::Down:
         cpu::gemm(s.act.data() + b.row * d.ffn, lw->wd.data(),

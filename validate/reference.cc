@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "validate/kernels/cpu_kernels.h"
 #include "validate/kernels/model_data.h"
 #include "validate/runtime.h"
 
@@ -153,7 +154,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
         for (std::int64_t t = 0; t < T; ++t) {
           for (std::int64_t c = 0; c < d.ffn; ++c) {
             const double g = gu(t, c), u = gu(t, d.ffn + c);
-            act(t, c) = g / (1.0 + std::exp(-g)) * u;
+            act(t, c) = (m.gelu ? cpu::gelu_tanh(g) : g / (1.0 + std::exp(-g))) * u;
           }
         }
         sum += matmul(act, from(w.wd, d.ffn, H));

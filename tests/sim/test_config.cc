@@ -125,3 +125,49 @@ TEST_CASE("bad hardware files name the field") {
   e = error_of([] { load_hardware("dgx-9000"); });
   CHECK(e.find("hardware") != std::string::npos);
 }
+
+TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 biases, refusals") {
+  // Gemma: a gated MLP with gelu (GeGLU): the same GEMMs as SwiGLU.
+  const ModelConfig g = load_model(data + "/hf_gemma_config.json");
+  CHECK(g.activation == ModelConfig::Activation::Gelu);
+  CHECK(g.head_dim == 256);
+  CHECK(g.tied_embeddings);
+  CHECK_FALSE(g.qkv_bias);
+  WorkloadOptions o;
+  o.model = data + "/hf_gemma_config.json";
+  o.hardware = "h100x8";
+  o.tp = 8;
+  o.seq = 2048;
+  o.layers = 2;
+  const Workload gw = make_workload(o);
+  const Schedule gs = build_schedule(gw, {StrategyKind::None});
+  bool saw_qkv = false;
+  for (const auto& op : gs.ops) {
+    if (op.code != OpCode::Qkv) continue;
+    saw_qkv = true;
+    CHECK(op.n == (16 / 8 + 2 * 16 / 8) * 256);  // local q + k + v heads x head dim 256
+    CHECK_FALSE(op.bias);
+  }
+  CHECK(saw_qkv);
+  // Qwen2: q/k/v carry a bias (real cost: m x n adds, n values read); o_proj and the MLP do not.
+  const ModelConfig q = load_model(data + "/hf_qwen2_config.json");
+  CHECK(q.qkv_bias);
+  CHECK_FALSE(q.o_bias);
+  CHECK_FALSE(q.mlp_bias);
+  o.model = data + "/hf_qwen2_config.json";
+  o.tp = 4;
+  const Workload qw = make_workload(o);
+  for (const auto& op : build_schedule(qw, {StrategyKind::None}).ops) {
+    if (op.kind != OpKind::Gemm) continue;
+    const double mnk =
+        2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
+    CHECK(op.bias == (op.code == OpCode::Qkv));
+    CHECK(op.flops == mnk + (op.bias ? static_cast<double>(op.m * op.n) : 0.0));
+  }
+  // Sliding-window attention changes attention cost: refused, naming the field.
+  auto e = error_of([&] { load_model(data + "/hf_sliding_config.json"); });
+  CHECK(e.find("hf_sliding_config.json: field 'sliding_window'") != std::string::npos);
+  // Mixture of experts: refused, naming the field.
+  e = error_of([&] { load_model(data + "/hf_moe_config.json"); });
+  CHECK(e.find("experts") != std::string::npos);
+}

@@ -35,12 +35,16 @@ void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::i
   }
 }
 
-void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn) {
+void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn, bool gelu) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* g = gate_up + r * 2 * ffn;
     const float* u = g + ffn;
     float* o = out + r * ffn;
-    for (std::int64_t c = 0; c < ffn; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+    if (gelu) {
+      for (std::int64_t c = 0; c < ffn; ++c) o[c] = gelu_tanh(g[c]) * u[c];
+    } else {
+      for (std::int64_t c = 0; c < ffn; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -20,8 +21,15 @@ void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
              float eps = 1e-5f);
 
-// gate_up rows are [gate (ffn) | up (ffn)]; out = silu(gate) * up, rows x ffn.
-void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn);
+// gate_up rows are [gate (ffn) | up (ffn)]; out = silu(gate) * up, rows x ffn (SwiGLU), or
+// with `gelu` gelu(gate) * up (GeGLU, tanh approximation as Gemma's gelu_pytorch_tanh).
+void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn,
+              bool gelu = false);
+template <typename T>
+T gelu_tanh(T x) {
+  const T k = T(0.7978845608028654);  // sqrt(2 / pi)
+  return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+}
 
 // acc[i] += x[i].
 void add_inplace(float* acc, const float* x, std::int64_t n);

@@ -38,6 +38,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
                     std::int64_t only_rank) {
   ModelData m;
   m.d = sim::validate_workload(w);
+  m.gelu = w.model.activation == sim::ModelConfig::Activation::Gelu;
   m.tp = w.tp;
   m.layers = w.layers;
   m.batch = w.batch;
@@ -90,7 +91,8 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
   const auto key = std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp,
-                                   w.layers, w.batch, w.seq, w.context, seed, made, only_rank);
+                                   w.layers, w.batch, w.seq, w.context, seed, made, only_rank,
+                                   static_cast<int>(w.model.activation));
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;
