@@ -115,14 +115,20 @@ std::string variant_text(const StrategySpec& s) {
   const StrategyDescriptor& d = strategy(s.kind);
   if (d.uses_chunks()) {
     std::string t;
-    for (auto c : s.chunk_tokens) t += (t.empty() ? "" : ",") + std::to_string(c);
+    for (auto c : s.chunk_tokens) {
+      if (!t.empty()) t += ',';
+      t += std::to_string(c);
+    }
     return t;
   }
   if (d.uses_pieces()) return std::to_string(s.pieces) + " pieces";
   if (d.shape.segments == Segments::RequestGroups) return "2 groups";
   if (d.uses_ladder_layers()) {
-    return s.ladder_layers == 0 ? "all layers"
-                                : "last " + std::to_string(s.ladder_layers) + " layers";
+    if (s.ladder_layers == 0) return "all layers";
+    std::string t = "last ";
+    t += std::to_string(s.ladder_layers);
+    t += " layers";
+    return t;
   }
   return "-";
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sim/error.h"
+#include "validate/interpreter.h"
 #include "validate/kernels/cpu_kernels.h"
 #include "validate/kernels/model_data.h"
 #include "validate/kernels/process_group.h"
@@ -46,35 +47,6 @@ RankState make_state(const ModelData& m, std::int64_t rank, std::size_t modules)
   return s;
 }
 
-// Attention for rows of one request: Q copied out of the fused qkv rows, K/V from the cache.
-void attend(const ModelData& m, RankState& s, std::int64_t layer, std::int64_t request,
-            std::int64_t row, std::int64_t len, std::int64_t pos) {
-  const auto& d = m.d;
-  const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-  s.qtmp.resize(static_cast<std::size_t>(len * qd));
-  for (std::int64_t t = 0; t < len; ++t) {
-    std::copy_n(s.qkv.data() + (row + t) * d.qkv_n(), qd, s.qtmp.data() + t * qd);
-  }
-  const AttentionShape a = chunk_attention(m, len, pos);
-  const auto L = static_cast<std::size_t>(layer);
-  cpu::attention(s.qtmp.data(), s.k[L].data() + request * m.cap * kvd,
-                 s.v[L].data() + request * m.cap * kvd, s.attn.data() + row * qd, a);
-}
-
-// K and V of the rows' positions into the layer's cache.
-void store_kv(const ModelData& m, RankState& s, std::int64_t layer, const RowBlock& b) {
-  const auto& d = m.d;
-  const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-  const auto L = static_cast<std::size_t>(layer);
-  for (std::int64_t t = 0; t < b.len; ++t) {
-    const std::int64_t row = b.row + t;
-    const std::int64_t request = row / m.seq, pos = m.context + row % m.seq;
-    const float* src = s.qkv.data() + row * d.qkv_n() + qd;
-    std::copy_n(src, kvd, s.k[L].data() + (request * m.cap + pos) * kvd);
-    std::copy_n(src + kvd, kvd, s.v[L].data() + (request * m.cap + pos) * kvd);
-  }
-}
-
 // The all-reduce among the ranks: threads of this process (shared memory), or one rank per
 // process over MPI.
 class Reducer {
@@ -105,75 +77,100 @@ class MpiReducer final : public Reducer {
   void drop() override {}  // the failure reaches the caller, which aborts every process
 };
 
-// Returns, for an all-reduce, when all ranks had arrived (steady_clock ns), else 0.
-std::int64_t execute(const ModelData& m, RankState& s, std::int64_t rank, const Op& op,
-                     Reducer& ar) {
-  std::int64_t arrived = 0;
-  const auto& d = m.d;
-  const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
-  const auto L = static_cast<std::size_t>(op.layer);
-  const LayerWeights* lw = op.layer >= 0 ? &m.w[static_cast<std::size_t>(rank)][L] : nullptr;
-  for (const RowBlock& b : row_blocks(m, op)) {
-    switch (op.code) {
-      case OpCode::AttnNorm:
-        cpu::rmsnorm(s.x.data() + b.row * H, lw->attn_norm.data(), s.normed.data() + b.row * H,
-                     b.len, H);
+// The CPU kernels over one rank's host buffers (fp32).
+class CpuKernels final : public RankKernels {
+ public:
+  CpuKernels(const ModelData& m, RankState& s, std::int64_t rank, Reducer& ar)
+      : m_(m), s_(s), rank_(rank), ar_(ar) {}
+
+  void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) override {
+    const auto& lw = weights(layer);
+    const std::int64_t H = m_.d.hidden;
+    cpu::rmsnorm(s_.x.data() + row * H, (mlp ? lw.mlp_norm : lw.attn_norm).data(),
+                 s_.normed.data() + row * H, len, H);
+  }
+
+  void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
+            bool accumulate) override {
+    const auto& d = m_.d;
+    const auto& lw = weights(layer);
+    const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
+    float* out = s_.out[static_cast<std::size_t>(std::max<std::int64_t>(module, 0))].data();
+    switch (w) {
+      case Weight::Qkv:
+        cpu::gemm(s_.normed.data() + row * H, lw.wqkv.data(), s_.qkv.data() + row * d.qkv_n(), len,
+                  d.qkv_n(), H);
         break;
-      case OpCode::MlpNorm:
-        cpu::rmsnorm(s.x.data() + b.row * H, lw->mlp_norm.data(), s.normed.data() + b.row * H,
-                     b.len, H);
+      case Weight::O:
+        cpu::gemm(s_.attn.data() + row * qd, lw.wo.data(), out + row * H, len, H, qd, accumulate);
         break;
-      case OpCode::Qkv:
-        cpu::gemm(s.normed.data() + b.row * H, lw->wqkv.data(), s.qkv.data() + b.row * d.qkv_n(),
-                  b.len, d.qkv_n(), H);
-        store_kv(m, s, op.layer, b);
+      case Weight::GateUp:
+        cpu::gemm(s_.normed.data() + row * H, lw.wgu.data(), s_.gu.data() + row * 2 * d.ffn, len,
+                  2 * d.ffn, H);
         break;
-      case OpCode::Attention:
-        if (b.len == (op.req_end - op.req_begin) * m.seq && op.req_end - op.req_begin > 1) {
-          for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
-            attend(m, s, op.layer, r, r * m.seq, m.seq, m.context);
-          }
-        } else {
-          attend(m, s, op.layer, b.request, b.row, b.len, b.pos);
-        }
+      case Weight::Down:
+        cpu::gemm(s_.act.data() + row * d.ffn, lw.wd.data(), out + row * H, len, H, d.ffn,
+                  accumulate);
         break;
-      case OpCode::OProj:
-        cpu::gemm(s.attn.data() + b.row * qd, lw->wo.data(),
-                  s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len, H, qd,
-                  op.accumulate);
-        break;
-      case OpCode::GateUp:
-        cpu::gemm(s.normed.data() + b.row * H, lw->wgu.data(), s.gu.data() + b.row * 2 * d.ffn,
-                  b.len, 2 * d.ffn, H);
-        break;
-      case OpCode::SiluMul:
-        cpu::silu_mul(s.gu.data() + b.row * 2 * d.ffn, s.act.data() + b.row * d.ffn, b.len, d.ffn,
-                      m.gelu);
-        break;
-      case OpCode::Down:
-        cpu::gemm(s.act.data() + b.row * d.ffn, lw->wd.data(),
-                  s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len, H, d.ffn,
-                  op.accumulate);
-        break;
-      case OpCode::AllReduce: {
-        const std::int64_t t =
-            ar.run(static_cast<int>(rank),
-                   s.out[static_cast<std::size_t>(op.module)].data() + b.row * H, b.len * H);
-        if (arrived == 0) arrived = t;
-        break;
-      }
-      case OpCode::ResidualAdd:
-        cpu::add_inplace(s.x.data() + b.row * H,
-                         s.out[static_cast<std::size_t>(op.residual_of)].data() + b.row * H,
-                         b.len * H);
-        break;
-      default:  // check_runnable let nothing else through
-        throw std::logic_error(std::string("cpu runtime: unexpected op ") +
-                               sim::op_code_name(op.code));
     }
   }
-  return arrived;
-}
+
+  void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
+                std::int64_t pos) override {
+    const auto& d = m_.d;
+    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    const auto L = static_cast<std::size_t>(layer);
+    for (std::int64_t t = 0; t < len; ++t) {
+      const float* src = s_.qkv.data() + (row + t) * d.qkv_n() + qd;
+      std::copy_n(src, kvd, s_.k[L].data() + (request * m_.cap + pos + t) * kvd);
+      std::copy_n(src + kvd, kvd, s_.v[L].data() + (request * m_.cap + pos + t) * kvd);
+    }
+  }
+
+  void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,
+                 std::int64_t len, std::int64_t pos) override {
+    const auto& d = m_.d;
+    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    const auto L = static_cast<std::size_t>(layer);
+    for (std::int64_t r = 0; r < requests; ++r) {  // one request at a time
+      const std::int64_t first = row + r * len;
+      // Q copied out of the fused qkv rows; K and V from the cache.
+      s_.qtmp.resize(static_cast<std::size_t>(len * qd));
+      for (std::int64_t t = 0; t < len; ++t) {
+        std::copy_n(s_.qkv.data() + (first + t) * d.qkv_n(), qd, s_.qtmp.data() + t * qd);
+      }
+      const AttentionShape a = chunk_attention(m_, len, pos);
+      cpu::attention(s_.qtmp.data(), s_.k[L].data() + (request + r) * m_.cap * kvd,
+                     s_.v[L].data() + (request + r) * m_.cap * kvd, s_.attn.data() + first * qd, a);
+    }
+  }
+
+  void gated_act(std::int64_t row, std::int64_t len) override {
+    const std::int64_t f = m_.d.ffn;
+    cpu::silu_mul(s_.gu.data() + row * 2 * f, s_.act.data() + row * f, len, f, m_.gelu);
+  }
+
+  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) override {
+    const std::int64_t H = m_.d.hidden;
+    cpu::add_inplace(s_.x.data() + row * H,
+                     s_.out[static_cast<std::size_t>(module)].data() + row * H, len * H);
+  }
+
+  std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) override {
+    const std::int64_t H = m_.d.hidden;
+    return ar_.run(static_cast<int>(rank_),
+                   s_.out[static_cast<std::size_t>(module)].data() + row * H, len * H);
+  }
+
+ private:
+  const LayerWeights& weights(std::int64_t layer) const {
+    return m_.w[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(layer)];
+  }
+  const ModelData& m_;
+  RankState& s_;
+  std::int64_t rank_;
+  Reducer& ar_;
+};
 
 std::size_t module_count(const sim::Schedule& s) {
   std::int32_t mx = -1;
@@ -243,7 +240,8 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
       const std::int64_t a = now_ns();
       std::int64_t arrived = 0;
       try {
-        arrived = execute(m, ranks[static_cast<std::size_t>(rank - first)], rank, op, ar);
+        CpuKernels k(m, ranks[static_cast<std::size_t>(rank - first)], rank, ar);
+        arrived = interpret(m, op, k);
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(err_mu);

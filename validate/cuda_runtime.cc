@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "sim/error.h"
+#include "validate/interpreter.h"
 #include "validate/kernels/cuda_kernels.h"
 #include "validate/kernels/model_data.h"
 #include "validate/kernels/process_group.h"
@@ -48,6 +49,94 @@ struct DeviceRank {
 char* at(const cu::Buffer& b, std::int64_t elements) {
   return static_cast<char*>(b.get()) + static_cast<std::size_t>(elements) * kB;
 }
+
+// The CUDA kernels over one rank's device buffers (bf16), enqueued on one stream.
+class CudaKernels final : public RankKernels {
+ public:
+  CudaKernels(const ModelData& m, DeviceRank& r, void* stream) : m_(m), r_(r), st_(stream) {}
+
+  void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) override {
+    const DeviceLayer& lw = r_.layers[std::size_t(layer)];
+    const std::int64_t H = m_.d.hidden;
+    cu::rmsnorm_bf16(at(r_.x, row * H), (mlp ? lw.mlp_norm : lw.attn_norm).get(),
+                     at(r_.normed, row * H), len, H, 1e-5f, st_);
+  }
+
+  void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
+            bool accumulate) override {
+    const auto& d = m_.d;
+    const DeviceLayer& lw = r_.layers[std::size_t(layer)];
+    const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
+    const cu::Buffer& out = r_.out[std::size_t(std::max<std::int64_t>(module, 0))];
+    switch (w) {
+      case Weight::Qkv:
+        cu::gemm_bf16(*r_.ctx, at(r_.normed, row * H), lw.wqkv.get(), at(r_.qkv, row * d.qkv_n()),
+                      len, d.qkv_n(), H, false, st_);
+        break;
+      case Weight::O:
+        cu::gemm_bf16(*r_.ctx, at(r_.attn, row * qd), lw.wo.get(), at(out, row * H), len, H, qd,
+                      accumulate, st_);
+        break;
+      case Weight::GateUp:
+        cu::gemm_bf16(*r_.ctx, at(r_.normed, row * H), lw.wgu.get(), at(r_.gu, row * 2 * d.ffn),
+                      len, 2 * d.ffn, H, false, st_);
+        break;
+      case Weight::Down:
+        cu::gemm_bf16(*r_.ctx, at(r_.act, row * d.ffn), lw.wd.get(), at(out, row * H), len, H,
+                      d.ffn, accumulate, st_);
+        break;
+    }
+  }
+
+  void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
+                std::int64_t pos) override {
+    const auto& d = m_.d;
+    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    const std::int64_t dst = (request * m_.cap + pos) * kvd;
+    cu::copy_rows(at(r_.k[std::size_t(layer)], dst), std::size_t(kvd) * kB,
+                  at(r_.qkv, row * d.qkv_n() + qd), std::size_t(d.qkv_n()) * kB,
+                  std::size_t(kvd) * kB, std::size_t(len), st_);
+    cu::copy_rows(at(r_.v[std::size_t(layer)], dst), std::size_t(kvd) * kB,
+                  at(r_.qkv, row * d.qkv_n() + qd + kvd), std::size_t(d.qkv_n()) * kB,
+                  std::size_t(kvd) * kB, std::size_t(len), st_);
+  }
+
+  void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,
+                 std::int64_t len, std::int64_t pos) override {
+    const auto& d = m_.d;
+    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
+    // Q of every query row out of the fused qkv rows, then one batched call.
+    cu::copy_rows(r_.qtmp.get(), std::size_t(qd) * kB, at(r_.qkv, row * d.qkv_n()),
+                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len * requests),
+                  st_);
+    AttentionShape a = chunk_attention(m_, len, pos);
+    a.requests = requests;
+    const auto L = std::size_t(layer);
+    cu::attention_bf16(*r_.ctx, r_.qtmp.get(), at(r_.k[L], request * m_.cap * kvd),
+                       at(r_.v[L], request * m_.cap * kvd), at(r_.attn, row * qd), r_.scratch.get(),
+                       a, st_);
+  }
+
+  void gated_act(std::int64_t row, std::int64_t len) override {
+    const std::int64_t f = m_.d.ffn;
+    cu::silu_mul_bf16(at(r_.gu, row * 2 * f), at(r_.act, row * f), len, f, st_);
+  }
+
+  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) override {
+    const std::int64_t H = m_.d.hidden;
+    cu::add_bf16(at(r_.x, row * H), at(r_.out[std::size_t(module)], row * H), len * H, st_);
+  }
+
+  std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
+    // All ranks at once (one NCCL group call, or the emulating copy): CudaRun::allreduce.
+    throw std::logic_error("cuda runtime: an all-reduce reached a rank's kernels");
+  }
+
+ private:
+  const ModelData& m_;
+  DeviceRank& r_;
+  void* st_;
+};
 
 class CudaRun {
  public:
@@ -261,90 +350,9 @@ class CudaRun {
     }
   }
 
-  // `requests` consecutive requests from `request`, `len` new tokens each at position `pos`,
-  // their query rows contiguous from `row`.
-  void attend(DeviceRank& r, std::int64_t layer, std::int64_t request, std::int64_t requests,
-              std::int64_t row, std::int64_t len, std::int64_t pos, void* st) {
-    const auto& d = m_.d;
-    const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-    cu::copy_rows(r.qtmp.get(), std::size_t(qd) * kB, at(r.qkv, row * d.qkv_n()),
-                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len * requests),
-                  st);
-    AttentionShape a = chunk_attention(m_, len, pos);
-    a.requests = requests;
-    const auto L = std::size_t(layer);
-    cu::attention_bf16(*r.ctx, r.qtmp.get(), at(r.k[L], request * m_.cap * kvd),
-                       at(r.v[L], request * m_.cap * kvd), at(r.attn, row * qd), r.scratch.get(), a,
-                       st);
-  }
-
   void execute(std::size_t rank, const Op& op, void* st) {
-    DeviceRank& r = ranks_[rank];
-    const auto& d = m_.d;
-    const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-    const DeviceLayer& lw = r.layers[std::size_t(op.layer)];
-    for (const RowBlock& b : row_blocks(m_, op)) {
-      switch (op.code) {
-        case OpCode::AttnNorm:
-        case OpCode::MlpNorm:
-          cu::rmsnorm_bf16(at(r.x, b.row * H),
-                           (op.code == OpCode::AttnNorm ? lw.attn_norm : lw.mlp_norm).get(),
-                           at(r.normed, b.row * H), b.len, H, 1e-5f, st);
-          break;
-        case OpCode::Qkv: {
-          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wqkv.get(),
-                        at(r.qkv, b.row * d.qkv_n()), b.len, d.qkv_n(), H, false, st);
-          // K and V of these rows into the cache, one request at a time.
-          for (std::int64_t row = b.row; row < b.row + b.len;) {
-            const std::int64_t request = row / m_.seq, first = row % m_.seq;
-            const std::int64_t len = std::min(b.row + b.len - row, m_.seq - first);
-            const std::int64_t dst = (request * m_.cap + m_.context + first) * kvd;
-            cu::copy_rows(at(r.k[std::size_t(op.layer)], dst), std::size_t(kvd) * kB,
-                          at(r.qkv, row * d.qkv_n() + qd), std::size_t(d.qkv_n()) * kB,
-                          std::size_t(kvd) * kB, std::size_t(len), st);
-            cu::copy_rows(at(r.v[std::size_t(op.layer)], dst), std::size_t(kvd) * kB,
-                          at(r.qkv, row * d.qkv_n() + qd + kvd), std::size_t(d.qkv_n()) * kB,
-                          std::size_t(kvd) * kB, std::size_t(len), st);
-            row += len;
-          }
-          break;
-        }
-        case OpCode::Attention:
-          if (b.len == (op.req_end - op.req_begin) * m_.seq && op.req_end - op.req_begin > 1) {
-            // Whole sequences of several requests (decode, or an unsplit batch): one call.
-            attend(r, op.layer, op.req_begin, op.req_end - op.req_begin, b.row, m_.seq, m_.context,
-                   st);
-          } else {
-            attend(r, op.layer, b.request, 1, b.row, b.len, b.pos, st);
-          }
-          break;
-        case OpCode::OProj:
-          cu::gemm_bf16(*r.ctx, at(r.attn, b.row * qd), lw.wo.get(),
-                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, qd, op.accumulate,
-                        st);
-          break;
-        case OpCode::GateUp:
-          cu::gemm_bf16(*r.ctx, at(r.normed, b.row * H), lw.wgu.get(), at(r.gu, b.row * 2 * d.ffn),
-                        b.len, 2 * d.ffn, H, false, st);
-          break;
-        case OpCode::SiluMul:
-          cu::silu_mul_bf16(at(r.gu, b.row * 2 * d.ffn), at(r.act, b.row * d.ffn), b.len, d.ffn,
-                            st);
-          break;
-        case OpCode::Down:
-          cu::gemm_bf16(*r.ctx, at(r.act, b.row * d.ffn), lw.wd.get(),
-                        at(r.out[std::size_t(op.module)], b.row * H), b.len, H, d.ffn,
-                        op.accumulate, st);
-          break;
-        case OpCode::ResidualAdd:
-          cu::add_bf16(at(r.x, b.row * H), at(r.out[std::size_t(op.residual_of)], b.row * H),
-                       b.len * H, st);
-          break;
-        default:  // check_runnable let nothing else through
-          throw std::logic_error(std::string("cuda runtime: unexpected op ") +
-                                 sim::op_code_name(op.code));
-      }
-    }
+    CudaKernels k(m_, ranks_[rank], st);
+    interpret(m_, op, k);
   }
 
   const ModelData& m_;

@@ -1,0 +1,50 @@
+// The one op interpreter of the runtimes. Strategies are not re-implemented here or in any
+// runtime: each op is interpreted from its code, layer, module and the token block it covers —
+// which kernel runs on which rows, reading and writing which activations. A backend only
+// implements RankKernels over one rank's buffers (host fp32 on the CPU, device bf16 on a GPU).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/schedule.h"
+#include "validate/kernels/model_data.h"
+
+namespace tpo::validate {
+
+// The weight a GEMM multiplies by, which fixes what it reads and writes:
+// Qkv: normed -> qkv; O: attn -> out[module]; GateUp: normed -> gate_up; Down: act -> out[module].
+enum class Weight : std::uint8_t { Qkv, O, GateUp, Down };
+
+// The kernels over one rank's activations ([tokens][width] matrices: x, normed, qkv, attn,
+// gate_up, act, and out[module] per module) and its per-layer KV caches. Rows are token rows
+// (request * seq + position - context).
+class RankKernels {
+ public:
+  virtual ~RankKernels() = default;
+  // normed[rows] = rmsnorm(x[rows]) with the layer's attention (or MLP) norm weight.
+  virtual void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) = 0;
+  virtual void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row,
+                    std::int64_t len, bool accumulate) = 0;
+  // K and V of `len` qkv rows from `row` — one request's, positions from `pos` — into the
+  // layer's cache.
+  virtual void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len,
+                        std::int64_t request, std::int64_t pos) = 0;
+  // Causal attention of `requests` consecutive requests from `request`, `len` new tokens each
+  // at positions from `pos` (after the prefix in the cache), query rows contiguous from `row`.
+  virtual void attention(std::int64_t layer, std::int64_t request, std::int64_t requests,
+                         std::int64_t row, std::int64_t len, std::int64_t pos) = 0;
+  // act[rows] = act(gate) * up of gate_up[rows] (SwiGLU or GeGLU).
+  virtual void gated_act(std::int64_t row, std::int64_t len) = 0;
+  // x[rows] += out[module][rows].
+  virtual void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) = 0;
+  // out[module][rows] summed over the TP ranks; returns when every rank had arrived
+  // (steady_clock ns since its epoch), or 0 where that is not known.
+  virtual std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) = 0;
+};
+
+// Runs `op` on one rank through `k`. Returns an all-reduce's arrival time (see
+// RankKernels::allreduce), else 0. Throws std::logic_error for ops no runtime executes
+// (embedding, LM head: refused earlier by check_runnable).
+std::int64_t interpret(const ModelData& m, const sim::Op& op, RankKernels& k);
+
+}  // namespace tpo::validate
