@@ -1,0 +1,160 @@
+// The ISO split search: chunk boundaries on the --align grid, exhaustive where affordable,
+// coordinate descent from several starts beyond that; each split scored by the evaluator's
+// 3-layer surrogate (see plan.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "planner/plan.h"
+
+namespace tpo::planner {
+
+using sim::StrategyKind;
+using sim::StrategySpec;
+
+namespace {
+
+std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, std::int64_t seq) {
+  std::vector<std::int64_t> c;
+  std::int64_t prev = 0;
+  for (auto b : bounds) {
+    c.push_back(b - prev);
+    prev = b;
+  }
+  c.push_back(seq - prev);
+  return c;
+}
+
+double score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& bounds) {
+  StrategySpec spec(kind, chunks_from(bounds, ev.workload().seq));
+  return ev.surrogate_ns(spec);
+}
+
+}  // namespace
+
+namespace {
+
+// Coordinate descent from one start: each boundary in turn moves to its best grid position
+// between its neighbours, until a full round improves nothing.
+SplitResult descend(Evaluator& ev, StrategyKind kind, std::vector<std::int64_t> b,
+                    std::int64_t align, std::int64_t grid) {
+  double cur = score(ev, kind, b);
+  for (int round = 0; round < 8; ++round) {
+    bool improved = false;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
+      const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
+      std::int64_t best_pos = b[i];
+      for (std::int64_t p = lo; p <= hi; p += align) {
+        if (p == b[i]) continue;
+        auto trial = b;
+        trial[i] = p;
+        const double t = score(ev, kind, trial);
+        if (t < cur) {
+          cur = t;
+          best_pos = p;
+          improved = true;
+        }
+      }
+      b[i] = best_pos;
+    }
+    if (!improved) break;
+  }
+  return {chunks_from(b, ev.workload().seq), cur};
+}
+
+std::vector<std::int64_t> bounds_of(const std::vector<std::int64_t>& chunks) {
+  std::vector<std::int64_t> b;
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i + 1 < chunks.size(); ++i) b.push_back(at += chunks[i]);
+  return b;
+}
+
+// Number of ways to place k-1 boundaries on `grid` points, capped at `cap`.
+std::int64_t combinations(std::int64_t grid, std::int64_t r, std::int64_t cap) {
+  double c = 1;
+  for (std::int64_t i = 0; i < r; ++i) {
+    c = c * static_cast<double>(grid - i) / static_cast<double>(i + 1);
+    if (c > static_cast<double>(cap)) return cap + 1;
+  }
+  return static_cast<std::int64_t>(c);
+}
+
+}  // namespace
+
+SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align,
+                         const std::vector<std::int64_t>& seed) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;  // boundaries align, 2 align, ... < seq
+  if (k < 2 || grid < k - 1) return {};
+  // Exhaustive whenever that is affordable (always for 2 chunks).
+  if (k == 2 || combinations(grid, k - 1, kExhaustiveLimit) <= kExhaustiveLimit) {
+    return brute_force_split(ev, kind, k, align);
+  }
+  // Otherwise coordinate descent from several starts: the even split, and the best split
+  // with one chunk fewer (`seed`) with its first, largest or last chunk cut in two.
+  std::vector<std::vector<std::int64_t>> starts;
+  std::vector<std::int64_t> even;
+  for (std::int64_t i = 0; i < k - 1; ++i) {
+    std::int64_t g = std::llround(static_cast<double>(seq) * static_cast<double>(i + 1) /
+                                  static_cast<double>(k) / static_cast<double>(align));
+    g = std::clamp<std::int64_t>(g, i + 1, grid - (k - 2 - i));
+    if (i > 0) g = std::max(g, even.back() / align + 1);
+    even.push_back(g * align);
+  }
+  starts.push_back(even);
+  if (static_cast<std::int64_t>(seed.size()) == k - 1) {
+    const std::size_t largest =
+        static_cast<std::size_t>(std::max_element(seed.begin(), seed.end()) - seed.begin());
+    for (std::size_t cut : {std::size_t{0}, largest, seed.size() - 1}) {
+      std::vector<std::int64_t> chunks = seed;
+      const std::int64_t half = chunks[cut] / 2 / align * align;
+      if (half < align || chunks[cut] - half < 1) continue;
+      chunks[cut] -= half;
+      chunks.insert(chunks.begin() + static_cast<long>(cut), half);
+      auto b = bounds_of(chunks);
+      bool on_grid = true;
+      for (auto x : b) on_grid = on_grid && x % align == 0 && x < seq;
+      if (on_grid && std::find(starts.begin(), starts.end(), b) == starts.end()) {
+        starts.push_back(b);
+      }
+    }
+  }
+  SplitResult best;
+  for (const auto& st : starts) {
+    SplitResult r = descend(ev, kind, st, align, grid);
+    if (best.chunks.empty() || r.score_ns < best.score_ns) best = r;
+  }
+  return best;
+}
+
+SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
+                              std::int64_t align) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;
+  SplitResult best;
+  best.score_ns = std::numeric_limits<double>::infinity();
+  if (k < 2 || grid < k - 1) return {};
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(k - 1));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i) + 1;
+  for (;;) {
+    std::vector<std::int64_t> b;
+    for (auto g : idx) b.push_back(g * align);
+    const double t = score(ev, kind, b);
+    if (t < best.score_ns) {
+      best.score_ns = t;
+      best.chunks = chunks_from(b, seq);
+    }
+    // Next combination of k-1 increasing grid indices in [1, grid].
+    std::int64_t i = static_cast<std::int64_t>(idx.size()) - 1;
+    while (i >= 0 && idx[static_cast<std::size_t>(i)] == grid - (k - 2 - i)) --i;
+    if (i < 0) break;
+    ++idx[static_cast<std::size_t>(i)];
+    for (std::size_t j = static_cast<std::size_t>(i) + 1; j < idx.size(); ++j) {
+      idx[j] = idx[j - 1] + 1;
+    }
+  }
+  return best;
+}
+
+}  // namespace tpo::planner

@@ -1,0 +1,172 @@
+// Row-wise and elementwise kernels (rmsnorm, SiLU*mul, add), the spin that holds a stream
+// while the host queues work, and the SM-limited copy that emulates an all-reduce.
+#include "validate/kernels/cuda_common.cuh"
+
+namespace tpo::validate::cuda {
+
+namespace {
+
+// One block per row; VEC: 8 values per load.
+template <bool VEC>
+__global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64_t cols,
+                               float eps) {
+  const bf16* xr = x + blockIdx.x * cols;
+  bf16* yr = y + blockIdx.x * cols;
+  float ss = 0;
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      for (int e = 0; e < 8; ++e) {
+        const float v = __bfloat162float(a.v[e]);
+        ss += v * v;
+      }
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float v = __bfloat162float(xr[c]);
+      ss += v * v;
+    }
+  }
+  ss = block_sum(ss);
+  const float inv = rsqrtf(ss / float(cols) + eps);
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      const Bf16x8 g = *reinterpret_cast<const Bf16x8*>(w + c);
+      Bf16x8 o;
+      for (int e = 0; e < 8; ++e) {
+        o.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) * inv * __bfloat162float(g.v[e]));
+      }
+      *reinterpret_cast<Bf16x8*>(yr + c) = o;
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
+    }
+  }
+}
+
+// Rows on grid y (strided), columns on x; VEC: 8 columns per thread.
+template <bool VEC>
+__global__ void silu_mul_kernel(const bf16* gu, bf16* out, std::int64_t rows, std::int64_t ffn) {
+  const std::int64_t step = VEC ? 8 : 1;
+  const std::int64_t c = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) * step;
+  if (c >= ffn) return;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const bf16* g = gu + r * 2 * ffn + c;
+    const bf16* u = g + ffn;
+    bf16* o = out + r * ffn + c;
+    if (VEC) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(g);
+      const Bf16x8 b = *reinterpret_cast<const Bf16x8*>(u);
+      Bf16x8 y;
+      for (int e = 0; e < 8; ++e) {
+        const float gv = __bfloat162float(a.v[e]);
+        y.v[e] = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(b.v[e]));
+      }
+      *reinterpret_cast<Bf16x8*>(o) = y;
+    } else {
+      const float gv = __bfloat162float(*g);
+      *o = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(*u));
+    }
+  }
+}
+
+// n counts elements, or groups of 8 with VEC.
+template <bool VEC>
+__global__ void add_kernel(bf16* acc, const bf16* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    if (VEC) {
+      Bf16x8 a = reinterpret_cast<Bf16x8*>(acc)[i];
+      const Bf16x8 b = reinterpret_cast<const Bf16x8*>(x)[i];
+      for (int e = 0; e < 8; ++e) {
+        a.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) + __bfloat162float(b.v[e]));
+      }
+      reinterpret_cast<Bf16x8*>(acc)[i] = a;
+    } else {
+      acc[i] = __float2bfloat16(__bfloat162float(acc[i]) + __bfloat162float(x[i]));
+    }
+  }
+}
+
+// Holds its stream for `ns` nanoseconds of GPU time (one thread, no memory traffic).
+// The SM cycle counter bounds it too (4 cycles per ns: about 2x the time at this GPU's top
+// clock), should the global timer not advance.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns && (unsigned long long)(clock64() - c0) < 4 * ns);
+}
+
+__global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const char* src_tail,
+                            char* dst_tail, std::size_t tail) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n16;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    dst[i] = src[i];
+  }
+  if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
+}
+
+}  // namespace
+
+void spin(void* stream, double microseconds) {
+  if (microseconds <= 0) return;
+  spin_kernel<<<1, 1, 0, S(stream)>>>((unsigned long long)(microseconds * 1e3));
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
+                  float eps, void* stream) {
+  if (rows == 0) return;
+  if (cols % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
+    rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
+  } else {
+    rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(
+        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
+  }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
+                   void* stream) {
+  const std::size_t n = std::size_t(rows) * ffn;
+  if (n == 0) return;
+  const bool vec = ffn % 8 == 0 && aligned16(gate_up) && aligned16(out);
+  const std::int64_t per_row = vec ? ffn / 8 : ffn;
+  const dim3 grid(unsigned((per_row + 255) / 256), unsigned(std::min<std::int64_t>(rows, 65535)));
+  if (vec) {
+    silu_mul_kernel<true><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
+                                                       static_cast<bf16*>(out), rows, ffn);
+  } else {
+    silu_mul_kernel<false><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
+                                                        static_cast<bf16*>(out), rows, ffn);
+  }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_bf16(void* acc, const void* x, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  if (n % 8 == 0 && aligned16(acc) && aligned16(x)) {
+    add_kernel<true><<<blocks_for(std::size_t(n) / 8, 256), 256, 0, S(stream)>>>(
+        static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n) / 8);
+  } else {
+    add_kernel<false><<<blocks_for(std::size_t(n), 256), 256, 0, S(stream)>>>(
+        static_cast<bf16*>(acc), static_cast<const bf16*>(x), std::size_t(n));
+  }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void copy_on_ctas(const void* src, void* dst, std::size_t bytes, int ctas, void* stream) {
+  const std::size_t n16 = bytes / 16, tail = bytes % 16;
+  copy_kernel<<<std::max(1, ctas), 512, 0, S(stream)>>>(
+      static_cast<const int4*>(src), static_cast<int4*>(dst), n16,
+      static_cast<const char*>(src) + n16 * 16, static_cast<char*>(dst) + n16 * 16, tail);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tpo::validate::cuda

@@ -1,0 +1,136 @@
+// The NCCL group: a communicator over this process's GPUs or one rank of one across
+// processes, and its all-reduce. Builds without NCCL get a group that says so.
+#include "validate/kernels/cuda_common.cuh"
+
+namespace tpo::validate::cuda {
+
+#if TPO_WITH_NCCL
+struct NcclGroup::Impl {
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  std::vector<int> devices;  // of each local rank
+};
+
+namespace {
+cudaStream_t high_priority_stream(int device) {
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+  int least = 0, greatest = 0;
+  TPO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t s;
+  TPO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+  return s;
+}
+}  // namespace
+
+std::vector<char> nccl_unique_id() {
+  ncclUniqueId id;
+  TPO_NCCL_CHECK(ncclGetUniqueId(&id));
+  return std::vector<char>(id.internal, id.internal + sizeof(id.internal));
+}
+
+NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device)
+    : impl_(std::make_unique<Impl>()) {
+  ncclUniqueId id;
+  if (unique_id.size() != sizeof(id.internal)) {
+    throw std::runtime_error("NCCL unique id of " + std::to_string(unique_id.size()) +
+                             " bytes; expected " + std::to_string(sizeof(id.internal)));
+  }
+  std::copy(unique_id.begin(), unique_id.end(), id.internal);
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
+  TPO_CUDA_CHECK(cudaSetDevice(device));
+  ncclComm_t comm;
+  TPO_NCCL_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  impl_->comms.push_back(comm);
+  impl_->streams.push_back(high_priority_stream(device));
+  impl_->devices.push_back(device);
+  TPO_CUDA_CHECK(cudaSetDevice(previous));
+}
+
+NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
+  std::string why;
+  const int n = device_count(&why);
+  if (n < ranks) {
+    throw std::runtime_error("NCCL group of " + std::to_string(ranks) + " ranks needs " +
+                             std::to_string(ranks) + " GPUs; this machine has " +
+                             std::to_string(n));
+  }
+  impl_->comms.resize(std::size_t(ranks));
+  std::vector<int> devs(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) devs[std::size_t(r)] = r;
+  TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
+  for (int r = 0; r < ranks; ++r) {
+    impl_->streams.push_back(high_priority_stream(r));
+    impl_->devices.push_back(r);
+  }
+  TPO_CUDA_CHECK(cudaSetDevice(previous));  // leave the caller's device current
+}
+
+NcclGroup::~NcclGroup() {
+  for (auto c : impl_->comms) ncclCommDestroy(c);
+  for (auto s : impl_->streams) cudaStreamDestroy(s);
+}
+
+int NcclGroup::ranks() const {
+  return int(impl_->comms.size());
+}
+void* NcclGroup::stream(int rank) const {
+  return impl_->streams[std::size_t(rank)];
+}
+
+void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count) {
+  allreduce_bf16_on(bufs, count, std::vector<void*>(impl_->streams.begin(), impl_->streams.end()));
+}
+
+void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
+                                  const std::vector<void*>& streams) {
+  if (bufs.size() != impl_->comms.size() || streams.size() != impl_->comms.size()) {
+    throw std::runtime_error("NCCL all-reduce: " + std::to_string(bufs.size()) + " buffers and " +
+                             std::to_string(streams.size()) + " streams for " +
+                             std::to_string(impl_->comms.size()) + " ranks");
+  }
+  TPO_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
+    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
+                                 S(streams[r])));
+  }
+  TPO_NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclGroup::synchronize() const {
+  int previous = 0;
+  TPO_CUDA_CHECK(cudaGetDevice(&previous));
+  for (std::size_t r = 0; r < impl_->streams.size(); ++r) {
+    TPO_CUDA_CHECK(cudaSetDevice(impl_->devices[r]));
+    TPO_CUDA_CHECK(cudaStreamSynchronize(impl_->streams[r]));
+  }
+  TPO_CUDA_CHECK(cudaSetDevice(previous));
+}
+
+#else  // built without NCCL
+struct NcclGroup::Impl {};
+std::vector<char> nccl_unique_id() {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
+NcclGroup::NcclGroup(int) {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
+NcclGroup::NcclGroup(int, int, const std::vector<char>&, int) {
+  throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
+}
+NcclGroup::~NcclGroup() = default;
+int NcclGroup::ranks() const {
+  return 0;
+}
+void* NcclGroup::stream(int) const {
+  return nullptr;
+}
+void NcclGroup::allreduce_bf16(const std::vector<void*>&, std::size_t) {}
+void NcclGroup::allreduce_bf16_on(const std::vector<void*>&, std::size_t,
+                                  const std::vector<void*>&) {}
+void NcclGroup::synchronize() const {}
+#endif
+
+}  // namespace tpo::validate::cuda
