@@ -128,62 +128,52 @@ std::vector<Segment> split_rows(const Segment& g, std::int64_t pieces) {
   return out;
 }
 
-}  // namespace
-
-Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
-  const ShardDims d = validate_workload(w);
-  if (auto why = not_applicable_reason(w, spec); !why.empty()) {
-    throw FieldError("strategy", strategy_name(spec.kind), why);
-  }
-  Schedule s;
-  s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
-                    (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
-                    static_cast<std::size_t>(8 + 3 * std::max<std::int64_t>(1, spec.pieces)) +
-                16);
-  const StrategyDescriptor& desc = strategy(spec.kind);
-  const GraphShape& shape = desc.shape;
-  s.strategy = desc.name;
-  s.preserves_function = desc.preserves_function;
-  s.num_layers = static_cast<std::int32_t>(w.layers);
-  GraphBuilder b(w, d, s);
-
-  // Segments of the token matrix (requests x positions).
-  const std::int64_t pos0 = w.context;
-  const std::int64_t pos1 = w.context + w.seq;
+// The token matrix (requests x positions) cut into the strategy's segments; records the chunk
+// sizes in the schedule.
+std::vector<Segment> make_segments(const Workload& w, const StrategySpec& spec,
+                                   const StrategyDescriptor& desc, Schedule& s) {
+  const std::int64_t pos0 = w.context, pos1 = w.context + w.seq;
   std::vector<Segment> segs;
-  if (shape.segments == Segments::PromptChunks) {
-    const auto& c = spec.chunk_tokens;
-    std::int64_t sum = 0;
-    for (auto t : c) {
-      if (t < 1)
-        throw FieldError("chunk_tokens", std::to_string(t), "every chunk needs >= 1 token");
-      sum += t;
+  switch (desc.shape.segments) {
+    case Segments::PromptChunks: {
+      const auto& c = spec.chunk_tokens;
+      std::int64_t sum = 0;
+      for (auto t : c) {
+        if (t < 1) {
+          throw FieldError("chunk_tokens", std::to_string(t), "every chunk needs >= 1 token");
+        }
+        sum += t;
+      }
+      if (c.size() < 2 || sum != w.seq) {
+        throw FieldError("chunk_tokens", std::to_string(sum),
+                         std::string(desc.name) + " needs >= 2 chunks whose tokens sum to seq (" +
+                             std::to_string(w.seq) + ")");
+      }
+      std::int64_t at = pos0;
+      for (std::size_t j = 0; j < c.size(); ++j) {
+        segs.push_back({static_cast<std::int32_t>(j), -1, 0, w.batch, at, at + c[j]});
+        at += c[j];
+      }
+      s.chunk_tokens = c;
+      return segs;
     }
-    if (c.size() < 2 || sum != w.seq) {
-      throw FieldError("chunk_tokens", std::to_string(sum),
-                       std::string(desc.name) + " needs >= 2 chunks whose tokens sum to seq (" +
-                           std::to_string(w.seq) + ")");
+    case Segments::RequestGroups: {
+      const std::int64_t half = w.batch / 2;
+      segs.push_back({0, -1, 0, half, pos0, pos1});
+      segs.push_back({1, -1, half, w.batch, pos0, pos1});
+      break;
     }
-    std::int64_t at = pos0;
-    for (std::size_t j = 0; j < c.size(); ++j) {
-      segs.push_back({static_cast<std::int32_t>(j), -1, 0, w.batch, at, at + c[j]});
-      at += c[j];
-    }
-    s.chunk_tokens = c;
-  } else if (shape.segments == Segments::RequestGroups) {
-    const std::int64_t half = w.batch / 2;
-    segs.push_back({0, -1, 0, half, pos0, pos1});
-    segs.push_back({1, -1, half, w.batch, pos0, pos1});
-    s.chunk_tokens = {w.seq};
-  } else {
-    segs.push_back({0, -1, 0, w.batch, pos0, pos1});
-    s.chunk_tokens = {w.seq};
+    case Segments::Whole:
+      segs.push_back({0, -1, 0, w.batch, pos0, pos1});
+      break;
   }
-  std::int64_t pieces = 1;
-  if (shape.split_last_gemm) {
-    pieces = spec.pieces;
-    if (pieces < 2) throw FieldError("pieces", std::to_string(pieces), "must be >= 2");
-  }
+  s.chunk_tokens = {w.seq};
+  return segs;
+}
+
+// Attention and MLP modules per layer (or one parallel block), each with its residual delay.
+std::vector<Module> make_modules(const Workload& w, const StrategySpec& spec,
+                                 const GraphShape& shape) {
   const bool ladder = shape.ladder_residual;
   if (ladder && (spec.ladder_layers < 0 || spec.ladder_layers > w.layers)) {
     throw FieldError("ladder_layers", std::to_string(spec.ladder_layers),
@@ -192,122 +182,191 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   }
   const std::int64_t first_ladder_layer =
       !ladder ? w.layers : (spec.ladder_layers == 0 ? 0 : w.layers - spec.ladder_layers);
-
   std::vector<Module> modules;
   for (std::int32_t l = 0; l < w.layers; ++l) {
     const std::int32_t delay = l >= first_ladder_layer ? 1 : 0;
+    auto index = [&] { return static_cast<std::int32_t>(modules.size()); };
     if (shape.parallel_block) {
-      modules.push_back({ModuleType::Parallel, l, static_cast<std::int32_t>(modules.size()), 0});
+      modules.push_back({ModuleType::Parallel, l, index(), 0});
     } else {
-      modules.push_back(
-          {ModuleType::Attention, l, static_cast<std::int32_t>(modules.size()), delay});
-      modules.push_back({ModuleType::Mlp, l, static_cast<std::int32_t>(modules.size()), delay});
+      modules.push_back({ModuleType::Attention, l, index(), delay});
+      modules.push_back({ModuleType::Mlp, l, index(), delay});
     }
   }
+  return modules;
+}
 
-  // Per segment: the ops that last wrote its residual stream (what the next norm reads).
-  std::vector<std::vector<std::int32_t>> residual_writers(segs.size());
-  if (w.embed_head) {
-    Segment all{0, -1, 0, w.batch, pos0, pos1};
-    // A vocab-parallel embedding: each rank gathers the rows of its vocabulary slice, and an
-    // all-reduce sums them. (The LM head's logits gather, B x vocab values, is not modelled.)
-    std::int32_t e = b.rowwise(OpCode::Embed, all, -1, -1, d.hidden, {});
-    if (w.tp > 1) e = b.allreduce(all, -1, -1, e);
-    for (auto& rw : residual_writers) rw = {e};
+// Emits the ops of each (module, segment) in issue order, with the residual adds each module's
+// all-reduce feeds, applied `delay` modules later.
+class Emitter {
+ public:
+  Emitter(const Workload& w, const ShardDims& d, Schedule& s, std::vector<Segment> segs,
+          std::vector<Module> modules, std::int64_t pieces)
+      : w_(w),
+        d_(d),
+        s_(s),
+        b_(w, d, s),
+        segs_(std::move(segs)),
+        modules_(std::move(modules)),
+        pieces_(pieces),
+        residual_writers_(segs_.size()),
+        layer_qkv_(segs_.size(), -1) {}
+
+  void run() {
+    embed();
+    for (const Module& m : modules_) {
+      for (std::size_t j = 0; j < segs_.size(); ++j) {
+        flush(j, m.index);
+        emit(m, j);
+      }
+    }
+    for (std::size_t j = 0; j < segs_.size(); ++j) {
+      flush(j, std::numeric_limits<std::int32_t>::max());
+    }
+    head();
   }
-  std::vector<PendingResidual> pending;
-  auto flush = [&](std::size_t seg, std::int32_t upto_module) {
-    for (auto it = pending.begin(); it != pending.end();) {
+
+ private:
+  // A vocab-parallel embedding: each rank gathers the rows of its vocabulary slice, and an
+  // all-reduce sums them. (The LM head's logits gather, B x vocab values, is not modelled.)
+  void embed() {
+    if (!w_.embed_head) return;
+    const Segment all{0, -1, 0, w_.batch, w_.context, w_.context + w_.seq};
+    std::int32_t e = b_.rowwise(OpCode::Embed, all, -1, -1, d_.hidden, {});
+    if (w_.tp > 1) e = b_.allreduce(all, -1, -1, e);
+    for (auto& rw : residual_writers_) rw = {e};
+  }
+
+  // Final norm and LM head on the last position of each request.
+  void head() {
+    if (!w_.embed_head) return;
+    std::vector<std::int32_t> deps;
+    for (const auto& rw : residual_writers_) deps.insert(deps.end(), rw.begin(), rw.end());
+    const std::int64_t end = w_.context + w_.seq;
+    const Segment last{0, -1, 0, w_.batch, end - 1, end};
+    const auto fn = b_.rowwise(OpCode::FinalNorm, last, -1, -1, d_.hidden, deps);
+    b_.gemm(OpCode::LmHead, last, -1, -1, d_.vocab, d_.hidden, {fn});
+  }
+
+  // The residual adds of segment `seg` that are due before module `upto_module`.
+  void flush(std::size_t seg, std::int32_t upto_module) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->segment != seg || it->due > upto_module) {
         ++it;
         continue;
       }
       std::vector<std::int32_t> writers;
+      const Module& m = modules_[static_cast<std::size_t>(it->module)];
       for (std::size_t p = 0; p < it->ars.size(); ++p) {
-        const Module& m = modules[static_cast<std::size_t>(it->module)];
-        const auto id =
-            b.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d.hidden, {it->ars[p]});
-        s.ops[static_cast<std::size_t>(id)].residual_of = m.index;
+        const auto id = b_.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d_.hidden,
+                                   {it->ars[p]});
+        s_.ops[static_cast<std::size_t>(id)].residual_of = m.index;
         writers.push_back(id);
       }
-      residual_writers[seg] = writers;
-      it = pending.erase(it);
+      residual_writers_[seg] = writers;
+      it = pending_.erase(it);
     }
-  };
+  }
 
+  // qkv and attention of segment j; attention waits for the KV of earlier chunks.
+  std::int32_t attention_part(const Module& m, std::size_t j, std::int32_t norm) {
+    const Segment& g = segs_[j];
+    const auto qkv = b_.gemm(OpCode::Qkv, g, m.layer, m.index, d_.qkv_n(), d_.hidden, {norm});
+    if (qkv_layer_ != m.layer) {
+      std::fill(layer_qkv_.begin(), layer_qkv_.end(), -1);
+      qkv_layer_ = m.layer;
+    }
+    layer_qkv_[j] = qkv;
+    DepList deps = {qkv};
+    for (std::size_t i = 0; i < j; ++i) {  // KV of earlier chunks of the same requests
+      if (layer_qkv_[i] >= 0 && segs_[i].req_begin == g.req_begin &&
+          segs_[i].seq_end <= g.seq_begin) {
+        deps.push_back(layer_qkv_[i]);
+      }
+    }
+    return b_.attention(g, m.layer, m.index, deps);
+  }
+
+  // The module's compute on segment j, its all-reduces, and its pending residual add.
+  void emit(const Module& m, std::size_t j) {
+    const Segment& g = segs_[j];
+    const auto& in = residual_writers_[j];
+    std::vector<std::int32_t> outs;  // row-parallel GEMM outputs to all-reduce
+    std::vector<Segment> out_rows;
+    auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k, DepList deps, bool acc) {
+      if (pieces_ <= 1) {
+        outs.push_back(b_.gemm(code, g, m.layer, m.index, n, k, deps, acc));
+        out_rows.push_back(g);
+        return;
+      }
+      for (const Segment& p : split_rows(g, pieces_)) {
+        outs.push_back(b_.gemm(code, p, m.layer, m.index, n, k, deps, acc));
+        out_rows.push_back(p);
+      }
+    };
+    const std::int64_t qd = d_.q_heads * d_.head_dim;
+    if (m.type == ModuleType::Attention) {
+      const auto norm = b_.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d_.hidden, in);
+      last_gemm(OpCode::OProj, d_.hidden, qd, {attention_part(m, j, norm)}, false);
+    } else if (m.type == ModuleType::Mlp) {
+      const auto norm = b_.rowwise(OpCode::MlpNorm, g, m.layer, m.index, d_.hidden, in);
+      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, {norm});
+      const auto act = b_.rowwise(OpCode::SiluMul, g, m.layer, m.index, d_.ffn, {gu});
+      last_gemm(OpCode::Down, d_.hidden, d_.ffn, {act}, false);
+    } else {  // parallel block: attention and MLP read one norm; down accumulates into o_proj
+      const auto norm = b_.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d_.hidden, in);
+      const auto attn = attention_part(m, j, norm);
+      const auto o = b_.gemm(OpCode::OProj, g, m.layer, m.index, d_.hidden, qd, {attn});
+      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, {norm});
+      const auto act = b_.rowwise(OpCode::SiluMul, g, m.layer, m.index, d_.ffn, {gu});
+      last_gemm(OpCode::Down, d_.hidden, d_.ffn, {act, o}, true);
+    }
+    PendingResidual pr{m.index + 1 + m.delay, m.index, j, {}, out_rows};
+    for (std::size_t p = 0; p < outs.size(); ++p) {
+      pr.ars.push_back(w_.tp > 1 ? b_.allreduce(out_rows[p], m.layer, m.index, outs[p]) : outs[p]);
+    }
+    pending_.push_back(std::move(pr));
+  }
+
+  const Workload& w_;
+  const ShardDims& d_;
+  Schedule& s_;
+  GraphBuilder b_;
+  std::vector<Segment> segs_;
+  std::vector<Module> modules_;
+  std::int64_t pieces_;
+  // Per segment: the ops that last wrote its residual stream (what the next norm reads).
+  std::vector<std::vector<std::int32_t>> residual_writers_;
+  std::vector<PendingResidual> pending_;
   // qkv ops of the current layer per segment, for attention's KV dependencies.
-  std::vector<std::int32_t> layer_qkv(segs.size(), -1);
-  std::int32_t qkv_layer = -1;
+  std::vector<std::int32_t> layer_qkv_;
+  std::int32_t qkv_layer_ = -1;
+};
 
-  for (const Module& m : modules) {
-    for (std::size_t j = 0; j < segs.size(); ++j) {
-      const Segment& g = segs[j];
-      flush(j, m.index);
-      const auto& in = residual_writers[j];
-      std::vector<std::int32_t> outs;  // row-parallel GEMM outputs to all-reduce
-      std::vector<Segment> out_rows;
-      auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k, DepList deps, bool acc) {
-        if (pieces <= 1) {
-          outs.push_back(b.gemm(code, g, m.layer, m.index, n, k, deps, acc));
-          out_rows.push_back(g);
-          return;
-        }
-        for (const Segment& p : split_rows(g, pieces)) {
-          outs.push_back(b.gemm(code, p, m.layer, m.index, n, k, deps, acc));
-          out_rows.push_back(p);
-        }
-      };
-      auto attention_part = [&](std::int32_t norm) {
-        const auto qkv = b.gemm(OpCode::Qkv, g, m.layer, m.index, d.qkv_n(), d.hidden, {norm});
-        if (qkv_layer != m.layer) {
-          std::fill(layer_qkv.begin(), layer_qkv.end(), -1);
-          qkv_layer = m.layer;
-        }
-        layer_qkv[j] = qkv;
-        DepList deps = {qkv};
-        for (std::size_t i = 0; i < j; ++i) {  // KV of earlier chunks of the same requests
-          if (layer_qkv[i] >= 0 && segs[i].req_begin == g.req_begin &&
-              segs[i].seq_end <= g.seq_begin) {
-            deps.push_back(layer_qkv[i]);
-          }
-        }
-        return b.attention(g, m.layer, m.index, deps);
-      };
-      if (m.type == ModuleType::Attention) {
-        const auto norm = b.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d.hidden, in);
-        const auto attn = attention_part(norm);
-        last_gemm(OpCode::OProj, d.hidden, d.q_heads * d.head_dim, {attn}, false);
-      } else if (m.type == ModuleType::Mlp) {
-        const auto norm = b.rowwise(OpCode::MlpNorm, g, m.layer, m.index, d.hidden, in);
-        const auto gu = b.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d.ffn, d.hidden, {norm});
-        const auto act = b.rowwise(OpCode::SiluMul, g, m.layer, m.index, d.ffn, {gu});
-        last_gemm(OpCode::Down, d.hidden, d.ffn, {act}, false);
-      } else {  // parallel block: attention and MLP read one norm; down accumulates into o_proj
-        const auto norm = b.rowwise(OpCode::AttnNorm, g, m.layer, m.index, d.hidden, in);
-        const auto attn = attention_part(norm);
-        const auto o =
-            b.gemm(OpCode::OProj, g, m.layer, m.index, d.hidden, d.q_heads * d.head_dim, {attn});
-        const auto gu = b.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d.ffn, d.hidden, {norm});
-        const auto act = b.rowwise(OpCode::SiluMul, g, m.layer, m.index, d.ffn, {gu});
-        last_gemm(OpCode::Down, d.hidden, d.ffn, {act, o}, true);
-      }
-      PendingResidual pr{m.index + 1 + m.delay, m.index, j, {}, out_rows};
-      for (std::size_t p = 0; p < outs.size(); ++p) {
-        pr.ars.push_back(w.tp > 1 ? b.allreduce(out_rows[p], m.layer, m.index, outs[p]) : outs[p]);
-      }
-      pending.push_back(std::move(pr));
-    }
+}  // namespace
+
+Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
+  const ShardDims d = validate_workload(w);
+  if (auto why = not_applicable_reason(w, spec); !why.empty()) {
+    throw FieldError("strategy", strategy_name(spec.kind), why);
   }
-  for (std::size_t j = 0; j < segs.size(); ++j) {
-    flush(j, std::numeric_limits<std::int32_t>::max());
+  const StrategyDescriptor& desc = strategy(spec.kind);
+  Schedule s;
+  s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
+                    (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
+                    static_cast<std::size_t>(8 + 3 * std::max<std::int64_t>(1, spec.pieces)) +
+                16);
+  s.strategy = desc.name;
+  s.preserves_function = desc.preserves_function;
+  s.num_layers = static_cast<std::int32_t>(w.layers);
+  std::int64_t pieces = 1;
+  if (desc.shape.split_last_gemm) {
+    pieces = spec.pieces;
+    if (pieces < 2) throw FieldError("pieces", std::to_string(pieces), "must be >= 2");
   }
-  if (w.embed_head) {
-    std::vector<std::int32_t> deps;
-    for (const auto& rw : residual_writers) deps.insert(deps.end(), rw.begin(), rw.end());
-    Segment last{0, -1, 0, w.batch, pos1 - 1, pos1};
-    const auto fn = b.rowwise(OpCode::FinalNorm, last, -1, -1, d.hidden, deps);
-    b.gemm(OpCode::LmHead, last, -1, -1, d.vocab, d.hidden, {fn});
-  }
+  std::vector<Segment> segs = make_segments(w, spec, desc, s);
+  std::vector<Module> modules = make_modules(w, spec, desc.shape);
+  Emitter(w, d, s, std::move(segs), std::move(modules), pieces).run();
   return s;
 }
 
