@@ -66,7 +66,34 @@ std::vector<sim::PlannedRun> runs_of(const ValidateOptions& o, bool emulated) {
 
 }  // namespace
 
-ValidateReport run_validate(const ValidateOptions& o) {
+namespace {
+
+// What the measurements ran on, in words, for the report.
+std::string measured_on(const ValidateOptions& o, bool emulated) {
+  const std::string procs = o.mpi ? std::to_string(mpi::size()) + " processes" : "";
+  if (o.mpi && o.backend == "cpu") {
+    return "CPUs, one process per rank under MPI (" + procs +
+           "), fp32, MPI all-reduce; times of rank 0 (its all-reduces include waiting for the "
+           "others)";
+  }
+  if (o.mpi) {
+    return "one GPU per process under MPI (" + procs +
+           "), NCCL all-reduce; times of rank 0 (its all-reduces include waiting for the others)";
+  }
+  if (o.backend == "cpu") {
+    return "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce";
+  }
+  if (emulated) {
+    return "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is a copy kernel on " +
+           std::to_string(o.comm_ctas) +
+           " CTAs lasting the cost model's PREDICTED all-reduce time on the target machine "
+           "(measured: compute and overlap; not: the links)";
+  }
+  return "one GPU per rank, NCCL all-reduce";
+}
+
+// Every option checked before any work; returns the tolerance in force.
+double check_options(const ValidateOptions& o, bool emulated) {
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
@@ -76,49 +103,91 @@ ValidateReport run_validate(const ValidateOptions& o) {
   if (o.backend == "cuda" && o.comm != "nccl" && o.comm != "emulated") {
     throw InputError("--comm", o.comm, "must be nccl or emulated");
   }
-  const bool emulated = o.backend == "cuda" && o.comm == "emulated";
-  // fp32 on the CPU; bf16 on the GPU.
   if (o.tolerance < 0) {
     throw InputError("--tolerance", std::to_string(o.tolerance), "must be > 0 (or left out)");
   }
-  const double tolerance = o.tolerance > 0 ? o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
   if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be >= 1");
   if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
   if (o.workload.embed_head) {
     throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
   }
-  if (o.mpi) {
-    if (emulated) {
-      throw InputError("--mpi", "", "runs one rank per process; not with --comm emulated");
-    }
-    mpi::init();
+  if (o.mpi && emulated) {
+    throw InputError("--mpi", "", "runs one rank per process; not with --comm emulated");
   }
+  if (!o.workload.emulate.empty() && !emulated) {
+    throw InputError("--emulate", o.workload.emulate,
+                     "applies to --backend cuda --comm emulated only");
+  }
+  // fp32 on the CPU; bf16 on the GPU.
+  return o.tolerance > 0 ? o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
+}
+
+// One case: predicted (the strategy and none), executed (the strategy and none), checked.
+CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const sim::Workload& w,
+                    const RunOptions& ro, bool reporter, double tolerance, std::string* cost_model) {
+  const bool emulated = o.backend == "cuda" && o.comm == "emulated";
+  const auto cm = sim::make_cost_model(w, run.workload.profile);
+  *cost_model = cm->name();
+  CaseResult c;
+  c.run = run;
+  c.workload = w;
+  c.spec = run.spec;
+  c.schedule = sim::build_schedule(w, c.spec);
+  sim::Engine engine;
+  c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
+  const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
+  c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
+  if (reporter) {
+    std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
+                 sim::workload_line(w).c_str());
+  }
+  // Emulated communication: each all-reduce lasts what the target machine's would.
+  auto targets = [&](const sim::Schedule& sch) {
+    std::vector<std::int64_t> t;
+    for (const auto& op : sch.ops) {
+      t.push_back(op.kind == sim::OpKind::AllReduce ? cm->standalone_ns(op) : 0);
+    }
+    return t;
+  };
+  auto execute = [&](const sim::Schedule& sch) {
+    return o.backend == "cpu" ? run_cpu(w, sch, ro)
+                              : run_cuda(w, sch, ro, o.comm, targets(sch), o.comm_ctas);
+  };
+  c.measured = execute(c.schedule);
+  const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
+  c.measured_none_ns = none.total_ns;
+  // The float64 reference is cheap on CPU-sized runs and always used there; on the GPU (large
+  // shards) it is computed where it is the only check: strategies that change the model.
+  // Function-preserving ones are checked against none's output.
+  c.correct = true;
+  c.error_vs_reference = -1;
+  if (!reporter) return c;  // under --mpi rank 0 checks the output (every rank holds the same)
+  const bool same_function = sim::preserves_function(c.spec.kind);
+  if (o.backend == "cpu" || !same_function) {
+    c.error_vs_reference = relative_error(
+        c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
+    c.correct = c.error_vs_reference <= tolerance;
+  }
+  if (same_function) {
+    c.error_vs_none = relative_error(c.measured.output, none.output);
+    c.correct = c.correct && c.error_vs_none <= tolerance;
+  }
+  return c;
+}
+
+}  // namespace
+
+ValidateReport run_validate(const ValidateOptions& o) {
+  const bool emulated = o.backend == "cuda" && o.comm == "emulated";
+  const double tolerance = check_options(o, emulated);
+  if (o.mpi) mpi::init();
   const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
   if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
   if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
-  rep.measured_on =
-      o.mpi                ? (o.backend == "cpu"
-                                  ? "CPUs, one process per rank under MPI (" + std::to_string(mpi::size()) +
-                         " processes), fp32, MPI "
-                                        "all-reduce; times of rank 0 (its all-reduces include waiting for the "
-                                        "others)"
-                                  : "one GPU per process under MPI (" + std::to_string(mpi::size()) +
-                         " processes), NCCL all-reduce; times of rank 0 (its all-reduces include "
-                                        "waiting for the others)")
-      : o.backend == "cpu" ? "this machine's CPU: ranks are threads, fp32, shared-memory all-reduce"
-      : emulated           ? "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is "
-                             "a copy kernel on " +
-                       std::to_string(o.comm_ctas) +
-                       " CTAs lasting the cost model's PREDICTED all-reduce time on the "
-                       "target machine (measured: compute and overlap; not: the links)"
-                 : "one GPU per rank, NCCL all-reduce";
-  if (!o.workload.emulate.empty() && !emulated) {
-    throw InputError("--emulate", o.workload.emulate,
-                     "applies to --backend cuda --comm emulated only");
-  }
+  rep.measured_on = measured_on(o, emulated);
   const auto runs = runs_of(o, emulated);  // validates every run up front
   std::vector<sim::Workload> ws;
   for (const auto& r : runs) {
@@ -137,56 +206,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.warmup = o.warmup;
   ro.mpi = o.mpi;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const sim::Workload& w = ws[i];
-    const auto cm = sim::make_cost_model(w, runs[i].workload.profile);
-    rep.cost_model = cm->name();
-    CaseResult c;
-    c.run = runs[i];
-    c.workload = w;
-    c.spec = runs[i].spec;
-    c.schedule = sim::build_schedule(w, c.spec);
-    sim::Engine engine;
-    c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
-    const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
-    c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
-    if (reporter) {
-      std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
-                   sim::workload_line(w).c_str());
-    }
-    // Emulated communication: each all-reduce lasts what the target machine's would.
-    auto targets = [&](const sim::Schedule& sch) {
-      std::vector<std::int64_t> t;
-      for (const auto& op : sch.ops) {
-        t.push_back(op.kind == sim::OpKind::AllReduce ? cm->standalone_ns(op) : 0);
-      }
-      return t;
-    };
-    auto execute = [&](const sim::Schedule& sch) {
-      return o.backend == "cpu" ? run_cpu(w, sch, ro)
-                                : run_cuda(w, sch, ro, o.comm, targets(sch), o.comm_ctas);
-    };
-    c.measured = execute(c.schedule);
-    const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
-    c.measured_none_ns = none.total_ns;
-    // The float64 reference is cheap on CPU-sized runs and always used there; on the GPU
-    // (large shards) it is computed where it is the only check: strategies that change the
-    // model. Function-preserving ones are checked against none's output.
-    c.correct = true;
-    c.error_vs_reference = -1;
-    if (!reporter) {  // under --mpi rank 0 checks the output (every rank holds the same)
-      rep.cases.push_back(std::move(c));
-      continue;
-    }
-    if (o.backend == "cpu" || !sim::preserves_function(c.spec.kind)) {
-      c.error_vs_reference = relative_error(
-          c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
-      c.correct = c.error_vs_reference <= tolerance;
-    }
-    if (sim::preserves_function(c.spec.kind)) {
-      c.error_vs_none = relative_error(c.measured.output, none.output);
-      c.correct = c.correct && c.error_vs_none <= tolerance;
-    }
-    rep.cases.push_back(std::move(c));
+    rep.cases.push_back(run_case(o, runs[i], ws[i], ro, reporter, tolerance, &rep.cost_model));
   }
   return rep;
 }
