@@ -69,8 +69,9 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--trace", o->trace_path,
                   "Write predicted and measured timelines as one Chrome trace to FILE");
   sub->add_option("--plan", o->plan_path,
-                  "Validate every point of a plan from `tpo plan --json` (its model, TP and "
-                  "strategies); predicted with the plan's profile unless --profile is given");
+                  "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
+                  "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
+                  "profile); --hardware, --profile and --emulate may replace the plan's");
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
