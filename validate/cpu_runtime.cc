@@ -202,9 +202,9 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   }
   Reducer& ar = *reducer;
   Timeline tl;
-  tl.start.assign(n, 0);
-  tl.end.assign(n, 0);
-  tl.wait.assign(n, 0);
+  tl.start_ns.assign(n, 0);
+  tl.end_ns.assign(n, 0);
+  tl.wait_ns.assign(n, 0);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
   std::mutex err_mu;
@@ -252,9 +252,9 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
       }
       if (rank == first) {  // this process's first rank (rank 0 without --mpi)
         // An all-reduce starts when the last rank arrives; the wait before is skew.
-        tl.start[i] = arrived > 0 ? arrived - epoch_ns : a;
-        tl.wait[i] = arrived > 0 ? arrived - epoch_ns - a : 0;
-        tl.end[i] = now_ns();
+        tl.start_ns[i] = arrived > 0 ? arrived - epoch_ns : a;
+        tl.wait_ns[i] = arrived > 0 ? arrived - epoch_ns - a : 0;
+        tl.end_ns[i] = now_ns();
       }
       dn[i].store(1, std::memory_order_release);
       dn[i].notify_all();
@@ -267,7 +267,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   }
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
-  tl.total = now_ns();
+  tl.total_ns = now_ns();
   tl.output = std::move(ranks[0].x);
   return tl;
 }
@@ -294,7 +294,7 @@ RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptio
   for (int i = 0; i < std::max(1, o.repeat); ++i)
     runs.push_back(run_once(m, s, first, count, o.mpi));
   if (o.mpi) {
-    for (auto& t : runs) t.wait.clear();  // under MPI the arrival of the last rank is not known
+    for (auto& t : runs) t.wait_ns.clear();  // under MPI the arrival of the last rank is not known
   }
   return median_of_runs(std::move(runs));
 }
@@ -303,14 +303,14 @@ RunResult median_of_runs(std::vector<RunResult::Timeline> runs) {
   std::vector<std::size_t> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return runs[a].total < runs[b].total; });
+            [&](std::size_t a, std::size_t b) { return runs[a].total_ns < runs[b].total_ns; });
   RunResult::Timeline& med = runs[order[order.size() / 2]];
   RunResult r;
-  for (const auto& t : runs) r.totals_ns.push_back(t.total);
-  r.start_ns = std::move(med.start);
-  r.end_ns = std::move(med.end);
-  r.wait_ns = std::move(med.wait);
-  r.total_ns = med.total;
+  for (const auto& t : runs) r.totals_ns.push_back(t.total_ns);
+  r.start_ns = std::move(med.start_ns);
+  r.end_ns = std::move(med.end_ns);
+  r.wait_ns = std::move(med.wait_ns);
+  r.total_ns = med.total_ns;
   r.output = std::move(med.output);
   return r;
 }

@@ -316,9 +316,9 @@ class CudaRun {
     for (auto& r : ranks_) r.ctx->synchronize();
     RunResult::Timeline tl;
     for (std::size_t i = 0; i < n; ++i) {
-      tl.start.push_back(std::int64_t(cu::Event::seconds_between(t0, *start[0][i]) * 1e9));
-      tl.end.push_back(std::int64_t(cu::Event::seconds_between(t0, *done[0][i]) * 1e9));
-      tl.total = std::max(tl.total, tl.end.back());
+      tl.start_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *start[0][i]) * 1e9));
+      tl.end_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *done[0][i]) * 1e9));
+      tl.total_ns = std::max(tl.total_ns, tl.end_ns.back());
     }
     cu::set_device(ranks_[0].ctx->device());
     tl.output.resize(std::size_t(T * H));

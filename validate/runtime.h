@@ -28,8 +28,8 @@ struct RunOptions {
 struct RunResult {
   // One run: per op start and end (ns from the run's start), all-reduce waits where known.
   struct Timeline {
-    std::vector<std::int64_t> start, end, wait;
-    std::int64_t total = 0;
+    std::vector<std::int64_t> start_ns, end_ns, wait_ns;
+    std::int64_t total_ns = 0;
     std::vector<float> output;
   };
   std::vector<std::int64_t> start_ns, end_ns;  // rank 0, median run, from the run's start
