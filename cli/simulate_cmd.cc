@@ -24,55 +24,52 @@ struct SimulateCli {
   std::string json_path, trace_path;
 };
 
-int run_simulate(const SimulateCli& c) {
-  using namespace tpo::sim;
+using namespace tpo::sim;
+
+// One strategy: the summary, where the op costs came from, the report and the trace.
+void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const SimResult& base) {
   const WorkloadOptions& wo = c.workload;
   const StrategyOptions& so = c.strategy;
   const StrategyKind kind = parse_strategy_name(so.strategy);
-  if (!c.json_path.empty()) check_writable(c.json_path, "--json");
-  if (!c.trace_path.empty()) check_writable(c.trace_path, "--trace");
-  const Workload w = make_workload(wo);
-  const auto cm_ptr = make_cost_model(w, wo.profile);
-  const CostModel& cm = *cm_ptr;
-  const SimResult base = simulate(w, make_spec(so, w, StrategyKind::None), cm);
   const std::int64_t baseline_ns = base.timeline.total_ns;
-
-  if (!c.compare) {
-    const StrategySpec spec = make_spec(so, w, kind);
-    const SimResult r = kind == StrategyKind::None ? base : simulate(w, spec, cm);
-    print_summary(std::cout, w, r, baseline_ns, cm.name());
-    if (!wo.profile.empty()) {
-      auto sources = [&](const char* label, const Schedule& sch) {
-        std::cout << "  " << std::left << std::setw(22) << label;
-        for (const auto& [src, n] : cost_sources(sch, cm)) std::cout << n << " " << src << "  ";
-        std::cout << "\n";
-      };
-      sources("op costs (strategy)", r.schedule);
-      sources("op costs (none)", base.schedule);
-      std::cout << "  profile " << wo.profile
-                << ": measured sizes are exact, interpolated ones between them, extrapolated "
-                   "and analytical ones are the model's\n";
-    }
-    if (!c.json_path.empty()) {
-      auto j = simulate_report(wo, so, w, r, baseline_ns, cm);
-      j["options"]["compare"] = false;
-      write_file_atomic(c.json_path, j.dump(1) + "\n", "--json");
-      std::cout << "\nwrote " << c.json_path << "\n";
-    }
-    if (!c.trace_path.empty()) {
-      write_file_atomic(c.trace_path, chrome_trace(w, r), "--trace");
-      std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
-    }
-    return 0;
+  const SimResult r = kind == StrategyKind::None ? base : simulate(w, make_spec(so, w, kind), cm);
+  print_summary(std::cout, w, r, baseline_ns, cm.name());
+  if (!wo.profile.empty()) {
+    auto sources = [&](const char* label, const Schedule& sch) {
+      std::cout << "  " << std::left << std::setw(22) << label;
+      for (const auto& [src, n] : cost_sources(sch, cm)) std::cout << n << " " << src << "  ";
+      std::cout << "\n";
+    };
+    sources("op costs (strategy)", r.schedule);
+    sources("op costs (none)", base.schedule);
+    std::cout << "  profile " << wo.profile
+              << ": measured sizes are exact, interpolated ones between them, extrapolated "
+                 "and analytical ones are the model's\n";
   }
+  if (!c.json_path.empty()) {
+    auto j = simulate_report(wo, so, w, r, baseline_ns, cm);
+    j["options"]["compare"] = false;
+    write_file_atomic(c.json_path, j.dump(1) + "\n", "--json");
+    std::cout << "\nwrote " << c.json_path << "\n";
+  }
+  if (!c.trace_path.empty()) {
+    write_file_atomic(c.trace_path, chrome_trace(w, r), "--trace");
+    std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
+  }
+}
 
+// Every strategy side by side (n/a with the reason where one does not apply).
+void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
+                 const SimResult& base) {
+  const WorkloadOptions& wo = c.workload;
+  const StrategyOptions& so = c.strategy;
+  const std::int64_t baseline_ns = base.timeline.total_ns;
   std::vector<CompareRow> rows;
   nlohmann::ordered_json reports = nlohmann::ordered_json::array();
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   int pid = 0;
   for (auto k : all_strategies()) {
-    StrategySpec spec;
-    spec.kind = k;
+    StrategySpec spec(k);
     spec.pieces = so.pieces;
     CompareRow row;
     row.strategy = strategy_name(k);
@@ -112,6 +109,20 @@ int run_simulate(const SimulateCli& c) {
     nlohmann::ordered_json j{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
     write_file_atomic(c.trace_path, j.dump() + "\n", "--trace");
     std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
+  }
+}
+
+int run_simulate(const SimulateCli& c) {
+  parse_strategy_name(c.strategy.strategy);  // an unknown name fails before any work
+  if (!c.json_path.empty()) check_writable(c.json_path, "--json");
+  if (!c.trace_path.empty()) check_writable(c.trace_path, "--trace");
+  const Workload w = make_workload(c.workload);
+  const auto cm = make_cost_model(w, c.workload.profile);
+  const SimResult base = simulate(w, make_spec(c.strategy, w, StrategyKind::None), *cm);
+  if (c.compare) {
+    run_compare(c, w, *cm, base);
+  } else {
+    run_one(c, w, *cm, base);
   }
   return 0;
 }

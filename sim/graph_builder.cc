@@ -258,8 +258,8 @@ class Emitter {
       std::vector<std::int32_t> writers;
       const Module& m = modules_[static_cast<std::size_t>(it->module)];
       for (std::size_t p = 0; p < it->ars.size(); ++p) {
-        const auto id = b_.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d_.hidden,
-                                   {it->ars[p]});
+        const auto id =
+            b_.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d_.hidden, {it->ars[p]});
         s_.ops[static_cast<std::size_t>(id)].residual_of = m.index;
         writers.push_back(id);
       }

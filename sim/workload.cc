@@ -12,7 +12,10 @@ const char* phase_name(Phase p) {
   return p == Phase::Prefill ? "prefill" : "decode";
 }
 
-ShardDims validate_workload(const Workload& w) {
+namespace {
+
+// TP against the machine and the model's heads and FFN.
+void check_tp(const Workload& w) {
   const auto& m = w.model;
   const std::string t = std::to_string(w.tp);
   if (w.tp < 1) throw FieldError("tp", std::to_string(w.tp), "must be >= 1");
@@ -42,6 +45,11 @@ ShardDims validate_workload(const Workload& w) {
                          "evenly over TP " +
                          t);
   }
+}
+
+// Batch, prompt, context and layers.
+void check_sizes(const Workload& w) {
+  const auto& m = w.model;
   if (w.batch < 1) throw FieldError("batch", std::to_string(w.batch), "must be >= 1");
   if (w.seq < 1) throw FieldError("seq", std::to_string(w.seq), "must be >= 1");
   if (w.context < 0) throw FieldError("context", std::to_string(w.context), "must be >= 0");
@@ -63,6 +71,15 @@ ShardDims validate_workload(const Workload& w) {
     throw FieldError("batch", std::to_string(w.batch),
                      "batch x (seq + context) tokens exceeds 2^31; nothing that large fits a GPU");
   }
+}
+
+}  // namespace
+
+ShardDims validate_workload(const Workload& w) {
+  check_tp(w);
+  check_sizes(w);
+  const auto& m = w.model;
+  const std::string t = std::to_string(w.tp);
   ShardDims d;
   d.q_heads = m.heads / w.tp;
   d.kv_heads = m.kv_heads >= w.tp ? m.kv_heads / w.tp : 1;

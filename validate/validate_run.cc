@@ -97,11 +97,11 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
-  if (o.backend == "cuda" && !cuda_runtime_built()) {
-    throw InputError("--backend", "cuda", "this build has no CUDA (configure where nvcc is found)");
-  }
   if (o.backend == "cuda" && o.comm != "nccl" && o.comm != "emulated") {
     throw InputError("--comm", o.comm, "must be nccl or emulated");
+  }
+  if (o.backend == "cuda" && !cuda_runtime_built()) {
+    throw InputError("--backend", "cuda", "this build has no CUDA (configure where nvcc is found)");
   }
   if (o.tolerance < 0) {
     throw InputError("--tolerance", std::to_string(o.tolerance), "must be > 0 (or left out)");
@@ -124,7 +124,8 @@ double check_options(const ValidateOptions& o, bool emulated) {
 
 // One case: predicted (the strategy and none), executed (the strategy and none), checked.
 CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const sim::Workload& w,
-                    const RunOptions& ro, bool reporter, double tolerance, std::string* cost_model) {
+                    const RunOptions& ro, bool reporter, double tolerance,
+                    std::string* cost_model) {
   const bool emulated = o.backend == "cuda" && o.comm == "emulated";
   const auto cm = sim::make_cost_model(w, run.workload.profile);
   *cost_model = cm->name();
@@ -164,8 +165,8 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   if (!reporter) return c;  // under --mpi rank 0 checks the output (every rank holds the same)
   const bool same_function = sim::preserves_function(c.spec.kind);
   if (o.backend == "cpu" || !same_function) {
-    c.error_vs_reference = relative_error(
-        c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
+    c.error_vs_reference =
+        relative_error(c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0));
     c.correct = c.error_vs_reference <= tolerance;
   }
   if (same_function) {
