@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -40,6 +41,13 @@ void hand_gpu_work_to_gpu_binary() {
                      gpu.string() + " is missing (build it: cmake --build BUILD --target tpo-gpu)");
   }
   if (g_argv.empty()) throw RunFailure("internal: the command line was not recorded");
+  // A tpo-gpu that is really a lean tpo (a copy, a link) would hand over forever.
+  if (std::getenv("TPO_HANDED_OVER")) {
+    throw RunFailure(gpu.string() +
+                     " does not do GPU work itself (is it a copy of tpo?); "
+                     "rebuild it: cmake --build BUILD --target tpo-gpu");
+  }
+  ::setenv("TPO_HANDED_OVER", "1", 1);
   std::string path = gpu.string();
   g_argv[0] = path.data();
   ::execv(path.c_str(), g_argv.data());

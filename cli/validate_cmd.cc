@@ -37,7 +37,12 @@ int run_under_mpi(const validate::ValidateOptions& o) {
     if (validate::mpi::rank() == 0) ok = report(o, r);
   } catch (const std::exception& e) {
     if (!validate::mpi::initialized()) throw;
-    std::cerr << "tpo: rank " << validate::mpi::rank() << ": " << e.what() << "\n";
+    const auto* field = dynamic_cast<const FieldError*>(&e);
+    std::cerr << "tpo: rank " << validate::mpi::rank() << ": "
+              << (field
+                      ? InputError(flag_for(field->name()), field->value(), field->problem()).what()
+                      : e.what())
+              << "\n";
     validate::mpi::abort(dynamic_cast<const InputError*>(&e) ? 2 : 1);
   }
   validate::mpi::finalize();
@@ -71,7 +76,8 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--plan", o->plan_path,
                   "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
                   "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
-                  "profile); --hardware, --profile and --emulate may replace the plan's");
+                  "profile); --hardware, --profile, --emulate and --layers may replace the "
+                  "plan's");
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
@@ -98,15 +104,15 @@ std::function<int()> add_validate(CLI::App& app) {
       }
     }
     if (!o->plan_path.empty()) {
-      for (const char* opt :
-           {"--model", "--tp", "--phase", "--batch", "--seq", "--context", "--layers", "--strategy",
-            "--chunks", "--split", "--ladder-layers", "--pieces"}) {
+      for (const char* opt : {"--model", "--tp", "--phase", "--batch", "--seq", "--context",
+                              "--strategy", "--chunks", "--split", "--ladder-layers", "--pieces"}) {
         if (sub->count(opt)) {
           throw InputError(opt, "", "comes from the plan with --plan; drop it");
         }
       }
       o->hardware_given = sub->count("--hardware") > 0;
       o->profile_given = sub->count("--profile") > 0;
+      o->layers_given = sub->count("--layers") > 0;  // then predictions are re-simulated
     } else {
       check_given(o->workload, o->strategy, *sub, false);
     }

@@ -77,6 +77,14 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
   if (act == "silu" || act == "swish") {
     m.activation = ModelConfig::Activation::Silu;
   } else if (act.starts_with("gelu")) {  // gelu, gelu_pytorch_tanh, gelu_new, gelu_fast
+    // Modelled as a gated MLP (GeGLU): known for Gemma; other gelu families are often plain.
+    const std::string family = o.string_or("model_type", "");
+    if (!family.empty() && !family.starts_with("gemma")) {
+      throw InputError(path, key,
+                       "'" + act + "' in a '" + family +
+                           "' model: a gelu MLP is modelled as gated (GeGLU) for Gemma-family "
+                           "configs only");
+    }
     m.activation = ModelConfig::Activation::Gelu;
   } else {
     throw InputError(path, key,

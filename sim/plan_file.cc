@@ -84,6 +84,42 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
   return w;
 }
 
+// A point of a plan written before each entry recorded its run: rebuilt from the plan's
+// options (model, hardware, TP, phase, context, layers, profile) and the entry's strategy.
+PlannedRun legacy_run(const JsonObject& plan, const JsonObject& e, std::int64_t seq) {
+  const JsonObject opts = plan.object("options");
+  PlannedRun r;
+  r.workload.model = opts.string("model");
+  r.workload.hardware = opts.string("hardware");
+  r.workload.tp = plan.integer("tp");
+  r.workload.phase = plan.string("phase");
+  r.workload.batch = e.integer("batch");
+  r.workload.seq = seq;
+  const auto& ctx = opts.raw().contains("context") ? opts.raw().at("context") : nlohmann::json(-1);
+  r.workload.context = ctx.is_number_integer() && ctx.get<std::int64_t>() >= 0
+                           ? ctx.get<std::int64_t>()
+                           : (r.workload.phase == "decode" ? seq : 0);
+  r.workload.layers = opts.count_or("layers", 0);
+  r.workload.profile = opts.string_or("profile", "");
+  const std::string name = e.string("strategy");
+  const StrategyDescriptor* d = find_strategy(name);
+  if (!d) throw InputError(e.file(), e.field("strategy"), "unknown strategy '" + name + "'");
+  r.spec = StrategySpec(d->kind);
+  if (d->uses_chunks()) {
+    r.spec.chunk_tokens = token_counts(e, "chunks");
+    std::int64_t sum = 0;
+    for (auto c : r.spec.chunk_tokens) sum += c;
+    if (r.spec.chunk_tokens.size() < 2 || sum != seq) {
+      throw InputError(e.file(), e.field("chunks"),
+                       "chunks must be >= 2 and sum to seq_len (" + std::to_string(seq) + ")");
+    }
+  }
+  const JsonObject params = e.object("params");
+  if (d->uses_ladder_layers()) r.spec.ladder_layers = params.count_or("ladder_layers", 0);
+  if (d->uses_pieces()) r.spec.pieces = params.integer_or("pieces", 4);
+  return r;
+}
+
 }  // namespace
 
 PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& file,
@@ -110,11 +146,17 @@ PlanEntry PlanFile::lookup(std::int64_t seq) const {
     if (e.seq <= seq) at = &e;
   }
   PlanEntry r;
-  if (at) r = *at;
+  if (at) {
+    r = *at;
+  } else if (!entries.empty()) {
+    r = entries.front();
+  }
   r.seq = seq;
   r.run.workload.seq = seq;
+  if (r.run.workload.phase == "decode") r.run.workload.context = seq;
   if (!at) {  // shorter than anything planned: don't overlap
     r.run.spec = StrategySpec(StrategyKind::None);
+    r.chunk_fractions.clear();
     return r;
   }
   if (!strategy(r.run.spec.kind).uses_chunks() || r.chunk_fractions.size() < 2) return r;
@@ -159,12 +201,15 @@ PlanFile load_plan(const std::string& path) {
     PlanEntry pe;
     pe.where = where;
     pe.seq = e.integer("seq_len");
-    if (!e.has("run")) {
+    pe.run = e.has("run") ? planned_run_from_json(e.raw().at("run"), path, e.field("run"))
+                          : legacy_run(o, e, pe.seq);
+    const bool decode = pe.run.workload.phase == "decode";
+    const std::int64_t planned_at = decode ? pe.run.workload.context : pe.run.workload.seq;
+    if (planned_at != pe.seq) {
       throw InputError(path, e.field("run"),
-                       "is missing: this plan was written by an older tpo that did not record "
-                       "each point's workload; run `tpo plan` again");
+                       "is planned at " + std::to_string(planned_at) + " tokens but seq_len is " +
+                           std::to_string(pe.seq));
     }
-    pe.run = planned_run_from_json(e.raw().at("run"), path, e.field("run"));
     if (e.raw().contains("chunk_fractions") && e.raw().at("chunk_fractions").is_array()) {
       for (const auto& f : e.raw().at("chunk_fractions")) {
         if (!f.is_number() || !(f.get<double>() > 0) || !std::isfinite(f.get<double>())) {
@@ -172,6 +217,12 @@ PlanFile load_plan(const std::string& path) {
         }
         pe.chunk_fractions.push_back(f.get<double>());
       }
+    }
+    if (strategy(pe.run.spec.kind).uses_chunks() && !pe.chunk_fractions.empty() &&
+        pe.chunk_fractions.size() != pe.run.spec.chunk_tokens.size()) {
+      throw InputError(path, e.field("chunk_fractions"),
+                       "has " + std::to_string(pe.chunk_fractions.size()) + " values for " +
+                           std::to_string(pe.run.spec.chunk_tokens.size()) + " chunks");
     }
     pe.predicted_us = e.number("predicted_us");
     pe.none_us = e.number("none_us");

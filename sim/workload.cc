@@ -108,7 +108,9 @@ ShardDims validate_workload(const Workload& w) {
     if (weights > w.hardware.memory_gib * gib) {
       throw FieldError("tp", t, std::string(msg) + "raise tp or choose larger GPUs");
     }
-    throw FieldError("seq", std::to_string(w.seq),
+    // In decode the tokens are the context's (seq is the one new token).
+    const bool decode = w.phase == Phase::Decode;
+    throw FieldError(decode ? "context" : "seq", std::to_string(decode ? w.context : w.seq),
                      std::string(msg) + "lower the batch, the prompt or the context (batch " +
                          std::to_string(w.batch) + " x " + std::to_string(w.seq + w.context) +
                          " tokens)");

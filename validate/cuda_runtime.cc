@@ -145,9 +145,9 @@ class CudaRun {
           const std::vector<std::int64_t>& target_ns, int ctas, bool mpi)
       : m_(m), s_(s), emulated_(comm == "emulated"), target_ns_(target_ns), ctas_(ctas) {
     if (m.gelu) {
-      throw InputError("--model", "hidden_act gelu",
-                       "GeGLU models run on --backend cpu; the CUDA runtime's gated activation "
-                       "is SiLU only");
+      throw InputError(m.model_file, "hidden_act",
+                       "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
+                       "activation is SiLU");
     }
     const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
     first_ = mpi ? mpi::rank() : 0;

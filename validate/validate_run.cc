@@ -1,6 +1,8 @@
 // Validation runs: simulate, execute, check, compare.
 #include "validate/validate_run.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -28,8 +30,9 @@ bool ValidateReport::all_correct() const {
 namespace {
 
 // The runs to validate: the one given by options, or every point of a plan, exactly as
-// planned — with the hardware (the machine running) and the profile replaced only when given,
-// and with emulated communication imitating the plan's machine unless told otherwise.
+// planned — with the hardware (the machine running), the profile and the layers replaced only
+// when given, and with emulated communication imitating the plan's machine unless told
+// otherwise. Every run is checked here, cost model included, before any of them executes.
 std::vector<sim::PlannedRun> runs_of(const ValidateOptions& o, bool emulated) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
@@ -44,15 +47,25 @@ std::vector<sim::PlannedRun> runs_of(const ValidateOptions& o, bool emulated) {
       r.workload.emulate = o.workload.emulate.empty() ? r.workload.hardware : o.workload.emulate;
     if (o.hardware_given) r.workload.hardware = o.workload.hardware;
     if (o.profile_given) r.workload.profile = o.workload.profile;
-    // A point the plan file describes impossibly is the file's fault: name its field.
+    if (o.layers_given) r.workload.layers = o.workload.layers;
+    // A point the plan file describes impossibly is the file's fault: name its field. Where an
+    // option replaced the plan's value, or the machine running does not fit the point, the
+    // option is named.
     try {
-      sim::build_schedule(sim::make_workload(r.workload), r.spec);
+      const sim::Workload w = sim::make_workload(r.workload);
+      sim::build_schedule(w, r.spec);
+      sim::make_cost_model(w, r.workload.profile);
     } catch (const FieldError& err) {
-      const bool overridden = (err.name() == "hardware" && o.hardware_given) ||
-                              (err.name() == "profile" && o.profile_given) ||
-                              (err.name() == "emulate" && !o.workload.emulate.empty());
-      if (overridden) throw;
       const std::string& f = err.name();
+      const bool overridden =
+          (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
+          (f == "layers" && o.layers_given) || (f == "emulate" && !o.workload.emulate.empty());
+      if (overridden) throw;
+      if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile")) {
+        throw InputError("--hardware", o.workload.hardware,
+                         "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
+                             "): " + err.problem());
+      }
       const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
                                f == "ladder_layers" || f == "split" || f == "chunks";
       throw InputError(o.plan_path,
@@ -120,6 +133,36 @@ double check_options(const ValidateOptions& o, bool emulated) {
   }
   // fp32 on the CPU; bf16 on the GPU.
   return o.tolerance > 0 ? o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
+}
+
+// Host memory a run needs: the fp32 weights and KV prefix of every rank it generates, and on
+// the CPU each rank's activations. Refused up front (naming --layers) when it would not fit,
+// rather than failing after minutes of data generation.
+void check_host_memory(const ValidateOptions& o, const sim::Workload& w, bool emulated) {
+  const sim::ShardDims d = sim::validate_workload(w);
+  const double H = double(d.hidden), qkv = double(d.qkv_n()), qd = double(d.q_heads * d.head_dim),
+               f = double(d.ffn), kvd = double(d.kv_heads * d.head_dim);
+  const double ranks = emulated ? 1.0 : double(w.tp), layers = double(w.layers);
+  const double tokens = double(w.batch * w.seq), cap = double(w.batch * (w.seq + w.context));
+  const double per_layer = H * qkv + qd * H + 3.0 * H * f + 2.0 * H + 2.0 * cap * kvd;
+  double floats = ranks * layers * per_layer;
+  if (o.backend == "cpu") {
+    floats += ranks * (tokens * (2 * H + qkv + qd + 3 * f) + 2 * layers * tokens * H +
+                       2 * layers * cap * kvd);
+  }
+  const double need = 4.0 * floats;
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && need > 0.8 * have) {
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "%lld layers of %s at TP %lld need about %.1f GiB of host memory here (fp32 "
+                  "weights and KV of every rank) and this machine has %.1f GiB; validate fewer "
+                  "layers",
+                  static_cast<long long>(w.layers), w.model.name.c_str(),
+                  static_cast<long long>(w.tp), need / gib, have / gib);
+    throw InputError("--layers", std::to_string(w.layers), msg);
+  }
 }
 
 // One case: predicted (the strategy and none), executed (the strategy and none), checked.
@@ -200,6 +243,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
                            ")");
     }
     if (emulated) rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
+    check_host_memory(o, w, emulated);
     ws.push_back(std::move(w));
   }
   RunOptions ro;

@@ -23,7 +23,8 @@ struct ValidateOptions {
   sim::WorkloadOptions workload;
   sim::StrategyOptions strategy;
   std::string plan_path;  // validate the plan's points instead of one strategy
-  bool hardware_given = false, profile_given = false;  // override the plan's
+  bool hardware_given = false, profile_given = false,  // replace the plan's
+      layers_given = false;
   std::string backend = "cpu";
   std::string comm = "nccl";  // cuda: nccl | emulated
   int repeat = 3;

@@ -398,10 +398,32 @@ TEST_CASE("validate --plan runs exactly what was planned: context, layers, profi
     CHECK(ran.at("predicted_us").get<double>() == planned.at("predicted_us").get<double>());
     CHECK(ran.at("predicted_none_us").get<double>() == planned.at("none_us").get<double>());
   }
-  // The plan's layers and context are the plan's: giving them again is refused.
-  r = tpo("validate --plan " + plan.string() + " --layers 2");
+  // Its context is the plan's: giving it again is refused. --layers replaces the plan's (the
+  // prediction is then re-simulated for those layers).
+  r = tpo("validate --plan " + plan.string() + " --context 0");
   CHECK(r.code == 2);
-  CHECK(r.out.find("--layers: comes from the plan") != std::string::npos);
+  CHECK(r.out.find("--context: comes from the plan") != std::string::npos);
+  r = tpo("validate --plan " + plan.string() + " --layers 2 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  REQUIRE(r.code == 0);
+  const auto v2 = nlohmann::json::parse(slurp(rep));
+  CHECK(v2.at("cases").at(0).at("num_layers") == 2);
+  CHECK(v2.at("cases").at(0).at("predicted_us").get<double>() >
+        pj.at("lookup").at(0).at("predicted_us").get<double>());
+  // A plan written before points recorded their run is read from its options: context and
+  // layers included (they were lost before).
+  auto legacy = pj;
+  for (auto& e : legacy.at("lookup")) e.erase("run");
+  const fs::path oldp = scratch() / "legacy.plan.json";
+  std::ofstream(oldp) << legacy.dump(1);
+  r = tpo("validate --plan " + oldp.string() + " --repeat 1 --warmup 0 --json " + rep.string());
+  REQUIRE(r.code == 0);
+  const auto v3 = nlohmann::json::parse(slurp(rep));
+  for (std::size_t i = 0; i < v3.at("cases").size(); ++i) {
+    CHECK(v3.at("cases").at(i).at("context") == 64);
+    CHECK(v3.at("cases").at(i).at("predicted_us").get<double>() ==
+          pj.at("lookup").at(i).at("predicted_us").get<double>());
+  }
   // A plan whose point names an impossible field is the file's fault, and says where.
   std::string bad = slurp(plan);
   const auto at = bad.find("\"layers\": 1", bad.find("\"run\""));
@@ -412,6 +434,13 @@ TEST_CASE("validate --plan runs exactly what was planned: context, layers, profi
   r = tpo("validate --plan " + badp.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("lookup[0].run.workload.layers': 5: must be between 1") != std::string::npos);
+}
+
+TEST_CASE("validate: a run too large for this machine's memory is refused before any work") {
+  const auto r = tpo("validate --model llama2-70b --hardware h100x8 --tp 8 --seq 128 --layers 80");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--layers 80: 80 layers of llama2-70b at TP 8 need about") != std::string::npos);
+  CHECK(r.out.find("validate fewer layers") != std::string::npos);
 }
 
 TEST_CASE("validate: --emulate and --mpi refuse what they cannot do") {

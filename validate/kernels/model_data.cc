@@ -39,6 +39,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   ModelData m;
   m.d = sim::validate_workload(w);
   m.gelu = w.model.activation == sim::ModelConfig::Activation::Gelu;
+  m.model_file = w.model.origin;
   m.tp = w.tp;
   m.layers = w.layers;
   m.batch = w.batch;

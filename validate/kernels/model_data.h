@@ -19,7 +19,8 @@ struct LayerWeights {
 
 struct ModelData {
   sim::ShardDims d;
-  bool gelu = false;  // GeGLU MLP (Gemma) instead of SwiGLU
+  bool gelu = false;       // GeGLU MLP (Gemma) instead of SwiGLU
+  std::string model_file;  // the model config, for messages
   std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
   std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
