@@ -137,7 +137,9 @@ void Engine::rerate(std::int32_t rank, std::int64_t now) {
   }
 }
 
-const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
+// One pass for counts and the compact per-op fields the loop reads, one to fill the successor
+// and per-stream lists (CSR). Buffers keep their capacity between runs.
+void Engine::prepare(const Schedule& s, const OpCosts& costs) {
   c_ = &costs;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
@@ -146,9 +148,6 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   }
   tl_.start_ns.assign(n, -1);
   tl_.end_ns.assign(n, -1);
-
-  // One pass for counts and the compact per-op fields the loop reads, one to fill the
-  // successor and per-stream lists (CSR). Buffers keep their capacity between runs.
   succ_offset_.assign(n + 1, 0);
   st_.resize(n);
   stream_offset_.assign(streams + 1, 0);
@@ -192,7 +191,12 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   heap_.clear();
   heap_.reserve(n + 16);
   seq_ = 0;
+}
 
+const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
+  prepare(s, costs);
+  const std::size_t n = s.ops.size();
+  const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
   auto settle = [&](std::int64_t now) {
     for (auto r : dirty_ranks_) {
       rank_dirty_[static_cast<std::size_t>(r)] = 0;

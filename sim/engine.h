@@ -35,6 +35,7 @@ class Engine {
   std::uint64_t events_pushed() const { return seq_; }
 
  private:
+  void prepare(const Schedule& s, const OpCosts& costs);  // checks, CSR lists, fresh state
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
