@@ -27,6 +27,7 @@ struct WorkloadFlags {
   bool layers = true;
   bool embed_head = false;
   bool profile = true;
+  bool emulate = false;
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
 void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);

@@ -138,6 +138,7 @@ std::function<int()> add_simulate(CLI::App& app) {
       "discrete-event engine.");
   WorkloadFlags f;
   f.embed_head = true;
+  f.emulate = true;
   bind_workload(sub, &c->workload, f);
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,

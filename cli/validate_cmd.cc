@@ -69,7 +69,9 @@ std::function<int()> add_validate(CLI::App& app) {
       "Execute the very graph the simulator timed with real kernels, check its output against\n"
       "a reference forward of the architecture (and against `none`), and report predicted vs\n"
       "measured time, total and per op. --backend cpu runs anywhere: ranks are threads.");
-  bind_workload(sub, &o->workload, WorkloadFlags{});
+  WorkloadFlags f;
+  f.emulate = true;
+  bind_workload(sub, &o->workload, f);
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
                   "Write predicted and measured timelines as one Chrome trace to FILE");
@@ -87,10 +89,6 @@ std::function<int()> add_validate(CLI::App& app) {
                 "One TP rank per process: launch with `mpirun -np TP tpo validate --mpi ...` "
                 "(MPI all-reduce on cpu; NCCL across processes and nodes on cuda, one GPU per "
                 "process). Rank 0 checks the output and reports");
-  sub->add_option("--emulate", o->workload.emulate,
-                  "cuda --comm emulated: hardware whose all-reduce each copy kernel imitates "
-                  "(default --hardware; with --plan, the plan's hardware); compute is predicted "
-                  "for --hardware, the machine running");
   sub->add_option("--tolerance", o->tolerance,
                   "Relative output error allowed (default 1e-5 on cpu, 2e-2 on cuda)");
   sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")

@@ -45,6 +45,12 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
     sub->add_flag("--embed-head", w->embed_head,
                   "Include the embedding, final norm and LM head (last token of each request)");
   }
+  if (f.emulate) {
+    sub->add_option("--emulate", w->emulate,
+                    "Links of another machine: every all-reduce is priced (and, in validate "
+                    "--comm emulated, lasts) as on this hardware's links, compute as on "
+                    "--hardware's GPUs (default: --hardware's own; with --plan, the plan's)");
+  }
   if (f.profile) {
     sub->add_option("--profile", w->profile,
                     "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
