@@ -28,6 +28,7 @@ struct WorkloadFlags {
   bool embed_head = false;
   bool profile = true;
   bool emulate = false;
+  bool comm_ctas = false;
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
 void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);

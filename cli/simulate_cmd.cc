@@ -139,6 +139,7 @@ std::function<int()> add_simulate(CLI::App& app) {
   WorkloadFlags f;
   f.embed_head = true;
   f.emulate = true;
+  f.comm_ctas = true;
   bind_workload(sub, &c->workload, f);
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,

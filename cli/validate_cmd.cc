@@ -71,6 +71,7 @@ std::function<int()> add_validate(CLI::App& app) {
       "measured time, total and per op. --backend cpu runs anywhere: ranks are threads.");
   WorkloadFlags f;
   f.emulate = true;
+  f.comm_ctas = true;
   bind_workload(sub, &o->workload, f);
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
@@ -82,8 +83,6 @@ std::function<int()> add_validate(CLI::App& app) {
                   "plan's");
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
-      ->capture_default_str();
-  sub->add_option("--comm-ctas", o->comm_ctas, "cuda --comm emulated: CTAs of the copy kernel")
       ->capture_default_str();
   sub->add_flag("--mpi", o->mpi,
                 "One TP rank per process: launch with `mpirun -np TP tpo validate --mpi ...` "
@@ -97,7 +96,7 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--json", o->json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
     if (o->backend == "cpu") {
-      for (const char* opt : {"--comm", "--comm-ctas", "--emulate"}) {
+      for (const char* opt : {"--comm", "--emulate"}) {
         if (sub->count(opt)) throw InputError(opt, "", "applies to --backend cuda only");
       }
     }

@@ -51,6 +51,12 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "--comm emulated, lasts) as on this hardware's links, compute as on "
                     "--hardware's GPUs (default: --hardware's own; with --plan, the plan's)");
   }
+  if (f.comm_ctas) {
+    sub->add_option("--comm-ctas", w->comm_ctas,
+                    "SMs (CTAs) each all-reduce kernel holds: NCCL's CTA budget, or the "
+                    "emulated copy kernel's CTAs (0 = the hardware file's default, 16)")
+        ->capture_default_str();
+  }
   if (f.profile) {
     sub->add_option("--profile", w->profile,
                     "Use op costs measured by `tpo profile` (FILE); the analytical model fills "

@@ -22,11 +22,18 @@ OpCosts cost_schedule(const Schedule& s, const CostModel& cm) {
                           cm.overlap_slowdown(op, OpKind::Attention),
                           cm.overlap_slowdown(op, OpKind::Elementwise)});
   }
+  if (const ContentionParams* p = cm.contention(); p && p->enabled) {
+    c.contention = *p;
+    c.resources.reserve(s.ops.size());
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      c.resources.push_back(op_resources(s.ops[i], c.standalone_ns[i], *p));
+    }
+  }
   return c;
 }
 
 AnalyticalCostModel::AnalyticalCostModel(HardwareConfig hw, std::int64_t tp)
-    : hw_(std::move(hw)), tp_(tp) {}
+    : hw_(std::move(hw)), tp_(tp), contention_(hw_.contention) {}
 
 double AnalyticalCostModel::memory_ns(double bytes) const {
   return bytes / (hw_.memory_bandwidth_gbps * hw_.memory_efficiency);  // GB/s = bytes/ns

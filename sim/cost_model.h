@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/collective.h"
+#include "sim/contention.h"
 #include "sim/hardware.h"
 #include "sim/schedule.h"
 
@@ -27,6 +28,8 @@ class CostModel {
   virtual std::string name() const = 0;
   // Where the op's cost came from ("analytical", "measured", ...), for the report.
   virtual std::string origin(const Op& /*op*/) const { return name(); }
+  // The contention model's parameters; null (or disabled): the fixed slowdown factors.
+  virtual const ContentionParams* contention() const { return nullptr; }
 };
 
 // Costs of a whole schedule, one entry per op, as the engine consumes them.
@@ -35,6 +38,9 @@ struct OpCosts {
   // Per op, the slowdown while the op beside it is a GEMM [0], attention [1], or anything
   // else [2] (norms, elementwise ops, all-reduces); see slowdown_class().
   std::vector<std::array<double, 3>> slowdown;
+  // With the contention model: what each op occupies, and the rules' parameters.
+  std::vector<OpResources> resources;
+  ContentionParams contention;
 };
 inline int slowdown_class(OpKind k) {
   return k == OpKind::Gemm ? 0 : (k == OpKind::Attention ? 1 : 2);
@@ -47,6 +53,8 @@ class AnalyticalCostModel final : public CostModel {
   std::int64_t standalone_ns(const Op& op) const override;
   double overlap_slowdown(const Op& op, OpKind beside) const override;
   std::string name() const override { return "analytical"; }
+  const ContentionParams* contention() const override { return &contention_; }
+  void set_contention(const ContentionParams& p) { contention_ = p; }
 
   // Building blocks, exposed for tests and for the report's explanations (all in ns).
   double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;
@@ -57,6 +65,7 @@ class AnalyticalCostModel final : public CostModel {
  private:
   HardwareConfig hw_;
   std::int64_t tp_;
+  ContentionParams contention_;
 };
 
 }  // namespace tpo::sim

@@ -83,6 +83,10 @@ void Engine::start(std::int32_t op, std::int64_t now) {
   const std::int32_t g = x.stream;
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = g / kStreamsPerRank;
+  if (!c_->resources.empty() && c_->resources[i].comm) {
+    const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
+    if (other >= 0) wait_for_sms(op, other, now);
+  }
   if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
     rank_dirty_[static_cast<std::size_t>(rank)] = 1;
     dirty_ranks_.push_back(rank);
@@ -117,10 +121,62 @@ void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
   push(now + (whole > 0 ? whole : 0), op);
 }
 
+// A comm kernel arriving while an SM-bound kernel that started earlier holds every SM gets
+// SMs when that kernel's current wave retires: until then it only waits.
+void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now) {
+  const auto ci = static_cast<std::size_t>(compute);
+  const OpResources& r = c_->resources[ci];
+  const OpState& a = st_[ci];
+  if (r.waves <= 0 || tl_.start_ns[ci] >= now || a.factor <= 0) return;
+  const double alone = static_cast<double>(c_->standalone_ns[ci]);
+  const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
+  const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
+  const double into = std::fmod(std::max(0.0, alone - left), wave);
+  const double wait_ns = std::min(wave - into, std::max(0.0, left)) * a.factor;
+  if (wait_ns < 1) return;
+  OpState& x = st_[static_cast<std::size_t>(comm)];
+  x.waiting = 1;
+  x.remaining_ns = wait_ns;
+}
+
+// Rates of a compute op `a` and a comm op `b` overlapping on one GPU (either may be -1).
+void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now) {
+  const ContentionParams& p = c_->contention;
+  if (b >= 0 && st_[static_cast<std::size_t>(b)].waiting) {
+    OpState& x = st_[static_cast<std::size_t>(b)];
+    // The kernel it waited for is gone (or never held every SM): it starts its work now.
+    if (a < 0 || c_->resources[static_cast<std::size_t>(a)].waves <= 0) {
+      x.waiting = 0;
+      x.remaining_ns = static_cast<double>(c_->standalone_ns[static_cast<std::size_t>(b)]);
+      x.factor = 0;
+      x.last_update_ns = now;
+    } else {
+      set_factor(b, 1.0, now);  // only time passes
+      if (a >= 0) set_factor(a, 1.0, now);
+      return;
+    }
+  }
+  double fa = 1.0, fb = 1.0;
+  if (a >= 0 && b >= 0) {
+    const OpResources& ra = c_->resources[static_cast<std::size_t>(a)];
+    const OpResources& rb = c_->resources[static_cast<std::size_t>(b)];
+    const double demand = static_cast<double>(ra.hbm_gbps) + static_cast<double>(rb.hbm_gbps);
+    const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
+    fa = std::max(wave_factor(ra.waves, p.sms, p.comm_ctas), mem) * (1.0 + p.compute_extra);
+    fb = mem * (1.0 + p.comm_extra);
+  }
+  if (a >= 0) set_factor(a, fa, now);
+  if (b >= 0) set_factor(b, fb, now);
+}
+
 void Engine::rerate(std::int32_t rank, std::int64_t now) {
   static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
   const std::int32_t a = running_[base], b = running_[base + 1];
+  if (!c_->resources.empty()) {
+    rerate_contention(a, b, now);
+    return;
+  }
   if (a >= 0) {
     set_factor(a,
                b >= 0
@@ -143,7 +199,8 @@ void Engine::prepare(const Schedule& s, const OpCosts& costs) {
   c_ = &costs;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
-  if (costs.standalone_ns.size() != n || costs.slowdown.size() != n) {
+  if (costs.standalone_ns.size() != n || costs.slowdown.size() != n ||
+      (!costs.resources.empty() && costs.resources.size() != n)) {
     throw std::logic_error("engine: costs do not match the schedule");
   }
   tl_.start_ns.assign(n, -1);
@@ -161,7 +218,7 @@ void Engine::prepare(const Schedule& s, const OpCosts& costs) {
       ++succ_offset_[static_cast<std::size_t>(d) + 1];
     }
     OpState& x = st_[i];
-    x = OpState{0, 0, 0, -1, 0, -1, static_cast<std::int32_t>(op.deps.size()), 0, 0};
+    x = OpState{0, 0, 0, -1, 0, -1, static_cast<std::int32_t>(op.deps.size()), 0, 0, 0};
     const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
       throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
@@ -212,6 +269,20 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   while (!heap_.empty()) {
     const auto i = static_cast<std::size_t>(pop());
     now = st_[i].finish_ns;
+    if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
+      OpState& x = st_[i];
+      x.waiting = 0;
+      x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
+      x.factor = 0;
+      x.last_update_ns = now;
+      const std::int32_t rank = x.stream / kStreamsPerRank;
+      if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
+        rank_dirty_[static_cast<std::size_t>(rank)] = 1;
+        dirty_ranks_.push_back(rank);
+      }
+      settle(now);
+      continue;
+    }
     tl_.end_ns[i] = now;
     ++done;
     const std::int32_t g = st_[i].stream;

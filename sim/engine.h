@@ -2,7 +2,10 @@
 // order). Each rank has a compute and a comm stream; an op starts when it heads its stream
 // and its dependencies are done. While ops of different streams of one rank overlap, each
 // runs at 1/slowdown of its standalone rate; whenever the set of running ops changes, the
-// remaining work is carried over and finish times are recomputed (a fluid model).
+// remaining work is carried over and finish times are recomputed (a fluid model). The
+// slowdowns are the cost model's fixed factors, or — with the contention model (OpCosts::
+// resources, sim/contention.h) — follow from SMs and HBM bandwidth shared by rule, and a comm
+// kernel that arrives while a kernel holds every SM first waits for that kernel's wave to end.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,8 @@ class Engine {
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
+  void rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now);
+  void wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now);
   void set_factor(std::int32_t op, double f, std::int64_t now);
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
   std::int32_t pop();                                // the op that finishes first
@@ -63,6 +68,7 @@ class Engine {
     std::int32_t pending;    // dependencies not yet finished
     std::int32_t stream;     // global stream index
     std::uint8_t cls;        // slowdown_class of its kind
+    std::uint8_t waiting;    // contention: a comm kernel waiting for SMs (its "work" is the wait)
   };
 
   const OpCosts* c_ = nullptr;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/contention.h"
+
 namespace tpo::sim {
 
 struct LinkConfig {
@@ -46,6 +48,8 @@ struct HardwareConfig {
   LinkConfig inter;  // cls == "none" for single-node machines
   SlowdownByKind compute_under_comm;
   SlowdownByKind comm_under_compute;
+  // The contention model's parameters (the "contention" block; disabled where absent).
+  ContentionParams contention;
 
   std::int64_t max_tp() const { return gpus_per_node * nodes; }  // GPUs in the machine
 };

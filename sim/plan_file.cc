@@ -81,6 +81,7 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
   }
   w.profile = o.string_or("profile", "");
   w.emulate = o.string_or("emulate", "");
+  w.comm_ctas = o.count_or("comm_ctas", 0);
   return w;
 }
 

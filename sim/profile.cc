@@ -107,6 +107,7 @@ ojson profile_to_json(const Profile& p) {
   }
   j["fits"] = ojson{{"allreduce_alpha_beta", fits}, {"gemm_m_half", p.gemm_m_half}};
   if (!p.accuracy.is_null()) j["accuracy"] = p.accuracy;
+  if (!p.contention.is_null()) j["contention"] = p.contention;
   if (!p.analytical_vs_measured.is_null()) j["analytical_vs_measured"] = p.analytical_vs_measured;
   return j;
 }
@@ -183,6 +184,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.gemm_m_half = f.number_or("gemm_m_half", 0.0, false);
   }
   if (j.contains("accuracy")) p.accuracy = j.at("accuracy");
+  if (j.contains("contention")) p.contention = j.at("contention");
   if (j.contains("analytical_vs_measured"))
     p.analytical_vs_measured = j.at("analytical_vs_measured");
   return p;

@@ -81,6 +81,9 @@ struct Profile {
   nlohmann::json accuracy;
   // The analytical model of the --hardware file against the same measurements.
   nlohmann::json analytical_vs_measured;
+  // Contention-model parameters fitted on measured schedules (`tpo calibrate`), with the fit's
+  // errors on the cases used and on those kept out; null when not calibrated.
+  nlohmann::json contention;
 };
 
 nlohmann::ordered_json profile_to_json(const Profile& p);

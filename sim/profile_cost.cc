@@ -37,7 +37,11 @@ const char* rowwise_name(OpCode c) {
 }  // namespace
 
 ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp)
-    : p_(std::move(p)), a_(std::move(hw), tp), tp_(tp) {
+    : p_(std::move(p)), a_(hw, tp), tp_(tp), contention_(hw.contention) {
+  if (p_.contention.is_object() && p_.contention.contains("params")) {
+    contention_ =
+        contention_from_json(p_.contention.at("params"), p_.origin, "contention.params", hw.contention);
+  }
   for (const auto& g : p_.gemm) {
     gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
   }

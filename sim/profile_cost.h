@@ -27,6 +27,7 @@ class ProfileCostModel final : public CostModel {
   // "measured" (a profiled size), "interpolated", "extrapolated" (analytical, scaled at the
   // edge of the measured range) or "analytical" (the profile has nothing like it).
   std::string origin(const Op& op) const override;
+  const ContentionParams* contention() const override { return &contention_; }
   const Profile& profile() const { return p_; }
 
  private:
@@ -52,6 +53,7 @@ class ProfileCostModel final : public CostModel {
   // "rowwise". Kinds not measured use the GEMM's.
   std::map<std::string, Curve> comm_slowdown_;
   std::int64_t tp_;
+  ContentionParams contention_;  // the profile's fitted values, else the hardware file's
 };
 
 // The cost model for a workload: the profile at `profile_path` when one is given (it must

@@ -23,7 +23,8 @@ ojson workload_options_json(const WorkloadOptions& o) {
   return ojson{{"model", o.model},     {"hardware", o.hardware}, {"tp", o.tp},
                {"phase", o.phase},     {"batch", o.batch},       {"seq", o.seq},
                {"context", o.context}, {"layers", o.layers},     {"embed_head", o.embed_head},
-               {"profile", o.profile}, {"emulate", o.emulate}};
+               {"profile", o.profile}, {"emulate", o.emulate},
+               {"comm_ctas", o.comm_ctas}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {

@@ -137,6 +137,12 @@ Workload make_workload(const WorkloadOptions& o) {
   w.batch = o.batch;
   w.layers = o.layers == 0 ? w.model.num_layers : o.layers;
   w.embed_head = o.embed_head;
+  if (o.comm_ctas < 0 || (o.comm_ctas > 0 && o.comm_ctas >= w.hardware.sms)) {
+    throw FieldError("comm_ctas", std::to_string(o.comm_ctas),
+                     "must be between 1 and the GPU's SMs - 1 (" +
+                         std::to_string(w.hardware.sms - 1) + "), or 0 for the default");
+  }
+  if (o.comm_ctas > 0) w.hardware.contention.comm_ctas = o.comm_ctas;
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

@@ -31,6 +31,9 @@ struct WorkloadOptions {
   // Emulated communication: the machine whose all-reduce each copy kernel imitates; empty: the
   // hardware's own. Compute is predicted for `hardware`, the all-reduces for this machine.
   std::string emulate;
+  // SMs (CTAs) the comm kernels hold: NCCL's CTA budget, or the emulated copy kernel's CTAs.
+  // 0: the hardware file's default (contention.comm_ctas, 16 where it says nothing).
+  std::int64_t comm_ctas = 0;
   bool operator==(const WorkloadOptions&) const = default;
 };
 

@@ -98,7 +98,7 @@ std::string measured_on(const ValidateOptions& o, bool emulated) {
   }
   if (emulated) {
     return "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is a copy kernel on " +
-           std::to_string(o.comm_ctas) +
+           std::to_string(o.workload.comm_ctas > 0 ? o.workload.comm_ctas : 16) +
            " CTAs lasting the cost model's PREDICTED all-reduce time on the target machine "
            "(measured: compute and overlap; not: the links)";
   }
@@ -195,7 +195,8 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   };
   auto execute = [&](const sim::Schedule& sch) {
     return o.backend == "cpu" ? run_cpu(w, sch, ro)
-                              : run_cuda(w, sch, ro, o.comm, targets(sch), o.comm_ctas);
+                              : run_cuda(w, sch, ro, o.comm, targets(sch),
+                                         int(w.hardware.contention.comm_ctas));
   };
   c.measured = execute(c.schedule);
   const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);

@@ -29,7 +29,6 @@ struct ValidateOptions {
   std::string comm = "nccl";  // cuda: nccl | emulated
   int repeat = 3;
   int warmup = 1;
-  int comm_ctas = 16;    // emulated: CTAs of the copy kernel
   double tolerance = 0;  // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA
   // One TP rank per process (mpirun -np TP): MPI all-reduce on the CPU, NCCL across
   // processes on CUDA. Rank 0 checks the output and reports.

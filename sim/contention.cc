@@ -1,0 +1,85 @@
+// Op resources and the contention rules' small pieces (see contention.h).
+#include "sim/contention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/error.h"
+#include "sim/json_io.h"
+
+namespace tpo::sim {
+
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken) {
+  if (waves <= 0 || taken <= 0 || sms <= 0) return 1.0;
+  if (taken >= sms) return 1e6;  // no SM left: it waits (never the case with sane budgets)
+  const double alone = std::ceil(waves - 1e-9);
+  const double beside =
+      std::ceil(waves * static_cast<double>(sms) / static_cast<double>(sms - taken) - 1e-9);
+  return beside / std::max(1.0, alone);
+}
+
+OpResources op_resources(const Op& op, std::int64_t standalone_ns, const ContentionParams& p) {
+  OpResources r;
+  const double ns = static_cast<double>(std::max<std::int64_t>(standalone_ns, 1));
+  const double sms = static_cast<double>(std::max<std::int64_t>(p.sms, 1));
+  switch (op.kind) {
+    case OpKind::Gemm: {
+      const std::int64_t tiles = ((op.m + p.gemm_cta_m - 1) / p.gemm_cta_m) *
+                                 ((op.n + p.gemm_cta_n - 1) / p.gemm_cta_n);
+      // Fewer tiles than SMs: split-K or stream-K spread the work over every SM.
+      r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
+      r.hbm_gbps = static_cast<float>(op.bytes / ns);
+      break;
+    }
+    case OpKind::Attention: {
+      const std::int64_t q = op.seq_end - op.seq_begin;
+      const std::int64_t tiles =
+          std::max<std::int64_t>(1, ((q + 127) / 128) * op.n * (op.req_end - op.req_begin));
+      r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
+      r.hbm_gbps = static_cast<float>(op.bytes / ns);
+      break;
+    }
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+      r.hbm_gbps = static_cast<float>(op.bytes / ns);
+      break;
+    case OpKind::AllReduce:
+      r.comm = true;
+      r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
+      break;
+  }
+  return r;
+}
+
+ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,
+                                      const std::string& path, ContentionParams p) {
+  const JsonObject o(j, file, path);
+  p.enabled = true;
+  p.comm_ctas = o.integer_or("comm_ctas", p.comm_ctas);
+  p.gemm_cta_m = o.integer_or("gemm_cta_m", p.gemm_cta_m);
+  p.gemm_cta_n = o.integer_or("gemm_cta_n", p.gemm_cta_n);
+  p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);
+  p.comm_hbm_gbps_per_cta =
+      o.number_or("comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta, /*positive=*/false);
+  p.compute_extra = o.number_or("compute_extra", p.compute_extra, /*positive=*/false);
+  p.comm_extra = o.number_or("comm_extra", p.comm_extra, /*positive=*/false);
+  p.source = o.string_or("source", p.source);
+  if (p.sms > 0 && p.comm_ctas >= p.sms) {
+    throw InputError(file, o.field("comm_ctas"),
+                     "must be below the GPU's " + std::to_string(p.sms) + " SMs");
+  }
+  return p;
+}
+
+nlohmann::ordered_json contention_json(const ContentionParams& p) {
+  // comm_ctas is a knob of each run (--comm-ctas), not a fitted value: not written.
+  return nlohmann::ordered_json{{"gemm_cta_m", p.gemm_cta_m},
+                                {"gemm_cta_n", p.gemm_cta_n},
+                                {"hbm_gbps", p.hbm_gbps},
+                                {"comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta},
+                                {"compute_extra", p.compute_extra},
+                                {"comm_extra", p.comm_extra},
+                                {"source", p.source}};
+}
+
+}  // namespace tpo::sim

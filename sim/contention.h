@@ -1,0 +1,51 @@
+// The contention model: what two kernels overlapping on one GPU share, by rule rather than by a
+// fixed slowdown factor. A comm kernel (NCCL's channels, or the emulated all-reduce's copy)
+// holds P SMs for its whole run; a GEMM or attention kernel beside it runs its waves of thread
+// blocks on the S - P SMs left (so a one-wave kernel of S blocks needs two waves); a comm kernel
+// that arrives while such a kernel holds every SM gets SMs only as the kernel's current wave
+// retires (thread blocks are not preempted; the comm stream's priority gives it the first SMs
+// freed); and ops that stream HBM share its bandwidth. The fluid engine re-rates both ops
+// whenever the running set changes. Parameters come from the hardware file (datasheet values
+// and labelled assumptions) or, fitted on measured schedules, from a profile (`tpo calibrate`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/schedule.h"
+
+namespace tpo::sim {
+
+struct ContentionParams {
+  bool enabled = false;
+  std::int64_t sms = 0;          // SMs of the GPU
+  std::int64_t comm_ctas = 16;   // SMs a comm kernel holds (CTAs, one per SM)
+  std::int64_t gemm_cta_m = 128;  // output tile of one GEMM thread block (rows x cols): sets how
+  std::int64_t gemm_cta_n = 256;  // many waves a GEMM runs; libraries fill every SM at least
+  double hbm_gbps = 0;              // HBM bandwidth the ops share (GB/s = bytes/ns)
+  double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
+  double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
+  double comm_extra = 0;     // further slowdown of a comm kernel beside a compute kernel
+  std::string source;        // where the values come from, for reports
+};
+
+// What one op occupies, for the engine.
+struct OpResources {
+  float waves = 0;     // SM-bound kernels: thread blocks / SMs (>= 1); 0 for memory-bound ops
+  float hbm_gbps = 0;  // bandwidth it draws alone
+  bool comm = false;   // holds comm_ctas SMs for its whole run
+};
+
+OpResources op_resources(const Op& op, std::int64_t standalone_ns, const ContentionParams& p);
+
+// The slowdown of an SM-bound kernel of `waves` waves when `taken` of `sms` SMs are held.
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken);
+
+// Reads a "contention" JSON block (hardware file or profile); `base` supplies what it omits.
+ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,
+                                      const std::string& path, ContentionParams base);
+nlohmann::ordered_json contention_json(const ContentionParams& p);
+
+}  // namespace tpo::sim
