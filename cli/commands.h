@@ -18,6 +18,7 @@ std::function<int()> add_simulate(CLI::App& app);
 std::function<int()> add_plan(CLI::App& app);
 std::function<int()> add_profile(CLI::App& app);
 std::function<int()> add_validate(CLI::App& app);
+std::function<int()> add_calibrate(CLI::App& app);
 
 // Which workload flags a subcommand has (plan binds its own --seq list, profile only the
 // model, TP and hardware).

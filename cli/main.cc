@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   auto run_plan = tpo::cli::add_plan(app);
   auto run_profile = tpo::cli::add_profile(app);
   auto run_validate = tpo::cli::add_validate(app);
+  auto run_calibrate = tpo::cli::add_calibrate(app);
   tpo::cli::remember_command_line(argc, argv);
   try {
     app.parse(argc, argv);
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("plan")) return run_plan();
     if (app.got_subcommand("profile")) return run_profile();
     if (app.got_subcommand("validate")) return run_validate();
+    if (app.got_subcommand("calibrate")) return run_calibrate();
     return 2;
   } catch (const tpo::FieldError& e) {  // a core field: name the flag bound to it
     std::cerr << "tpo: error: "

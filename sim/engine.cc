@@ -132,7 +132,8 @@ void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t 
   const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
   const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
   const double into = std::fmod(std::max(0.0, alone - left), wave);
-  const double wait_ns = std::min(wave - into, std::max(0.0, left)) * a.factor;
+  // While it waits the comm kernel holds nothing: the compute kernel runs alone (rate 1).
+  const double wait_ns = std::min(wave - into, std::max(0.0, left));
   if (wait_ns < 1) return;
   OpState& x = st_[static_cast<std::size_t>(comm)];
   x.waiting = 1;

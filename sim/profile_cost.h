@@ -28,6 +28,7 @@ class ProfileCostModel final : public CostModel {
   // edge of the measured range) or "analytical" (the profile has nothing like it).
   std::string origin(const Op& op) const override;
   const ContentionParams* contention() const override { return &contention_; }
+  void set_contention(const ContentionParams& p) { contention_ = p; }
   const Profile& profile() const { return p_; }
 
  private:

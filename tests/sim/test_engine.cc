@@ -88,3 +88,68 @@ TEST_CASE("engine: a dependency cycle or a dependency on a later op of the strea
   bad.ops = {make(OpCode::Qkv, {7})};
   CHECK_THROWS_AS(e.run(bad, costs({1}, {1})), std::logic_error);
 }
+
+namespace {
+// Costs with the contention model on: S = 100 SMs, comm kernels hold 20, HBM 4000 GB/s.
+OpCosts contended(std::vector<std::int64_t> ns, std::vector<OpResources> res) {
+  OpCosts c = costs(ns, std::vector<double>(ns.size(), 1.0));
+  c.resources = std::move(res);
+  c.contention.enabled = true;
+  c.contention.sms = 100;
+  c.contention.comm_ctas = 20;
+  c.contention.hbm_gbps = 4000;
+  return c;
+}
+OpResources sm_bound(float waves) {
+  OpResources r;
+  r.waves = waves;
+  return r;
+}
+OpResources comm(float gbps = 0) {
+  OpResources r;
+  r.comm = true;
+  r.hbm_gbps = gbps;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("contention: a one-wave kernel beside a comm kernel on 20 of 100 SMs needs two waves") {
+  // Both start at 0 (the comm kernel takes its SMs first). G needs 100 blocks on 80 SMs:
+  // 2 waves, 2 x 300 = 600. AR holds its own SMs and draws no HBM: 1000 alone.
+  Schedule s;
+  s.ops = {make(OpCode::Qkv), make(OpCode::AllReduce)};
+  Engine e;
+  const Timeline& tl = e.run(s, contended({300, 1000}, {sm_bound(1.0f), comm()}));
+  CHECK(tl.end_ns == std::vector<std::int64_t>{600, 1000});
+  CHECK(wave_factor(1.0, 100, 20) == 2.0);
+  CHECK(wave_factor(4.0, 100, 20) == 5.0 / 4.0);  // 400 blocks: 4 waves alone, 5 on 80 SMs
+  CHECK(wave_factor(0.0, 100, 20) == 1.0);        // memory-bound: no waves to lose
+}
+
+TEST_CASE("contention: a comm kernel arriving while a kernel holds every SM waits for its wave") {
+  // G: 400 of work in 2 waves (200 each). AR0 (150) beside it from 0: G runs its 2 waves on 80
+  // SMs (3 waves: x1.5), so at 150 it has done 100. AR1 arrives at 150 and waits for G's first
+  // wave to retire: 100 more of G alone, until 250. Then both run: G's last 200 at x1.5 end at
+  // 550; AR1's 300 alone-rate work ends at 550 too.
+  Schedule s;
+  s.ops = {make(OpCode::GateUp), make(OpCode::AllReduce), make(OpCode::AllReduce)};
+  Engine e;
+  const Timeline& tl = e.run(s, contended({400, 150, 300}, {sm_bound(2.0f), comm(), comm()}));
+  CHECK(tl.start_ns == std::vector<std::int64_t>{0, 0, 150});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{550, 150, 550});
+  // The same graph with fixed factors of 1: no wait, no slowdown.
+  const Timeline& plain = e.run(s, costs({400, 150, 300}, {1, 1, 1}));
+  CHECK(plain.end_ns == std::vector<std::int64_t>{400, 150, 450});
+}
+
+TEST_CASE("contention: memory-bound ops and a copy share HBM bandwidth") {
+  // Norm draws 3000 GB/s, the comm kernel 2000: 5000 on a 4000 GB/s HBM, both at 1/1.25.
+  // The norm's 400 take 500; by then AR did 400 of its 1000, and the last 600 run alone: 1100.
+  Schedule s;
+  s.ops = {make(OpCode::AttnNorm), make(OpCode::AllReduce)};
+  OpResources norm;
+  norm.hbm_gbps = 3000;
+  Engine e;
+  const Timeline& tl = e.run(s, contended({400, 1000}, {norm, comm(2000)}));
+  CHECK(tl.end_ns == std::vector<std::int64_t>{500, 1100});
+}

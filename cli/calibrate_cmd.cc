@@ -1,0 +1,34 @@
+// `tpo calibrate`: fit the contention model on measured schedules (validation reports) and
+// report its error on the cases fitted and on those kept out.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "profiler/calibrate.h"
+
+namespace tpo::cli {
+
+std::function<int()> add_calibrate(CLI::App& app) {
+  auto o = std::make_shared<profiler::CalibrateOptions>();
+  auto* sub = app.add_subcommand(
+      "calibrate",
+      "Fit the contention model (SMs held by comm kernels, waves, HBM sharing) on measured\n"
+      "schedules from `tpo validate --json` reports, keeping the cases of the models not named\n"
+      "by --fit-on out of the fit, and report the error on both sets.");
+  sub->add_option("--reports", o->reports, "Validation reports (tpo.validate/1)")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--profile", o->profiles,
+                  "The profiles the runs were predicted with (matched by model and TP)")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--fit-on", o->fit_on, "Models whose cases are fitted (the rest are held out)")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--out", o->out, "Write the calibration report (tpo.calibration/1)");
+  sub->add_flag("--update-profiles", o->update_profiles,
+                "Write the fitted parameters, with both errors, into each profile");
+  return [o] { return profiler::run_calibrate(*o, std::cout); };
+}
+
+}  // namespace tpo::cli

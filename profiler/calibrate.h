@@ -1,0 +1,57 @@
+// Calibrating the contention model on measured schedules: `tpo validate` reports carry, per
+// case, the workload, the strategy and the measured total. Each case is simulated again with
+// the profile the runs were predicted with; the contention parameters are fitted (a grid
+// search minimising the squared relative error) on the cases of the models named for the fit,
+// and the errors are reported on those cases and, separately, on the cases kept out.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/contention.h"
+#include "sim/plan_file.h"
+
+namespace tpo::profiler {
+
+struct CalibrationCase {
+  std::string file;  // the report it came from
+  sim::PlannedRun run;
+  double measured_us = 0;
+  double reported_us = 0;       // what the report predicted (the model of its day)
+  double measured_none_us = 0;  // `none` on the same workload, measured in the same run
+};
+
+struct CalibrateOptions {
+  std::vector<std::string> reports;   // tpo.validate/1 files
+  std::vector<std::string> profiles;  // tpo.profile/1 files, matched to cases by model and TP
+  std::vector<std::string> fit_on;    // models whose cases are fitted; the rest are held out
+  std::string out;                    // tpo.calibration/1 report (optional)
+  bool update_profiles = false;       // write the fitted block into each profile
+};
+
+std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports);
+
+struct CaseError {
+  double predicted_us = 0;
+  double error = 0;  // (predicted - measured) / measured
+};
+
+// Errors of every case under `p` (contention off when !p.enabled: the fixed factors).
+std::vector<CaseError> evaluate(const std::vector<CalibrationCase>& cases,
+                                const std::vector<std::string>& profiles,
+                                const sim::ContentionParams& p, bool use_contention);
+
+struct ErrorSummary {
+  std::size_t cases = 0;
+  double median_abs = 0, mean_signed = 0, worst_abs = 0;
+};
+ErrorSummary summarize(const std::vector<double>& errors);
+
+// Runs the whole calibration: prints a table, writes the report and the profiles if asked.
+int run_calibrate(const CalibrateOptions& o, std::ostream& os);
+
+}  // namespace tpo::profiler
