@@ -6,7 +6,7 @@
 # it exits non-zero when any step failed (a CUDA error, a wrong result, a timeout).
 #
 #   validate/device-check.sh                      # everything
-#   PHASE=build|test|profile|validate ...         # one phase
+#   PHASE=build|test|profile|validate|calibrate    # one phase
 #   PREBUILT=build-gpu validate/device-check.sh   # binaries built elsewhere (same ARCH):
 #       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
 #       cmake --build build-gpu --target tpo tpo-gpu tpo_gpu_tests
@@ -120,6 +120,9 @@ if rows:
     for x in sorted(rows):
         print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG':6s} {x[11]}")
     print("  error = (predicted - measured) / measured")
+for f in sorted(glob.glob(os.path.join(r, "calibrate-fit-on-*.log"))):
+    print(f"\n{os.path.basename(f)}:")
+    print(open(f).read().rstrip())
 PY
   } 2>&1 | tee "$R/summary.txt"
   tar -czf "/tmp/device-check.tar.gz" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
@@ -202,6 +205,33 @@ for shard in "${SHARDS[@]}"; do
     done
   fi
 done
+
+# The comm SM budget: one case at several --comm-ctas (the copy kernel's CTAs), predicted
+# with the contention model (h200x8's fitted block) and measured.
+if want validate; then
+  prof="$R/profile-llama3.1-8b-tp2.json"
+  popt=()
+  [ -s "$prof" ] && popt=(--profile "$prof")
+  for ctas in 4 8 32; do
+    step "validate-ctas-$ctas" 120 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
+      --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
+      --json "$R/validate-ctas-$ctas.json"
+  done
+fi
+
+# The contention model fitted on this run's Llama-3.1-8B schedules, tested on Llama-2-70B's
+# (and the other way round): errors on the cases kept out of each fit, and decisions.
+if want calibrate; then
+  log "calibrate the contention model on this run's measured schedules"
+  profs=()
+  for p in "$R"/profile-*.json; do [ -s "$p" ] && profs+=("$p"); done
+  [ "${#profs[@]}" = 0 ] && profs=(configs/profiles/h200-llama3.1-8b-tp2.json configs/profiles/h200-llama2-70b-tp8.json)
+  for m in llama3.1-8b llama2-70b; do
+    step "calibrate-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+      --profile "${profs[@]}" --fit-on "$m" --out "$R/calibration-fit-on-$m.json"
+  done
+fi
 
 finish
 [ "$FAILED" = 0 ]
