@@ -72,6 +72,26 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
   return out;
 }
 
+std::vector<std::int64_t> parse_budget_list(const std::string& text) {
+  std::vector<std::int64_t> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  for (std::string p; std::getline(ss, p, ',');) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != p.size() || v < 1 || v > 1024) {
+      throw InputError("--comm-ctas", text, "'" + p + "' is not a CTA count between 1 and 1024");
+    }
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
 std::vector<StrategyKind> parse_strategy_list(const std::string& text) {
   if (text == "all") return sim::all_strategies();
   std::vector<StrategyKind> out{StrategyKind::None};
@@ -147,6 +167,7 @@ Plan make_plan(const PlanOptions& o) {
     throw InputError("--threshold", std::to_string(o.threshold), "must be in [0, 1)");
   }
   if (o.threads < 0) throw InputError("--threads", std::to_string(o.threads), "must be >= 0");
+  parse_budget_list(o.comm_ctas);
   parse_strategy_list(o.strategies);
   for (const auto& [path, opt] : {std::pair{o.json_path, "--json"}, std::pair{o.csv_path, "--csv"},
                                   std::pair{o.svg_path, "--svg"}}) {
@@ -242,7 +263,13 @@ void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>
 
 namespace {
 
-void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
+// A cost model per comm SM budget searched (the first is the default budget).
+struct Budget {
+  std::int64_t ctas = 0;  // 0: the default
+  const sim::CostModel* cm = nullptr;
+};
+
+void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& budgets) {
   const PlanOptions& o = plan.options;
   sim::Workload w = plan.workload;
   if (w.phase == sim::Phase::Prefill) {
@@ -250,19 +277,29 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   } else {
     w.context = o.workload.context < 0 ? point.seq : o.workload.context;
   }
-  Evaluator ev(w, cm);
-  Candidate none = ev.full(StrategySpec(StrategyKind::None));
-  none.detail.assign(1, '-');
-  point.candidates.push_back(none);
-  auto add = [&](Candidate c, std::string detail) {
-    c.detail = std::move(detail);
-    point.candidates.push_back(std::move(c));
-  };
-  for (StrategyKind k : parse_strategy_list(o.strategies)) {
-    if (k == StrategyKind::None) continue;
-    for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {
-      add(ev.full(v.spec), std::move(v.detail));
+  const sim::CostModel& cm = *budgets.front().cm;
+  std::int64_t simulations = 0;
+  {
+    Evaluator ev(w, cm);
+    Candidate none = ev.full(StrategySpec(StrategyKind::None));
+    none.detail.assign(1, '-');
+    point.candidates.push_back(none);
+    simulations += ev.simulations();
+  }
+  const bool searched = budgets.size() > 1;
+  for (std::size_t bi = searched ? 1 : 0; bi < budgets.size(); ++bi) {
+    Evaluator ev(w, *budgets[bi].cm);
+    for (StrategyKind k : parse_strategy_list(o.strategies)) {
+      if (k == StrategyKind::None) continue;
+      for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {
+        Candidate c = ev.full(v.spec);
+        c.detail = std::move(v.detail);
+        c.comm_ctas = budgets[bi].ctas;
+        if (searched) c.detail += " @" + std::to_string(c.comm_ctas) + " CTAs";
+        point.candidates.push_back(std::move(c));
+      }
     }
+    simulations += ev.simulations();
   }
   point.best = 0;
   for (std::size_t i = 0; i < point.candidates.size(); ++i) {
@@ -274,9 +311,22 @@ void plan_point(const Plan& plan, PlanPoint& point, const sim::CostModel& cm) {
   }
   // "Don't overlap" unless the winner beats none by more than the threshold.
   if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
-  point.simulations = ev.simulations();
+  point.simulations = simulations;
   point.cost_sources =
       sim::cost_sources(sim::build_schedule(w, point.candidates[point.best].spec), cm);
+  if (searched) {  // the best at the default budget, for what the chosen budget gains
+    const std::int64_t def = budgets[1].ctas;
+    point.best_at_default_budget_ns = point.none_ns();
+    for (const auto& c : point.candidates) {
+      if (c.allowed && c.comm_ctas == def) {
+        point.best_at_default_budget_ns = std::min(point.best_at_default_budget_ns, c.total_ns);
+      }
+    }
+  }
+  // The run a plan file records: the point's workload at the chosen budget.
+  if (point.candidates[point.best].comm_ctas > 0) {
+    point.workload.comm_ctas = point.candidates[point.best].comm_ctas;
+  }
 }
 
 }  // namespace
@@ -285,6 +335,34 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   const auto own = sim::make_cost_model(plan.workload, plan.options.workload.profile);
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
+  // Budgets: the default first (none's baseline), then each one searched.
+  std::vector<Budget> budgets{{0, &cm}};
+  std::vector<std::unique_ptr<sim::CostModel>> owned;
+  const auto list = parse_budget_list(plan.options.comm_ctas);
+  if (!list.empty() && !(cm.contention() && cm.contention()->enabled)) {
+    throw InputError("--comm-ctas", plan.options.comm_ctas,
+                     "the " + cm.name() + " cost model of " + plan.workload.hardware.name +
+                         " has no contention model (no \"contention\" block), so every budget "
+                         "predicts the same; drop --comm-ctas");
+  }
+  for (auto b : list) {
+    if (b >= plan.workload.hardware.sms) {
+      throw InputError(
+          "--comm-ctas", std::to_string(b),
+          "must be below the GPU's " + std::to_string(plan.workload.hardware.sms) + " SMs");
+    }
+  }
+  if (!list.empty()) {
+    const std::int64_t def = plan.workload.hardware.contention.comm_ctas;
+    budgets.push_back({def, &cm});
+    for (auto b : list) {
+      if (b == def) continue;
+      sim::Workload wb = plan.workload;
+      wb.hardware.contention.comm_ctas = b;
+      owned.push_back(sim::make_cost_model(wb, plan.options.workload.profile));
+      budgets.push_back({b, owned.back().get()});
+    }
+  }
   const std::size_t n = plan.points.size();
   const bool progress = !plan.options.quiet && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
@@ -295,7 +373,8 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
     return plan.points[a].seq > plan.points[b].seq;
   });
   run_jobs(
-      n, plan.options.threads, [&](std::size_t j) { plan_point(plan, plan.points[order[j]], cm); },
+      n, plan.options.threads,
+      [&](std::size_t j) { plan_point(plan, plan.points[order[j]], budgets); },
       [&](std::size_t d) {
         if (!progress) return;
         const double el =

@@ -27,6 +27,9 @@ struct PlanOptions {
   double threshold = 0.02;  // overlap must beat none by more than this fraction
   bool allow_arch_change = false;
   std::int64_t threads = 0;  // 0: all cores
+  // Comm SM budgets to search jointly with the strategies ("8,16,32"); empty: the workload's
+  // (or the hardware's default) only. Only the contention model prices a budget.
+  std::string comm_ctas;
   std::string json_path, csv_path, svg_path;
   bool quiet = false;  // no progress on stderr
 };
@@ -40,8 +43,9 @@ struct Candidate {
   std::string detail;  // "2253,1843" / "last 40 layers" / "4 pieces"
   std::int64_t total_ns = 0;
   std::int64_t exposed_comm_ns = 0;
-  double speedup = 0;   // none / this
-  bool allowed = true;  // false: changes the model and --allow-arch-change is off
+  double speedup = 0;          // none / this
+  bool allowed = true;         // false: changes the model and --allow-arch-change is off
+  std::int64_t comm_ctas = 0;  // the comm SM budget it was timed with (0: the default)
   std::string strategy() const { return sim::strategy_name(spec.kind); }
   bool preserves_function() const { return sim::preserves_function(spec.kind); }
 };
@@ -53,6 +57,7 @@ struct PlanPoint {
   std::vector<Candidate> candidates;                 // candidates[0] is none
   std::size_t best = 0;                              // index into candidates; 0 means don't overlap
   std::int64_t simulations = 0;                      // graphs timed for this point
+  std::int64_t best_at_default_budget_ns = 0;        // with a budget search: the best there
   std::map<std::string, std::int64_t> cost_sources;  // of the best candidate's ops
   std::int64_t none_ns() const { return candidates.empty() ? 0 : candidates.front().total_ns; }
 };
@@ -68,6 +73,8 @@ struct Plan {
 // rounded to the alignment grid). Throws InputError naming --seq.
 std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t align);
 std::vector<sim::StrategyKind> parse_strategy_list(const std::string& text);
+// Parses --comm-ctas ("8,16,32"); throws InputError naming --comm-ctas.
+std::vector<std::int64_t> parse_budget_list(const std::string& text);
 
 // Validates everything (configs, ranges, output paths) before any work.
 Plan make_plan(const PlanOptions& o);

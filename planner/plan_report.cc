@@ -83,6 +83,19 @@ void print_plan(std::ostream& os, const Plan& plan) {
     for (const auto& [k, n] : total) os << " " << n << " " << k;
     os << " (profile " << plan.options.workload.profile << ")\n";
   }
+  if (!plan.options.comm_ctas.empty()) {
+    os << "\ncomm SM budget searched: " << plan.options.comm_ctas
+       << " CTAs (the chosen one is in the variant column); gain over the best at the default "
+          "budget:";
+    for (const auto& p : plan.points) {
+      const Candidate& b = p.candidates[p.best];
+      os << " " << p.seq << ": "
+         << fmt("%.1f%%", 100.0 * (static_cast<double>(p.best_at_default_budget_ns) /
+                                       static_cast<double>(b.total_ns) -
+                                   1.0));
+    }
+    os << "\n";
+  }
   if (show_arch) {
     os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "
           "shown, not chosen.\nPass --allow-arch-change to let the planner pick them.\n";
@@ -101,7 +114,8 @@ ojson plan_json(const Plan& plan) {
                  {"speedup", c.speedup},
                  {"exposed_comm_us", to_us(c.exposed_comm_ns)},
                  {"preserves_function", c.preserves_function()},
-                 {"allowed", c.allowed}};
+                 {"allowed", c.allowed},
+                 {"comm_ctas", c.comm_ctas}};
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
@@ -118,7 +132,8 @@ ojson plan_json(const Plan& plan) {
                        {"threshold", o.threshold},
                        {"allow_arch_change", o.allow_arch_change},
                        {"layers", o.workload.layers},
-                       {"profile", o.workload.profile}};
+                       {"profile", o.workload.profile},
+                       {"comm_ctas", o.comm_ctas}};
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;
@@ -151,6 +166,7 @@ ojson plan_json(const Plan& plan) {
                            {"best", p.best},
                            {"overlap", p.best != 0},
                            {"simulations", p.simulations},
+                           {"best_at_default_budget_us", to_us(p.best_at_default_budget_ns)},
                            {"cost_sources", p.cost_sources},
                            {"candidates", std::move(cands)}});
   }

@@ -18,14 +18,21 @@ double wave_factor(double waves, std::int64_t sms, std::int64_t taken) {
   return beside / std::max(1.0, alone);
 }
 
+double comm_budget_factor(const ContentionParams& p) {
+  if (!p.enabled || p.comm_ctas_full <= 0 || p.comm_ctas <= 0 || p.comm_ctas >= p.comm_ctas_full) {
+    return 1.0;
+  }
+  return static_cast<double>(p.comm_ctas_full) / static_cast<double>(p.comm_ctas);
+}
+
 OpResources op_resources(const Op& op, std::int64_t standalone_ns, const ContentionParams& p) {
   OpResources r;
   const double ns = static_cast<double>(std::max<std::int64_t>(standalone_ns, 1));
   const double sms = static_cast<double>(std::max<std::int64_t>(p.sms, 1));
   switch (op.kind) {
     case OpKind::Gemm: {
-      const std::int64_t tiles = ((op.m + p.gemm_cta_m - 1) / p.gemm_cta_m) *
-                                 ((op.n + p.gemm_cta_n - 1) / p.gemm_cta_n);
+      const std::int64_t tiles =
+          ((op.m + p.gemm_cta_m - 1) / p.gemm_cta_m) * ((op.n + p.gemm_cta_n - 1) / p.gemm_cta_n);
       // Fewer tiles than SMs: split-K or stream-K spread the work over every SM.
       r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
       r.hbm_gbps = static_cast<float>(op.bytes / ns);
@@ -56,6 +63,7 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
   const JsonObject o(j, file, path);
   p.enabled = true;
   p.comm_ctas = o.integer_or("comm_ctas", p.comm_ctas);
+  p.comm_ctas_full = o.count_or("comm_ctas_full", p.comm_ctas_full);
   p.gemm_cta_m = o.integer_or("gemm_cta_m", p.gemm_cta_m);
   p.gemm_cta_n = o.integer_or("gemm_cta_n", p.gemm_cta_n);
   p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);

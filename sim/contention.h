@@ -20,11 +20,14 @@ namespace tpo::sim {
 
 struct ContentionParams {
   bool enabled = false;
-  std::int64_t sms = 0;          // SMs of the GPU
-  std::int64_t comm_ctas = 16;   // SMs a comm kernel holds (CTAs, one per SM)
-  std::int64_t gemm_cta_m = 128;  // output tile of one GEMM thread block (rows x cols): sets how
-  std::int64_t gemm_cta_n = 256;  // many waves a GEMM runs; libraries fill every SM at least
-  double hbm_gbps = 0;              // HBM bandwidth the ops share (GB/s = bytes/ns)
+  std::int64_t sms = 0;         // SMs of the GPU
+  std::int64_t comm_ctas = 16;  // SMs a comm kernel holds (CTAs, one per SM)
+  // CTAs at which a collective reaches its link's bus bandwidth; with fewer its bandwidth term
+  // scales by comm_ctas / comm_ctas_full (0: the budget does not change the comm's time).
+  std::int64_t comm_ctas_full = 0;
+  std::int64_t gemm_cta_m = 128;     // output tile of one GEMM thread block (rows x cols): sets how
+  std::int64_t gemm_cta_n = 256;     // many waves a GEMM runs; libraries fill every SM at least
+  double hbm_gbps = 0;               // HBM bandwidth the ops share (GB/s = bytes/ns)
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
   double comm_extra = 0;     // further slowdown of a comm kernel beside a compute kernel
@@ -39,6 +42,9 @@ struct OpResources {
 };
 
 OpResources op_resources(const Op& op, std::int64_t standalone_ns, const ContentionParams& p);
+
+// How much longer a collective's bandwidth term takes on the budget `p.comm_ctas` (>= 1).
+double comm_budget_factor(const ContentionParams& p);
 
 // The slowdown of an SM-bound kernel of `waves` waves when `taken` of `sms` SMs are held.
 double wave_factor(double waves, std::int64_t sms, std::int64_t taken);

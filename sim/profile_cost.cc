@@ -39,8 +39,8 @@ const char* rowwise_name(OpCode c) {
 ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp)
     : p_(std::move(p)), a_(hw, tp), tp_(tp), contention_(hw.contention) {
   if (p_.contention.is_object() && p_.contention.contains("params")) {
-    contention_ =
-        contention_from_json(p_.contention.at("params"), p_.origin, "contention.params", hw.contention);
+    contention_ = contention_from_json(p_.contention.at("params"), p_.origin, "contention.params",
+                                       hw.contention);
   }
   for (const auto& g : p_.gemm) {
     gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
@@ -137,7 +137,9 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
     case OpKind::AllReduce:
       if (auto it = allreduce_.find(tp_); it != allreduce_.end()) {
         const double elements = op.bytes / 2.0;  // the graph counts bf16 messages
-        return on_curve(it->second, elements, op);
+        Estimate e = on_curve(it->second, elements, op);
+        e.us *= comm_budget_factor(contention_);  // measured at NCCL's own budget
+        return e;
       }
       break;
   }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -548,4 +549,35 @@ TEST_CASE(
   r = tpo("calibrate --reports " + data + "/tiny_model.json --profile x.json --fit-on tiny");
   CHECK(r.code == 2);
   CHECK(r.out.find("tpo.validate/1") != std::string::npos);
+}
+
+TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and records it") {
+  const fs::path p = scratch() / "budget.plan.json";
+  auto r =
+      tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 4096,16384 --layers 4 "
+          "--strategies iso --comm-ctas 4,8,16,32 --quiet --json " +
+          p.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("comm SM budget searched: 4,8,16,32") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(p));
+  for (const auto& e : j.at("lookup")) {
+    const auto ctas = e.at("run").at("workload").at("comm_ctas").get<std::int64_t>();
+    if (e.at("strategy") == "iso") CHECK((ctas == 4 || ctas == 8 || ctas == 16 || ctas == 32));
+  }
+  for (const auto& pt : j.at("points")) {
+    // Each budget's candidates were timed; the pick is the fastest allowed of them all.
+    std::set<std::int64_t> seen;
+    for (const auto& c : pt.at("candidates")) seen.insert(c.at("comm_ctas").get<std::int64_t>());
+    CHECK(seen.size() >= 4);
+    const auto& best = pt.at("candidates").at(pt.at("best").get<std::size_t>());
+    CHECK(best.at("total_us").get<double>() <= pt.at("best_at_default_budget_us").get<double>());
+  }
+  // Without a contention model a budget changes nothing: refused, not silently ignored.
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --comm-ctas 8 --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--comm-ctas 8: the analytical cost model of h100x8 has no contention") !=
+        std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 8,x --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--comm-ctas 8,x: 'x' is not a CTA count") != std::string::npos);
 }
