@@ -239,9 +239,9 @@ class CudaRun {
       mpi::broadcast(&bytes, sizeof bytes, 0);
       id.resize(std::size_t(bytes));
       mpi::broadcast(id.data(), id.size(), 0);
-      nccl_ = std::make_unique<cu::NcclGroup>(mpi::rank(), mpi::size(), id, mpi_device);
+      nccl_ = std::make_unique<cu::NcclGroup>(mpi::rank(), mpi::size(), id, mpi_device, ctas_);
     } else {
-      nccl_ = std::make_unique<cu::NcclGroup>(int(ranks));
+      nccl_ = std::make_unique<cu::NcclGroup>(int(ranks), ctas_);
     }
   }
 

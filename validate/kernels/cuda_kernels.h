@@ -122,8 +122,10 @@ std::vector<char> nccl_unique_id();
 // made), on `device`.
 class NcclGroup {
  public:
-  explicit NcclGroup(int ranks);
-  NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device);
+  // `ctas` > 0: the communicator's SM budget (ncclConfig_t minCTAs = maxCTAs, through
+  // ncclCommInitRankConfig); 0: NCCL's own choice.
+  explicit NcclGroup(int ranks, int ctas = 0);
+  NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device, int ctas = 0);
   ~NcclGroup();
   int ranks() const;
   // In-place bf16 sum over the ranks: bufs[r] on device r, enqueued on each rank's stream.

@@ -12,6 +12,13 @@ struct NcclGroup::Impl {
 };
 
 namespace {
+ncclConfig_t budget_config(int ctas) {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  c.minCTAs = ctas;
+  c.maxCTAs = ctas;
+  return c;
+}
+
 cudaStream_t high_priority_stream(int device) {
   TPO_CUDA_CHECK(cudaSetDevice(device));
   int least = 0, greatest = 0;
@@ -28,7 +35,7 @@ std::vector<char> nccl_unique_id() {
   return std::vector<char>(id.internal, id.internal + sizeof(id.internal));
 }
 
-NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device)
+NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, int device, int ctas)
     : impl_(std::make_unique<Impl>()) {
   ncclUniqueId id;
   if (unique_id.size() != sizeof(id.internal)) {
@@ -40,14 +47,19 @@ NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, i
   TPO_CUDA_CHECK(cudaGetDevice(&previous));
   TPO_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm;
-  TPO_NCCL_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  if (ctas > 0) {
+    ncclConfig_t config = budget_config(ctas);
+    TPO_NCCL_CHECK(ncclCommInitRankConfig(&comm, nranks, id, rank, &config));
+  } else {
+    TPO_NCCL_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  }
   impl_->comms.push_back(comm);
   impl_->streams.push_back(high_priority_stream(device));
   impl_->devices.push_back(device);
   TPO_CUDA_CHECK(cudaSetDevice(previous));
 }
 
-NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
+NcclGroup::NcclGroup(int ranks, int ctas) : impl_(std::make_unique<Impl>()) {
   int previous = 0;
   TPO_CUDA_CHECK(cudaGetDevice(&previous));
   std::string why;
@@ -60,7 +72,19 @@ NcclGroup::NcclGroup(int ranks) : impl_(std::make_unique<Impl>()) {
   impl_->comms.resize(std::size_t(ranks));
   std::vector<int> devs(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) devs[std::size_t(r)] = r;
-  TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
+  if (ctas > 0) {  // one rank per device of this process, each with the budget
+    ncclUniqueId id;
+    TPO_NCCL_CHECK(ncclGetUniqueId(&id));
+    ncclConfig_t config = budget_config(ctas);
+    TPO_NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < ranks; ++r) {
+      TPO_CUDA_CHECK(cudaSetDevice(r));
+      TPO_NCCL_CHECK(ncclCommInitRankConfig(&impl_->comms[std::size_t(r)], ranks, id, r, &config));
+    }
+    TPO_NCCL_CHECK(ncclGroupEnd());
+  } else {
+    TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
+  }
   for (int r = 0; r < ranks; ++r) {
     impl_->streams.push_back(high_priority_stream(r));
     impl_->devices.push_back(r);
@@ -114,10 +138,10 @@ struct NcclGroup::Impl {};
 std::vector<char> nccl_unique_id() {
   throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
 }
-NcclGroup::NcclGroup(int) {
+NcclGroup::NcclGroup(int, int) {
   throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
 }
-NcclGroup::NcclGroup(int, int, const std::vector<char>&, int) {
+NcclGroup::NcclGroup(int, int, const std::vector<char>&, int, int) {
   throw std::runtime_error("this build has no NCCL (configure where nccl.h and libnccl are found)");
 }
 NcclGroup::~NcclGroup() = default;
