@@ -52,6 +52,28 @@ void BM_EngineIso405B(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineIso405B)->Unit(benchmark::kMicrosecond);
 
+// The same graph with the contention model on (h200x8's fitted parameters): SM and HBM
+// sharing, and comm kernels waiting for waves, re-rated at every change of the running set.
+void BM_EngineIso405BContention(benchmark::State& state) {
+  const Fixture& f = fixture();
+  OpCosts costs = f.costs;
+  const HardwareConfig h200 = load_hardware("h200x8");
+  costs.contention = h200.contention;
+  for (std::size_t i = 0; i < f.schedule.ops.size(); ++i) {
+    costs.resources.push_back(
+        op_resources(f.schedule.ops[i], costs.standalone_ns[i], h200.contention));
+  }
+  Engine engine;
+  for (auto _ : state) {
+    const Timeline& tl = engine.run(f.schedule, costs);
+    benchmark::DoNotOptimize(tl.total_ns);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(f.schedule.ops.size()));
+  state.counters["ops"] = static_cast<double>(f.schedule.ops.size());
+}
+BENCHMARK(BM_EngineIso405BContention)->Unit(benchmark::kMicrosecond);
+
 struct Ev {
   std::int64_t t;
   std::uint64_t seq;
