@@ -81,6 +81,10 @@ std::function<int()> add_validate(CLI::App& app) {
                   "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
                   "profile); --hardware, --profile, --emulate and --layers may replace the "
                   "plan's");
+  sub->add_option("--alternatives", o->alternatives,
+                  "With --plan: also measure each point's N fastest-predicted other candidates "
+                  "and report whether the plan's pick was the fastest measured (regret)")
+      ->capture_default_str();
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
@@ -110,6 +114,8 @@ std::function<int()> add_validate(CLI::App& app) {
       o->hardware_given = sub->count("--hardware") > 0;
       o->profile_given = sub->count("--profile") > 0;
       o->layers_given = sub->count("--layers") > 0;  // then predictions are re-simulated
+    } else if (sub->count("--alternatives")) {
+      throw InputError("--alternatives", "", "applies to --plan (a plan's other candidates)");
     } else {
       check_given(o->workload, o->strategy, *sub, false);
     }

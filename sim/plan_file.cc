@@ -121,6 +121,38 @@ PlannedRun legacy_run(const JsonObject& plan, const JsonObject& e, std::int64_t 
   return r;
 }
 
+// The other allowed candidates of the entry's point (points[] holds them, same seq_len).
+std::vector<std::pair<PlannedRun, double>> alternatives_of(const nlohmann::json& j,
+                                                           const std::string& path,
+                                                           const PlanEntry& e) {
+  std::vector<std::pair<PlannedRun, double>> out;
+  if (!j.contains("points") || !j.at("points").is_array()) return out;
+  for (std::size_t i = 0; i < j.at("points").size(); ++i) {
+    const JsonObject pt(j.at("points").at(i), path, "points[" + std::to_string(i) + "]");
+    if (pt.integer("seq_len") != e.seq || !pt.raw().contains("candidates")) continue;
+    const auto& cands = pt.raw().at("candidates");
+    for (std::size_t k = 0; k < cands.size(); ++k) {
+      const JsonObject c(cands.at(k), path, pt.field("candidates") + "[" + std::to_string(k) + "]");
+      if (c.raw().contains("allowed") && c.raw().at("allowed") == false) continue;
+      PlannedRun r;
+      r.workload = e.run.workload;
+      if (c.has("comm_ctas") && c.count_or("comm_ctas", 0) > 0) {
+        r.workload.comm_ctas = c.count_or("comm_ctas", 0);
+      }
+      nlohmann::json spec =
+          c.raw().contains("params") ? c.raw().at("params") : nlohmann::json::object();
+      spec["name"] = c.string("strategy");
+      spec["chunks"] = c.raw().contains("chunks") ? c.raw().at("chunks") : nlohmann::json::array();
+      r.spec = spec_from_json(JsonObject(spec, path, c.field("strategy")));
+      if (r.spec.kind == StrategyKind::None || r == e.run) continue;
+      out.emplace_back(std::move(r), c.number("total_us"));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  return out;
+}
+
 }  // namespace
 
 PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& file,
@@ -227,6 +259,7 @@ PlanFile load_plan(const std::string& path) {
     }
     pe.predicted_us = e.number("predicted_us");
     pe.none_us = e.number("none_us");
+    pe.alternatives = alternatives_of(j, path, pe);
     if (!p.entries.empty() && pe.seq <= p.entries.back().seq) {
       throw InputError(path, e.field("seq_len"), "lookup entries must be sorted by seq_len");
     }

@@ -39,6 +39,9 @@ struct PlanEntry {
   double predicted_us = 0;
   double none_us = 0;
   std::string where;  // "lookup[2]": the entry's place in the file, for errors
+  // The point's other allowed candidates (not none, not the pick), fastest predicted first,
+  // each with its predicted time: what `validate --plan --alternatives N` also measures.
+  std::vector<std::pair<PlannedRun, double>> alternatives;
 };
 
 struct PlanFile {

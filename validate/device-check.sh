@@ -186,7 +186,7 @@ for shard in "${SHARDS[@]}"; do
         --seq 2048,4096,8192 --layers 2 --strategies iso --quiet --json "$R/plan-$tag.json"
       step "validate-$tag-plan" 150 "$TPO" validate --backend cuda --comm emulated \
         --plan "$R/plan-$tag.json" --hardware h200x8 --emulate "$target" "${popt[@]}" \
-        --repeat 5 --json "$R/validate-$tag-plan.json" \
+        --alternatives 2 --repeat 5 --json "$R/validate-$tag-plan.json" \
         --trace "$R/trace-$tag-plan.json"
       for seq in 2048 4096 8192; do
         cases=("iso --split 0.5,0.5" "iso --split 0.65,0.35")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <map>
 
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -33,46 +34,59 @@ namespace {
 // planned — with the hardware (the machine running), the profile and the layers replaced only
 // when given, and with emulated communication imitating the plan's machine unless told
 // otherwise. Every run is checked here, cost model included, before any of them executes.
-std::vector<sim::PlannedRun> runs_of(const ValidateOptions& o, bool emulated) {
+struct RunCase {
+  sim::PlannedRun run;
+  int group = -1;
+  bool picked = true;
+};
+
+std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
     const auto kind = sim::parse_strategy_name(o.strategy.strategy);
-    return {{o.workload, sim::make_spec(o.strategy, w, kind)}};
+    return {{{o.workload, sim::make_spec(o.strategy, w, kind)}, -1, true}};
   }
   const sim::PlanFile plan = sim::load_plan(o.plan_path);
-  std::vector<sim::PlannedRun> out;
-  for (const auto& e : plan.entries) {
-    sim::PlannedRun r = e.run;
-    if (emulated)
-      r.workload.emulate = o.workload.emulate.empty() ? r.workload.hardware : o.workload.emulate;
-    if (o.hardware_given) r.workload.hardware = o.workload.hardware;
-    if (o.profile_given) r.workload.profile = o.workload.profile;
-    if (o.layers_given) r.workload.layers = o.workload.layers;
-    // A point the plan file describes impossibly is the file's fault: name its field. Where an
-    // option replaced the plan's value, or the machine running does not fit the point, the
-    // option is named.
-    try {
-      const sim::Workload w = sim::make_workload(r.workload);
-      sim::build_schedule(w, r.spec);
-      sim::make_cost_model(w, r.workload.profile);
-    } catch (const FieldError& err) {
-      const std::string& f = err.name();
-      const bool overridden =
-          (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
-          (f == "layers" && o.layers_given) || (f == "emulate" && !o.workload.emulate.empty());
-      if (overridden) throw;
-      if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile")) {
-        throw InputError("--hardware", o.workload.hardware,
-                         "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
-                             "): " + err.problem());
-      }
-      const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
-                               f == "ladder_layers" || f == "split" || f == "chunks";
-      throw InputError(o.plan_path,
-                       e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
-                       err.value() + ": " + err.problem());
+  std::vector<RunCase> out;
+  for (std::size_t g = 0; g < plan.entries.size(); ++g) {
+    const auto& e = plan.entries[g];
+    std::vector<sim::PlannedRun> mine{e.run};
+    for (std::size_t a = 0; a < e.alternatives.size() && int(a) < o.alternatives; ++a) {
+      mine.push_back(e.alternatives[a].first);
     }
-    out.push_back(std::move(r));
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      sim::PlannedRun r = mine[k];
+      if (emulated)
+        r.workload.emulate = o.workload.emulate.empty() ? r.workload.hardware : o.workload.emulate;
+      if (o.hardware_given) r.workload.hardware = o.workload.hardware;
+      if (o.profile_given) r.workload.profile = o.workload.profile;
+      if (o.layers_given) r.workload.layers = o.workload.layers;
+      // A point the plan file describes impossibly is the file's fault: name its field. Where an
+      // option replaced the plan's value, or the machine running does not fit the point, the
+      // option is named.
+      try {
+        const sim::Workload w = sim::make_workload(r.workload);
+        sim::build_schedule(w, r.spec);
+        sim::make_cost_model(w, r.workload.profile);
+      } catch (const FieldError& err) {
+        const std::string& f = err.name();
+        const bool overridden =
+            (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
+            (f == "layers" && o.layers_given) || (f == "emulate" && !o.workload.emulate.empty());
+        if (overridden) throw;
+        if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile")) {
+          throw InputError("--hardware", o.workload.hardware,
+                           "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
+                               "): " + err.problem());
+        }
+        const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
+                                 f == "ladder_layers" || f == "split" || f == "chunks";
+        throw InputError(o.plan_path,
+                         e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
+                         err.value() + ": " + err.problem());
+      }
+      out.push_back({std::move(r), static_cast<int>(g), k == 0});
+    }
   }
   return out;
 }
@@ -194,9 +208,9 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
     return t;
   };
   auto execute = [&](const sim::Schedule& sch) {
-    return o.backend == "cpu" ? run_cpu(w, sch, ro)
-                              : run_cuda(w, sch, ro, o.comm, targets(sch),
-                                         int(w.hardware.contention.comm_ctas));
+    return o.backend == "cpu"
+               ? run_cpu(w, sch, ro)
+               : run_cuda(w, sch, ro, o.comm, targets(sch), int(w.hardware.contention.comm_ctas));
   };
   c.measured = execute(c.schedule);
   const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
@@ -235,8 +249,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
   rep.measured_on = measured_on(o, emulated);
   const auto runs = runs_of(o, emulated);  // validates every run up front
   std::vector<sim::Workload> ws;
-  for (const auto& r : runs) {
-    sim::Workload w = sim::make_workload(r.workload);
+  for (const auto& rc : runs) {
+    sim::Workload w = sim::make_workload(rc.run.workload);
     if (o.mpi && w.tp != mpi::size()) {
       throw InputError("--mpi", std::to_string(mpi::size()) + " processes",
                        "TP is " + std::to_string(w.tp) +
@@ -252,9 +266,47 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.warmup = o.warmup;
   ro.mpi = o.mpi;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    rep.cases.push_back(run_case(o, runs[i], ws[i], ro, reporter, tolerance, &rep.cost_model));
+    rep.cases.push_back(run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model));
+    rep.cases.back().group = runs[i].group;
+    rep.cases.back().picked = runs[i].picked;
   }
   return rep;
+}
+
+std::vector<Decision> decisions(const ValidateReport& r) {
+  std::map<int, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < r.cases.size(); ++i) {
+    if (r.cases[i].group >= 0) groups[r.cases[i].group].push_back(i);
+  }
+  std::vector<Decision> out;
+  for (const auto& [g, idx] : groups) {
+    Decision d;
+    d.group = g;
+    std::vector<std::int64_t> nones;
+    for (auto i : idx) {
+      if (r.cases[i].picked) d.picked_case = i;
+      nones.push_back(r.cases[i].measured_none_ns);
+    }
+    std::sort(nones.begin(), nones.end());
+    const std::int64_t none = nones[nones.size() / 2];
+    std::int64_t fastest = none;
+    d.fastest = "none";
+    for (auto i : idx) {
+      const auto& c = r.cases[i];
+      if (c.spec.kind != sim::StrategyKind::None && c.measured.total_ns < fastest) {
+        fastest = c.measured.total_ns;
+        d.fastest = c.schedule.strategy + " " + sim::variant_text(c.spec);
+      }
+    }
+    // none is measured in every case's run: the median of those stands for it, the pick too.
+    const auto& p = r.cases[d.picked_case];
+    const std::int64_t pick = p.spec.kind == sim::StrategyKind::None ? none : p.measured.total_ns;
+    d.regret = static_cast<double>(pick) / static_cast<double>(fastest) - 1.0;
+    d.overlap_picked = p.spec.kind != sim::StrategyKind::None;
+    d.overlap_measured = d.fastest != "none";
+    out.push_back(d);
+  }
+  return out;
 }
 
 void print_validate(std::ostream& os, const ValidateReport& r) {
@@ -293,6 +345,16 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
       break;
     }
   }
+  if (const auto ds = decisions(r); !ds.empty()) {
+    os << "\nthe plan's pick against the measured alternatives (none, and --alternatives):\n";
+    for (const auto& d : ds) {
+      const auto& p = r.cases[d.picked_case];
+      os << "  " << std::left << std::setw(9) << p.workload.seq << std::setw(28)
+         << (p.schedule.strategy + " " + sim::variant_text(p.spec))
+         << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
+         << fmt(", regret %.1f%%", 100 * d.regret) << "\n";
+    }
+  }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
         "workload; result: max |output - reference| / max |reference| against the "
         "architecture's reference forward (and none's output when the function is the same)\n";
@@ -325,6 +387,10 @@ ojson validate_json(const ValidateReport& r) {
                           {"chunks", c.schedule.chunk_tokens},
                           {"preserves_function", c.schedule.preserves_function}};
     k["run"] = sim::planned_run_json(c.run);
+    if (c.group >= 0) {
+      k["point"] = c.group;
+      k["picked_by_plan"] = c.picked;
+    }
     k["predicted_us"] = to_us(c.predicted.total_ns);
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
@@ -367,6 +433,16 @@ ojson validate_json(const ValidateReport& r) {
     cases.push_back(std::move(k));
   }
   j["cases"] = std::move(cases);
+  ojson dec = ojson::array();
+  for (const auto& d : decisions(r)) {
+    dec.push_back(ojson{{"point", d.group},
+                        {"picked_case", d.picked_case},
+                        {"fastest_measured", d.fastest},
+                        {"regret", d.regret},
+                        {"overlap_picked", d.overlap_picked},
+                        {"overlap_measured", d.overlap_measured}});
+  }
+  j["decisions"] = std::move(dec);
   return j;
 }
 

@@ -33,12 +33,17 @@ struct ValidateOptions {
   // One TP rank per process (mpirun -np TP): MPI all-reduce on the CPU, NCCL across
   // processes on CUDA. Rank 0 checks the output and reports.
   bool mpi = false;
+  // With --plan: also measure each point's N fastest-predicted other candidates, so that the
+  // report says whether the plan's pick was the fastest measured, and by how much it missed.
+  int alternatives = 0;
   // Reports to write: checked before any work (on the reporting rank), written by the caller.
   std::string json_path, trace_path;
 };
 
 struct CaseResult {
   sim::PlannedRun run;  // what ran, as a plan file would say it
+  int group = -1;       // with --plan: the planned point it belongs to
+  bool picked = true;   // the plan's pick (false: an alternative measured beside it)
   sim::Workload workload;
   sim::StrategySpec spec;
   sim::Schedule schedule;
@@ -59,6 +64,17 @@ struct ValidateReport {
   std::vector<CaseResult> cases;
   bool all_correct() const;
 };
+
+// Per planned point: the pick against every measured alternative (none included: each case
+// measures it). regret = measured(pick) / fastest measured - 1.
+struct Decision {
+  int group = -1;
+  std::size_t picked_case = 0;
+  std::string fastest;  // the fastest measured alternative, in words
+  double regret = 0;
+  bool overlap_measured = false, overlap_picked = false;
+};
+std::vector<Decision> decisions(const ValidateReport& r);
 
 // Throws InputError for bad input; returns the report (the caller prints and writes it).
 ValidateReport run_validate(const ValidateOptions& o);

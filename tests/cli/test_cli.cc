@@ -581,3 +581,30 @@ TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and reco
   CHECK(r.code == 2);
   CHECK(r.out.find("--comm-ctas 8,x: 'x' is not a CTA count") != std::string::npos);
 }
+
+TEST_CASE(
+    "validate --plan --alternatives measures other candidates and reports the pick's regret") {
+  const fs::path plan = scratch() / "alt.plan.json", rep = scratch() / "alt.validate.json";
+  auto r = tpo("plan --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --seq 128,256 --layers 1 --quiet "
+               "--json " +
+               plan.string());
+  REQUIRE(r.code == 0);
+  r = tpo("validate --plan " + plan.string() + " --alternatives 2 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("the plan's pick against the measured alternatives") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(rep));
+  REQUIRE(j.at("decisions").size() == 2);  // one per planned point
+  for (const auto& d : j.at("decisions")) {
+    CHECK(d.at("regret").get<double>() >= 0.0);
+    int picked = 0, cases = 0;
+    for (const auto& c : j.at("cases")) {
+      if (c.at("point") != d.at("point")) continue;
+      ++cases;
+      picked += c.at("picked_by_plan").get<bool>() ? 1 : 0;
+    }
+    CHECK(picked == 1);
+    CHECK(cases == 3);  // the pick and two alternatives
+  }
+}
