@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TPO := $(BUILD_DIR)/cli/tpo
 
-.PHONY: all deps configure build demo test bench format clean
+.PHONY: all deps cudnn-frontend configure build demo test bench format clean
 
 all: build
 
@@ -24,7 +24,23 @@ deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "tpo: all Debian packages present"; fi
 
-configure: deps
+# cuDNN's fused attention needs the header-only cudnn-frontend (PyPI: nvidia-cudnn-frontend):
+# its wheel is downloaded and its headers unpacked into BUILD_DIR/_deps, where CUDA's cuDNN is
+# installed. Optional: without them the build uses the cuBLAS attention.
+FRONTEND := $(BUILD_DIR)/_deps/cudnn-frontend
+cudnn-frontend:
+	@if [ -e /usr/local/cuda/include/cudnn.h ] && [ ! -e $(FRONTEND)/include/cudnn_frontend.h ]; then \
+	  echo "tpo: fetching the cudnn-frontend headers (PyPI nvidia-cudnn-frontend)"; \
+	  mkdir -p $(FRONTEND) && rm -f $(FRONTEND)/*.whl && \
+	  if python3 -m pip download -q --no-deps -d $(FRONTEND) nvidia-cudnn-frontend 2>/dev/null && \
+	     python3 -m zipfile -e $(FRONTEND)/*.whl $(FRONTEND)/wheel && \
+	     cp -r $(FRONTEND)/wheel/include $(FRONTEND)/include; then \
+	    echo "tpo: cudnn-frontend headers in $(FRONTEND)/include"; \
+	  else echo "tpo: cudnn-frontend not available; building with the cuBLAS attention only"; fi; \
+	  rm -rf $(FRONTEND)/wheel $(FRONTEND)/*.whl; \
+	fi
+
+configure: deps cudnn-frontend
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: configure

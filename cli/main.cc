@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // The version, the git SHA, and the optional parts this build has.
   const std::string parts = std::string(TPO_WITH_CUDA ? " cuda" : "") +
-                            (TPO_WITH_NCCL ? " nccl" : "") + (TPO_WITH_MPI ? " mpi" : "");
+                            (TPO_WITH_NCCL ? " nccl" : "") + (TPO_WITH_MPI ? " mpi" : "") +
+                            (TPO_WITH_CUDNN ? " cudnn" : "");
   app.set_version_flag("--version", std::string(tpo::tool_version()) + " (" + tpo::git_sha() + ")" +
                                         (parts.empty() ? "" : "; built with" + parts));
   app.footer(

@@ -78,6 +78,10 @@ std::function<int()> add_profile(CLI::App& app) {
   WorkloadFlags f;
   f.seq = f.phase_batch_context = f.layers = f.profile = false;
   bind_workload(sub, &o->workload, f);
+  sub->add_option("--attention", o->attention,
+                  "cuda: the attention kernel measured — cudnn (fused), cublas (batched GEMMs), "
+                  "or auto (cudnn where available); the profile records which")
+      ->capture_default_str();
   sub->add_flag("--quick", o->quick, "Fewer sizes (powers of two only, smaller maximum)");
   sub->add_option("--out", o->out,
                   "Profile file to write (an interrupted run resumes from "

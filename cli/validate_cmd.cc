@@ -85,6 +85,10 @@ std::function<int()> add_validate(CLI::App& app) {
                   "With --plan: also measure each point's N fastest-predicted other candidates "
                   "and report whether the plan's pick was the fastest measured (regret)")
       ->capture_default_str();
+  sub->add_option("--attention", o->attention,
+                  "cuda: the attention kernel — cudnn (fused), cublas (batched GEMMs) or auto "
+                  "(cudnn where available); predict with a profile measured with the same")
+      ->capture_default_str();
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
@@ -100,7 +104,7 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--json", o->json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
     if (o->backend == "cpu") {
-      for (const char* opt : {"--comm", "--emulate"}) {
+      for (const char* opt : {"--comm", "--emulate", "--attention"}) {
         if (sub->count(opt)) throw InputError(opt, "", "applies to --backend cuda only");
       }
     }

@@ -44,7 +44,8 @@ std::unique_ptr<Backend> make_cpu_backend();
 // of `bytes_per_set` to cover 64 MiB, between 2 and 8.
 int rotation_sets(std::int64_t bytes_per_set);
 // Null when this build has no CUDA; throws tpo::RunFailure when there is no device.
-std::unique_ptr<Backend> make_cuda_backend();
+// `attention`: auto | cudnn | cublas (the attention kernel measured, as the runtime runs it).
+std::unique_ptr<Backend> make_cuda_backend(const std::string& attention = "auto");
 // Comm workers (threads on the CPU, CTAs on the GPU) the interference sweep tries.
 std::vector<std::int64_t> comm_workers(const std::string& backend);
 // Multiples of the mid chunk's all-reduce measured as the comm victim beside a GEMM.

@@ -105,11 +105,12 @@ class GemmRunner : public Batched {
 
 class AttentionRunner : public Batched {
  public:
-  AttentionRunner(cu::Context& ctx, const Item& it)
+  AttentionRunner(cu::Context& ctx, const Item& it, bool fused)
       : Batched(ctx, ctx.compute_stream(),
                 rotation_sets(2 * (attention_shape(it).q_elements() +
                                    2 * attention_shape(it).kv_elements()))),
-        s_(attention_shape(it)) {
+        s_(attention_shape(it)),
+        fused_(fused) {
     const std::size_t qn = std::size_t(s_.q_elements()), kvn = std::size_t(s_.kv_elements());
     for (int s = 0; s < sets(); ++s) {
       q_.push_back(random_buffer(qn, 7 + s, stream_));
@@ -117,15 +118,21 @@ class AttentionRunner : public Batched {
       v_.push_back(random_buffer(kvn, 700 + s, stream_));
     }
     o_ = cu::Buffer(qn * 2);
-    scratch_ = cu::Buffer(cu::attention_scratch_bytes(s_));
+    if (!fused_) scratch_ = cu::Buffer(cu::attention_scratch_bytes(s_));
   }
   void launch(int s) override {
-    cu::attention_bf16(ctx_, q_[std::size_t(s)].get(), k_[std::size_t(s)].get(),
-                       v_[std::size_t(s)].get(), o_.get(), scratch_.get(), s_, stream_);
+    if (fused_) {
+      cu::attention_fused_bf16(ctx_, q_[std::size_t(s)].get(), k_[std::size_t(s)].get(),
+                               v_[std::size_t(s)].get(), o_.get(), s_, stream_);
+    } else {
+      cu::attention_bf16(ctx_, q_[std::size_t(s)].get(), k_[std::size_t(s)].get(),
+                         v_[std::size_t(s)].get(), o_.get(), scratch_.get(), s_, stream_);
+    }
   }
 
  private:
   cu::AttentionShape s_;
+  bool fused_ = false;
   std::vector<cu::Buffer> q_, k_, v_;
   cu::Buffer o_, scratch_;
 };
@@ -270,16 +277,20 @@ class Beside : public Runner {
 
 class CudaBackend : public Backend {
  public:
-  CudaBackend() : ctx_(0) {}
+  explicit CudaBackend(bool fused) : ctx_(0), fused_(fused) {}
   std::string name() const override { return "cuda"; }
   std::string dtype() const override { return "bf16"; }
-  nlohmann::json device() const override { return cu::device_info(0); }
+  nlohmann::json device() const override {
+    nlohmann::json d = cu::device_info(0);
+    d["attention_kernel"] = cu::attention_kernel_name(fused_);  // what the runtime runs too
+    return d;
+  }
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
       case ItemKind::Gemm:
         return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
       case ItemKind::Attention:
-        return std::make_unique<AttentionRunner>(ctx_, it);
+        return std::make_unique<AttentionRunner>(ctx_, it, fused_);
       case ItemKind::Rowwise:
         return std::make_unique<RowwiseRunner>(ctx_, it);
       case ItemKind::AllReduce:
@@ -297,7 +308,7 @@ class CudaBackend : public Backend {
   }
   // The op the comm victim runs beside (Item::beside).
   std::unique_ptr<Batched> compute_aggressor(const Item& it) {
-    if (it.beside == "attention") return std::make_unique<AttentionRunner>(ctx_, it);
+    if (it.beside == "attention") return std::make_unique<AttentionRunner>(ctx_, it, fused_);
     if (it.beside == "rowwise") {
       Item r = it;
       r.name = "rmsnorm";
@@ -314,17 +325,26 @@ class CudaBackend : public Backend {
 
  private:
   cu::Context ctx_;
+  bool fused_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend() {
+std::unique_ptr<Backend> make_cuda_backend(const std::string& attention) {
   std::string why;
   if (cu::device_count(&why) == 0) {
     throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +
                      "); profile the CPU with --backend cpu");
   }
-  return std::make_unique<CudaBackend>();
+  bool fused = false;
+  try {
+    fused = cu::use_fused_attention(attention);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("--attention", attention, "must be auto, cudnn or cublas");
+  } catch (const std::runtime_error& e) {
+    throw RunFailure(e.what());
+  }
+  return std::make_unique<CudaBackend>(fused);
 }
 
 }  // namespace tpo::profiler

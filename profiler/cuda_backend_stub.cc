@@ -3,7 +3,7 @@
 #include "profiler/backend.h"
 
 namespace tpo::profiler {
-std::unique_ptr<Backend> make_cuda_backend() {
+std::unique_ptr<Backend> make_cuda_backend(const std::string&) {
   return nullptr;
 }
 }  // namespace tpo::profiler

@@ -231,11 +231,14 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
+  if (o.backend == "cpu" && o.attention != "auto") {
+    throw InputError("--attention", o.attention, "applies to --backend cuda only");
+  }
   std::unique_ptr<Backend> backend;
   if (o.backend == "cpu") {
     backend = make_cpu_backend();
   } else if (o.backend == "cuda") {
-    backend = make_cuda_backend();
+    backend = make_cuda_backend(o.attention);
     if (!backend) {
       throw InputError("--backend", "cuda", "this build has no CUDA (configure with nvcc present)");
     }
@@ -276,6 +279,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
                       {"quick", o.quick},        {"max_tokens", sw.max_tokens},
                       {"align", o.align},        {"reps", o.reps},
                       {"warmup", o.warmup},      {"accuracy", o.accuracy}};
+  if (o.backend == "cuda") opts["attention"] = o.attention;
   h.fingerprint = opts.dump();
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
      << w.tp << ": " << items.size() << " measurements (" << o.reps << " reps after " << o.warmup

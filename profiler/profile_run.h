@@ -23,6 +23,7 @@ inline sim::WorkloadOptions default_workload() {
 
 struct ProfileOptions {
   std::string backend = "cpu";
+  std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)
   // The model and TP whose shard shapes are measured, and the hardware whose analytical model
   // fills what the profile lacks (empty: cpu-host on cpu, h200x8 on cuda). The rest of the
   // workload (phase, prompt, layers) is not used: the sweep covers every chunk size.

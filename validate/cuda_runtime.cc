@@ -53,7 +53,8 @@ char* at(const cu::Buffer& b, std::int64_t elements) {
 // The CUDA kernels over one rank's device buffers (bf16), enqueued on one stream.
 class CudaKernels final : public RankKernels {
  public:
-  CudaKernels(const ModelData& m, DeviceRank& r, void* stream) : m_(m), r_(r), st_(stream) {}
+  CudaKernels(const ModelData& m, DeviceRank& r, void* stream, bool fused)
+      : m_(m), r_(r), st_(stream), fused_(fused) {}
 
   void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) override {
     const DeviceLayer& lw = r_.layers[std::size_t(layer)];
@@ -112,6 +113,11 @@ class CudaKernels final : public RankKernels {
     AttentionShape a = chunk_attention(m_, len, pos);
     a.requests = requests;
     const auto L = std::size_t(layer);
+    if (fused_) {
+      cu::attention_fused_bf16(*r_.ctx, r_.qtmp.get(), at(r_.k[L], request * m_.cap * kvd),
+                               at(r_.v[L], request * m_.cap * kvd), at(r_.attn, row * qd), a, st_);
+      return;
+    }
     cu::attention_bf16(*r_.ctx, r_.qtmp.get(), at(r_.k[L], request * m_.cap * kvd),
                        at(r_.v[L], request * m_.cap * kvd), at(r_.attn, row * qd), r_.scratch.get(),
                        a, st_);
@@ -136,14 +142,20 @@ class CudaKernels final : public RankKernels {
   const ModelData& m_;
   DeviceRank& r_;
   void* st_;
+  bool fused_;
 };
 
 class CudaRun {
  public:
   // mpi: this process runs rank mpi::rank() alone, on its node's GPU local_rank % GPUs.
   CudaRun(const ModelData& m, const sim::Schedule& s, const std::string& comm,
-          const std::vector<std::int64_t>& target_ns, int ctas, bool mpi)
-      : m_(m), s_(s), emulated_(comm == "emulated"), target_ns_(target_ns), ctas_(ctas) {
+          const std::vector<std::int64_t>& target_ns, int ctas, bool mpi, bool fused)
+      : m_(m),
+        s_(s),
+        emulated_(comm == "emulated"),
+        target_ns_(target_ns),
+        ctas_(ctas),
+        fused_(fused) {
     if (m.gelu) {
       throw InputError(m.model_file, "hidden_act",
                        "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
@@ -351,7 +363,7 @@ class CudaRun {
   }
 
   void execute(std::size_t rank, const Op& op, void* st) {
-    CudaKernels k(m_, ranks_[rank], st);
+    CudaKernels k(m_, ranks_[rank], st, fused_);
     interpret(m_, op, k);
   }
 
@@ -364,6 +376,7 @@ class CudaRun {
   double host_us_ = 0;      // host time the last run took to queue the graph
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
   bool mpi_ = false;
+  bool fused_ = false;  // cuDNN's fused attention (else the cuBLAS one)
   std::vector<DeviceRank> ranks_;
   cu::Buffer comm_src_, comm_dst_;
   std::unique_ptr<cu::NcclGroup> nccl_;
@@ -387,11 +400,21 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   const auto data = o.mpi ? shared_data(w, o.seed, 0, mpi::rank() != 0 ? mpi::rank() : -1)
                           : shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
   const ModelData& m = *data;
-  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi);
+  bool fused = false;
+  try {
+    fused = cu::use_fused_attention(o.attention);
+  } catch (const std::invalid_argument&) {
+    throw InputError("--attention", o.attention, "must be auto, cudnn or cublas");
+  } catch (const std::runtime_error& e) {
+    throw RunFailure(e.what());
+  }
+  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi, fused);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
-  return median_of_runs(std::move(runs));
+  RunResult r = median_of_runs(std::move(runs));
+  r.attention_kernel = cu::attention_kernel_name(fused);
+  return r;
 }
 
 }  // namespace tpo::validate

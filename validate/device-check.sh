@@ -9,7 +9,7 @@
 #   PHASE=build|test|profile|validate|calibrate    # one phase
 #   PREBUILT=build-gpu validate/device-check.sh   # binaries built elsewhere (same ARCH):
 #       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
-#       cmake --build build-gpu --target tpo tpo-gpu tpo_gpu_tests
+#       cmake --build build-gpu --target tpo tpo-gpu tpo_gpu_tests tpo_attention_bench
 #       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
 #       then carry build-gpu/cli/tpo and tpo-gpu (tpo hands CUDA work to tpo-gpu beside it),
 #       build-gpu/tests/tpo_gpu_tests and build-gpu/lib
@@ -42,6 +42,20 @@ if [ -n "${PREBUILT:-}" ] && [ -d "$PREBUILT/lib" ]; then
   export LD_LIBRARY_PATH="$PWD/$PREBUILT/lib:${LD_LIBRARY_PATH:-}"
 fi
 want() { [ "$PHASE" = all ] || [ "$PHASE" = "$1" ]; }
+# cuDNN (opened by tpo at run time): the library path's libcudnn.so.9, else a Python wheel's
+# (nvidia-cudnn-cu*, as PyTorch installs it). Its folder goes on LD_LIBRARY_PATH, where cuDNN
+# finds its engine libraries.
+if [ -z "${TPO_CUDNN_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9'; then
+  cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ] || \
+    cudnn_dir=$(dirname "$(find /usr /opt /root -name 'libcudnn.so.9' 2>/dev/null | head -1)" 2>/dev/null)
+  if [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ]; then
+    export TPO_CUDNN_LIB="$cudnn_dir/libcudnn.so.9"
+    export LD_LIBRARY_PATH="$cudnn_dir:${LD_LIBRARY_PATH:-}"
+  fi
+fi
+echo "cuDNN: ${TPO_CUDNN_LIB:-$(ldconfig -p 2>/dev/null | grep -m1 'libcudnn.so.9' | sed 's/.*=> //')}" \
+  | tee "$R/cudnn.txt"
 log() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
 : > "$R/steps.txt"
 FAILED=0
@@ -150,7 +164,8 @@ if want build && [ -z "${PREBUILT:-}" ]; then
   step configure 300 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF
   grep -q "tpo: CUDA=1" "$R/configure.log" || { echo "CUDA not found by CMake"; FAILED=1; }
-  step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo-gpu tpo_gpu_tests
+  step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo-gpu tpo_gpu_tests \
+    tpo_attention_bench
 fi
 "$TPO" --version > "$R/version.txt" 2>&1 || { echo "$TPO does not run:"; cat "$R/version.txt"; FAILED=1; finish; exit 1; }
 # `tpo` loads no GPU library and hands CUDA work to tpo-gpu beside it.
@@ -161,6 +176,8 @@ if want test; then
   # A skipped GPU test (exit 77, no device) counts as a failure here.
   step gpu-tests 120 "$BUILD/tests/tpo_gpu_tests"
   step gpu-cli 240 tests/gpu/cli_gpu.sh "$TPO" tests/data
+  # Attention TFLOP/s, cuDNN's fused kernel and the cuBLAS one side by side.
+  step attention-bench 180 "$BUILD/tests/tpo_attention_bench" "$R/attention-bench.json"
 fi
 
 # The shards: Llama-3.1-8B TP 2 first (smaller), then Llama-2-70B TP 8.

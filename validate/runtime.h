@@ -23,6 +23,8 @@ struct RunOptions {
   // One rank per process (launched with mpirun -np TP): this process runs rank
   // mpi::rank() only, and all-reduces go over MPI (CPU) or NCCL across processes (CUDA).
   bool mpi = false;
+  // CUDA: the attention kernel (auto | cudnn | cublas), as `tpo profile --attention`.
+  std::string attention = "auto";
 };
 
 struct RunResult {
@@ -39,6 +41,7 @@ struct RunResult {
   std::int64_t total_ns = 0;            // median of the timed runs
   std::vector<std::int64_t> totals_ns;  // every timed run
   std::vector<float> output;            // final residual stream, [batch][seq][hidden]
+  std::string attention_kernel;         // CUDA: which attention kernel ran
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,

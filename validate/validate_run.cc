@@ -127,6 +127,9 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.backend == "cuda" && o.comm != "nccl" && o.comm != "emulated") {
     throw InputError("--comm", o.comm, "must be nccl or emulated");
   }
+  if (o.attention != "auto" && o.attention != "cudnn" && o.attention != "cublas") {
+    throw InputError("--attention", o.attention, "must be auto, cudnn or cublas");
+  }
   if (o.backend == "cuda" && !cuda_runtime_built()) {
     throw InputError("--backend", "cuda", "this build has no CUDA (configure where nvcc is found)");
   }
@@ -265,6 +268,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.repeat = o.repeat;
   ro.warmup = o.warmup;
   ro.mpi = o.mpi;
+  ro.attention = o.attention;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     rep.cases.push_back(run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model));
     rep.cases.back().group = runs[i].group;
@@ -367,6 +371,9 @@ ojson validate_json(const ValidateReport& r) {
   j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
   if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
   j["cost_model"] = r.cost_model;
+  if (!r.cases.empty() && !r.cases.front().measured.attention_kernel.empty()) {
+    j["attention_kernel"] = r.cases.front().measured.attention_kernel;
+  }
   j["options"] = sim::options_json(r.options.workload, r.options.strategy);
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;

@@ -26,7 +26,8 @@ struct ValidateOptions {
   bool hardware_given = false, profile_given = false,  // replace the plan's
       layers_given = false;
   std::string backend = "cpu";
-  std::string comm = "nccl";  // cuda: nccl | emulated
+  std::string comm = "nccl";       // cuda: nccl | emulated
+  std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)
   int repeat = 3;
   int warmup = 1;
   double tolerance = 0;  // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA

@@ -40,6 +40,36 @@ cu::Buffer upload(const std::vector<float>& v) {
   cu::copy_from_host_float_to_bf16(v.data(), b.get(), v.size());
   return b;
 }
+
+// cuDNN's fused attention against the CPU reference on one shape: `q` new tokens after
+// `prefix` cached ones, `hq` query heads on `hkv` KV heads.
+void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::int64_t prefix,
+                 std::int64_t hq, std::int64_t hkv, std::int64_t d) {
+  cu::AttentionShape sh;
+  sh.requests = requests;
+  sh.q_tokens = q;
+  sh.prefix = prefix;
+  sh.q_heads = hq;
+  sh.kv_heads = hkv;
+  sh.head_dim = d;
+  sh.kv_capacity = prefix + q + 3;  // the cache holds more than this call reads
+  void* s = ctx.compute_stream();
+  const std::size_t qn = std::size_t(sh.q_elements()), kvn = std::size_t(sh.kv_elements());
+  cu::Buffer qb(qn * 2), kb(kvn * 2), vb(kvn * 2), ob(qn * 2);
+  cu::fill_random_bf16(qb.get(), qn, 11, 1.0f, s);
+  cu::fill_random_bf16(kb.get(), kvn, 12, 1.0f, s);
+  cu::fill_random_bf16(vb.get(), kvn, 13, 1.0f, s);
+  cu::attention_fused_bf16(ctx, qb.get(), kb.get(), vb.get(), ob.get(), sh, s);
+  ctx.synchronize();
+  std::vector<float> hq_ = device_values(qb, qn), hk = device_values(kb, kvn),
+                     hv = device_values(vb, kvn), ho(qn);
+  cpu::attention(hq_.data(), hk.data(), hv.data(), ho.data(), sh);
+  char name[96];
+  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld",
+                (long long)requests, (long long)q, (long long)prefix, (long long)hq, (long long)hkv,
+                (long long)d);
+  expect_close(name, device_values(ob, qn), ho);
+}
 }  // namespace
 
 int main() {
@@ -97,6 +127,20 @@ int main() {
                      hv = device_values(v, kvn), ho(qn);
   cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), sh);
   expect_close("attention", device_values(o, qn), ho);
+  // cuDNN's fused attention: prefix 0 and > 0, GQA ratios 1 and 8, odd lengths, decode.
+  std::string no_cudnn;
+  if (!cu::fused_attention_built() || !cu::fused_attention_available(&no_cudnn)) {
+    std::printf("fused attention skipped: %s\n",
+                cu::fused_attention_built() ? no_cudnn.c_str() : "this build has no cuDNN");
+  } else {
+    check_fused(ctx, 2, 48, 41, 4, 2, 64);  // the shape above
+    for (std::int64_t len : {1, 7, 1000}) {
+      check_fused(ctx, 1, len, 0, 8, 8, 128);    // GQA ratio 1
+      check_fused(ctx, 1, len, 300, 8, 1, 128);  // GQA ratio 8, after a prefix
+    }
+    check_fused(ctx, 1, 4097, 0, 8, 1, 64);   // a long odd chunk (smaller head dim: CPU time)
+    check_fused(ctx, 16, 1, 777, 8, 1, 128);  // decode: one query per request
+  }
   // rmsnorm, SiLU*mul and the residual add: 200 columns (the 8-wide vector paths) and 203
   // (the scalar ones).
   for (const std::int64_t cols : {std::int64_t{200}, std::int64_t{203}}) {

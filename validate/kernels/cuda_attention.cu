@@ -70,6 +70,27 @@ std::size_t attention_scratch_bytes(const AttentionShape& s) {
          batch * per_head * sizeof(bf16);
 }
 
+bool use_fused_attention(const std::string& option) {
+  if (option == "cublas") return false;
+  std::string why;
+  const bool ok = fused_attention_available(&why);
+  if (option == "cudnn") {
+    if (!ok) {
+      throw std::runtime_error("--attention cudnn: cuDNN's fused attention cannot run here (" +
+                               why + "); use --attention cublas");
+    }
+    return true;
+  }
+  if (option != "auto") {
+    throw std::invalid_argument("--attention " + option + ": must be auto, cudnn or cublas");
+  }
+  return ok;
+}
+
+const char* attention_kernel_name(bool fused) {
+  return fused ? "cudnn-sdpa" : "cublas-batched";
+}
+
 // All requests and heads in four launches: a kernel that fills the pointer arrays, the scores
 // S = Q K^T as one batched GEMM (fp32 out), a masked softmax, and O = P V as one batched GEMM.
 void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,

@@ -100,6 +100,20 @@ std::size_t attention_scratch_bytes(const AttentionShape& s);
 void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
                     void* scratch, const AttentionShape& s, void* stream);
 
+// The same attention fused (cuDNN's scaled dot-product attention, bottom-right causal, GQA):
+// no scratch, an execution plan per shape. fused_attention_built() says whether this build
+// has cuDNN; where it does not, attention_fused_bf16 throws.
+bool fused_attention_built();
+// Whether libcudnn can be opened on this machine (opened on first use; $TPO_CUDNN_LIB names it).
+bool fused_attention_available(std::string* why = nullptr);
+// --attention: "cudnn" (fused; refused where unavailable), "cublas" (two batched GEMMs around a
+// softmax), or "auto" (cudnn where available). Returns true for the fused kernel.
+bool use_fused_attention(const std::string& option);
+// The kernel's name for reports: "cudnn-sdpa" or "cublas-batched".
+const char* attention_kernel_name(bool fused);
+void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
+                          const AttentionShape& s, void* stream);
+
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
                   float eps, void* stream);
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
