@@ -26,21 +26,8 @@ using sim::StrategySpec;
 namespace {
 
 std::vector<std::int64_t> parse_batches(const std::string& text) {
-  std::vector<std::int64_t> out;
-  std::stringstream ss(text);
-  for (std::string p; std::getline(ss, p, ',');) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(p, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != p.size() || v < 1) {
-      throw InputError("--batch", text, "'" + p + "' is not a positive integer");
-    }
-    out.push_back(v);
-  }
+  const auto out =
+      parse_int_list(text, "--batch", std::numeric_limits<std::int64_t>::max(), "a positive integer");
   if (out.empty()) throw InputError("--batch", text, "give at least one batch size");
   return out;
 }

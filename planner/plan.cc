@@ -72,9 +72,9 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
   return out;
 }
 
-std::vector<std::int64_t> parse_budget_list(const std::string& text) {
+std::vector<std::int64_t> parse_int_list(const std::string& text, const char* option,
+                                         std::int64_t hi, const char* what) {
   std::vector<std::int64_t> out;
-  if (text.empty()) return out;
   std::stringstream ss(text);
   for (std::string p; std::getline(ss, p, ',');) {
     std::size_t used = 0;
@@ -84,12 +84,17 @@ std::vector<std::int64_t> parse_budget_list(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != p.size() || v < 1 || v > 1024) {
-      throw InputError("--comm-ctas", text, "'" + p + "' is not a CTA count between 1 and 1024");
+    if (used == 0 || used != p.size() || v < 1 || v > hi) {
+      throw InputError(option, text, "'" + p + "' is not " + what);
     }
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   return out;
+}
+
+std::vector<std::int64_t> parse_budget_list(const std::string& text) {
+  if (text.empty()) return {};
+  return parse_int_list(text, "--comm-ctas", 1024, "a CTA count between 1 and 1024");
 }
 
 std::vector<StrategyKind> parse_strategy_list(const std::string& text) {

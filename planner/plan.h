@@ -73,6 +73,10 @@ struct Plan {
 // rounded to the alignment grid). Throws InputError naming --seq.
 std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t align);
 std::vector<sim::StrategyKind> parse_strategy_list(const std::string& text);
+// A comma list of distinct integers in [1, hi] ("1,4,16"); throws InputError naming `option`
+// and saying the value is not `what`.
+std::vector<std::int64_t> parse_int_list(const std::string& text, const char* option,
+                                         std::int64_t hi, const char* what);
 // Parses --comm-ctas ("8,16,32"); throws InputError naming --comm-ctas.
 std::vector<std::int64_t> parse_budget_list(const std::string& text);
 
