@@ -18,6 +18,29 @@ namespace tpo::cli {
 
 namespace {
 
+struct AccuracyCli {
+  std::vector<std::string> files;
+  std::string hardware;
+};
+
+// The analytical model of a hardware file against the measurements committed in profiles.
+int run_accuracy(const AccuracyCli& c) {
+  for (const auto& f : c.files) {
+    const sim::Profile p = sim::load_profile(f);
+    const std::string hw_name = !c.hardware.empty()
+                                    ? c.hardware
+                                    : JsonObject(p.options, f, "options").string_or("hardware", "");
+    if (hw_name.empty()) {
+      throw InputError("--hardware", "", f + " does not say its hardware; name one");
+    }
+    const sim::HardwareConfig hw = sim::load_hardware(hw_name);
+    std::cout << f << " (" << p.model << ", TP " << p.tp << ", measured on "
+              << p.device.value("name", std::string("?")) << ")";
+    profiler::analytical_vs_measured(hw, p.tp, profiler::measurements_of(p), std::cout);
+  }
+  return 0;
+}
+
 struct ImportCli {
   std::string file, hardware, out;
   std::int64_t ranks = 0;
@@ -68,6 +91,7 @@ int run_import(ImportCli c) {
 std::function<int()> add_profile(CLI::App& app) {
   auto o = std::make_shared<profiler::ProfileOptions>();
   auto imp = std::make_shared<ImportCli>();
+  auto acc = std::make_shared<AccuracyCli>();
   auto* sub = app.add_subcommand(
       "profile",
       "Measure the costs of the ops the model's schedule graphs contain — GEMMs per chunk size,\n"
@@ -105,8 +129,16 @@ std::function<int()> add_profile(CLI::App& app) {
       ->required();
   im->add_option("--out", imp->out, "Profile to write")->required();
   im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
-  return [o, imp, sub, im] {
+  auto* ac = sub->add_subcommand(
+      "accuracy",
+      "The analytical model of a hardware file against the measurements in profiles: median,\n"
+      "p90 and worst |error| per op kind (no GPU needed; the profiles hold the measurements)");
+  ac->add_option("files", acc->files, "Profiles (tpo.profile/1)")->required()->expected(1, -1);
+  ac->add_option("--hardware", acc->hardware,
+                 "Hardware whose analytical model is compared (default: the profile's)");
+  return [o, imp, acc, sub, im, ac] {
     if (sub->got_subcommand(im)) return run_import(*imp);
+    if (sub->got_subcommand(ac)) return run_accuracy(*acc);
     if (o->backend == "cuda") hand_gpu_work_to_gpu_binary();
     return profiler::run_profile(*o, std::cout);
   };

@@ -171,23 +171,27 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
   nlohmann::json summary = nlohmann::json::object();
   os << "\n" << title << " (" << points.size() << " shapes):\n";
   os << "  " << std::left << std::setw(18) << "op kind" << std::right << std::setw(8) << "shapes"
-     << std::setw(16) << "median |error|" << std::setw(14) << "worst |error|"
+     << std::setw(16) << "median |error|" << std::setw(10) << "p90" << std::setw(14)
+     << "worst |error|"
      << "\n";
   std::vector<double> all;
   for (auto& [kind, e] : errs) {
     std::sort(e.begin(), e.end());
     const double med = median_of(e), worst = e.back();
+    const double p90 = e[std::min(e.size() - 1, (e.size() * 9) / 10)];
     all.insert(all.end(), e.begin(), e.end());
-    summary[kind] = {{"shapes", e.size()}, {"median_error", med}, {"worst_error", worst}};
+    summary[kind] = {
+        {"shapes", e.size()}, {"median_error", med}, {"p90_error", p90}, {"worst_error", worst}};
     os << "  " << std::left << std::setw(18) << kind << std::right << std::setw(8) << e.size()
-       << std::setw(15) << std::fixed << std::setprecision(1) << 100 * med << "%" << std::setw(13)
-       << 100 * worst << "%\n";
+       << std::setw(15) << std::fixed << std::setprecision(1) << 100 * med << "%" << std::setw(9)
+       << 100 * p90 << "%" << std::setw(13) << 100 * worst << "%\n";
   }
   if (!all.empty()) {
     std::sort(all.begin(), all.end());
+    const double p90 = all[std::min(all.size() - 1, (all.size() * 9) / 10)];
     os << "  " << std::left << std::setw(18) << "all" << std::right << std::setw(8) << all.size()
-       << std::setw(15) << 100 * median_of(all) << "%" << std::setw(13) << 100 * all.back()
-       << "%\n";
+       << std::setw(15) << 100 * median_of(all) << "%" << std::setw(9) << 100 * p90 << "%"
+       << std::setw(13) << 100 * all.back() << "%\n";
     summary["all"] = {
         {"shapes", all.size()}, {"median_error", median_of(all)}, {"worst_error", all.back()}};
   }
@@ -209,6 +213,46 @@ nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& 
       "held-back shapes: measured in the same run, left out of the tables, predicted by "
       "the profile model";
   return j;
+}
+
+std::vector<Measurement> measurements_of(const sim::Profile& p) {
+  std::vector<Measurement> ms;
+  for (const auto& g : p.gemm) {
+    Measurement m;
+    m.item.kind = ItemKind::Gemm;
+    m.item.name = g.name;
+    m.item.m = g.m;
+    m.item.n = g.n;
+    m.item.k = g.k;
+    m.item.key = g.name + " " + std::to_string(g.m);
+    m.t = g.t;
+    ms.push_back(m);
+  }
+  for (const auto& a : p.attention) {
+    Measurement m;
+    m.item.kind = ItemKind::Attention;
+    m.item.name = "attention";
+    m.item.requests = a.requests;
+    m.item.q_tokens = a.q_tokens;
+    m.item.prefix = a.prefix;
+    m.item.q_heads = a.q_heads;
+    m.item.kv_heads = a.kv_heads;
+    m.item.head_dim = a.head_dim;
+    m.item.key = "attention " + std::to_string(a.q_tokens) + "+" + std::to_string(a.prefix);
+    m.t = a.t;
+    ms.push_back(m);
+  }
+  for (const auto& r : p.rowwise) {
+    Measurement m;
+    m.item.kind = ItemKind::Rowwise;
+    m.item.name = r.name;
+    m.item.m = r.rows;
+    m.item.n = r.cols;
+    m.item.key = r.name + " " + std::to_string(r.rows);
+    m.t = r.t;
+    ms.push_back(m);
+  }
+  return ms;
 }
 
 nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_t tp,

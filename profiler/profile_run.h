@@ -54,6 +54,10 @@ nlohmann::json accuracy_check(const sim::Profile& p, const sim::HardwareConfig& 
 nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_t tp,
                                       const std::vector<Measurement>& ms, std::ostream& os);
 
+// The measurements a profile's tables hold (GEMM, attention, rowwise), to compare a cost model
+// with them again (`tpo profile accuracy`).
+std::vector<Measurement> measurements_of(const sim::Profile& p);
+
 // Parses the output of nccl-tests' all_reduce_perf (out-of-place times) into all-reduce
 // points. Throws InputError naming the file when nothing can be read from it.
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,

@@ -608,3 +608,16 @@ TEST_CASE(
     CHECK(cases == 3);  // the pick and two alternatives
   }
 }
+
+TEST_CASE("profile accuracy: the analytical model against a committed profile's measurements") {
+  const std::string prof =
+      std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama2-70b-tp8.json";
+  auto r = tpo("profile accuracy " + prof);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("median |error|") != std::string::npos);
+  CHECK(r.out.find("p90") != std::string::npos);
+  CHECK(r.out.find("gemm                    56") != std::string::npos);
+  r = tpo("profile accuracy " + data + "/tiny_model.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("tpo.profile/1") != std::string::npos);
+}
