@@ -137,7 +137,12 @@ std::function<int()> add_profile(CLI::App& app) {
   ac->add_option("--hardware", acc->hardware,
                  "Hardware whose analytical model is compared (default: the profile's)");
   return [o, imp, acc, sub, im, ac] {
-    if (sub->got_subcommand(im)) return run_import(*imp);
+    if (sub->got_subcommand(im)) {
+      if (im->count("--ranks") && imp->ranks < 2) {
+        throw InputError("--ranks", std::to_string(imp->ranks), "must be 2 or more ranks");
+      }
+      return run_import(*imp);
+    }
     if (sub->got_subcommand(ac)) return run_accuracy(*acc);
     if (o->backend == "cuda") hand_gpu_work_to_gpu_binary();
     return profiler::run_profile(*o, std::cout);

@@ -114,6 +114,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
 
 int run_simulate(const SimulateCli& c) {
   parse_strategy_name(c.strategy.strategy);  // an unknown name fails before any work
+  check_distinct_outputs({{c.json_path, "--json"}, {c.trace_path, "--trace"}});
   if (!c.json_path.empty()) check_writable(c.json_path, "--json");
   if (!c.trace_path.empty()) check_writable(c.trace_path, "--trace");
   const Workload w = make_workload(c.workload);

@@ -90,7 +90,9 @@ void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, c
     throw InputError("--seq", std::to_string(w.seq),
                      "in decode --seq only stands in for --context; give one of them");
   }
-  if (s.pieces < 2) throw InputError("--pieces", std::to_string(s.pieces), "must be >= 2");
+  if (s.pieces < 2 || s.pieces > 64) {
+    throw InputError("--pieces", std::to_string(s.pieces), "must be between 2 and 64");
+  }
   if (s.ladder_layers < 0) {
     throw InputError("--ladder-layers", std::to_string(s.ladder_layers), "must be >= 0");
   }

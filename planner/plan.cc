@@ -174,6 +174,7 @@ Plan make_plan(const PlanOptions& o) {
   if (o.threads < 0) throw InputError("--threads", std::to_string(o.threads), "must be >= 0");
   parse_budget_list(o.comm_ctas);
   parse_strategy_list(o.strategies);
+  check_distinct_outputs({{o.json_path, "--json"}, {o.csv_path, "--csv"}, {o.svg_path, "--svg"}});
   for (const auto& [path, opt] : {std::pair{o.json_path, "--json"}, std::pair{o.csv_path, "--csv"},
                                   std::pair{o.svg_path, "--svg"}}) {
     if (!path.empty()) check_writable(path, opt);

@@ -356,11 +356,17 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
 
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override) {
+  if (ranks_override < 0 || ranks_override > 1 << 20) {
+    throw InputError("--ranks", std::to_string(ranks_override),
+                     "must be a rank count between 2 and 2^20 (or left out)");
+  }
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file");
   std::vector<sim::AllReducePoint> pts;
+  std::int64_t line_no = 0;
   std::int64_t ranks = 0, rank_lines = 0;
   for (std::string line; std::getline(in, line);) {
+    ++line_no;
     std::istringstream ss(line);
     std::vector<std::string> tok;
     for (std::string t; ss >> t;) tok.push_back(t);
@@ -368,8 +374,10 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     if (tok[0] == "#") {
       // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
       for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
-        if (tok[i] == "nGpus")
-          ranks = std::max<std::int64_t>(ranks, std::atoll(tok[i + 1].c_str()));
+        if (tok[i] == "nGpus") {
+          ranks = std::max<std::int64_t>(
+              ranks, std::clamp<std::int64_t>(std::atoll(tok[i + 1].c_str()), 0, 1 << 20));
+        }
       }
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
       continue;
@@ -379,9 +387,17 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     const std::size_t t_at = tok.size() == 13 ? 5 : 4;
     char* end = nullptr;
     const double size = std::strtod(tok[0].c_str(), &end);
-    if (*end || size <= 0) continue;
+    if (*end || !(size > 0)) continue;  // not a result row (NaN included)
     const double time_us = std::strtod(tok[t_at].c_str(), &end);
-    if (*end || time_us <= 0) continue;
+    if (*end || !(time_us > 0)) continue;
+    // A result row with an impossible number is a broken file, not a row to skip.
+    const std::string where = path + ":" + std::to_string(line_no);
+    if (!std::isfinite(size) || size > 1e15 || size != std::floor(size)) {
+      throw InputError(where, "size", tok[0] + " is not a byte count in [1, 1e15]");
+    }
+    if (!std::isfinite(time_us) || time_us > 1e9) {
+      throw InputError(where, "time", tok[t_at] + " is not a time in (0, 1e9] us");
+    }
     sim::AllReducePoint p;
     p.bytes = static_cast<std::int64_t>(size);
     p.elements = p.bytes / 2;  // the graph's all-reduces carry bf16 values

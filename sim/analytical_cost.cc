@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "sim/error.h"
 
 namespace tpo::sim {
 
@@ -109,7 +112,18 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
   }
-  return static_cast<std::int64_t>(std::llround(t + hw_.launch_overhead_us * 1e3));
+  return checked_ns(t + hw_.launch_overhead_us * 1e3, op);
+}
+
+std::int64_t checked_ns(double ns, const Op& op) {
+  constexpr double kMaxNs = 1e12;  // 1000 s for one kernel
+  if (!(ns >= 0) || !(ns <= kMaxNs)) {
+    throw InputError("workload", op_code_name(op.code),
+                     "one " + std::string(op_code_name(op.code)) + " op would take " +
+                         (std::isfinite(ns) ? std::to_string(ns / 1e9) + " s" : "forever") +
+                         "; the workload or hardware numbers are implausible");
+  }
+  return std::llround(ns);
 }
 
 double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const {

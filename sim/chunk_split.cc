@@ -2,6 +2,7 @@
 // types, turned into token counts per ISO chunk.
 #include "sim/chunk_split.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -12,6 +13,16 @@ namespace tpo::sim {
 std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
                                          const std::string& split) {
   std::vector<std::int64_t> tokens;
+  // Checked before anything is allocated: a schedule of thousands of chunks is no plan.
+  constexpr std::int64_t kMaxChunks = 64;
+  if (chunks > kMaxChunks) {
+    throw FieldError("chunks", std::to_string(chunks),
+                     "at most " + std::to_string(kMaxChunks) + " chunks");
+  }
+  if (std::count(split.begin(), split.end(), ',') + 1 > kMaxChunks) {
+    throw FieldError("split", split.substr(0, 40) + "...",
+                     "at most " + std::to_string(kMaxChunks) + " chunks");
+  }
   if (split.empty()) {
     if (chunks < 2) throw FieldError("chunks", std::to_string(chunks), "must be >= 2");
     if (chunks > seq) {

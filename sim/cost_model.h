@@ -32,6 +32,11 @@ class CostModel {
   virtual const ContentionParams* contention() const { return nullptr; }
 };
 
+// An op's time as integer nanoseconds, checked: a time that is not finite or over 1000 s for
+// one kernel comes from implausible workload or hardware numbers, and is refused (InputError)
+// rather than overflowing the engine's integer clock.
+std::int64_t checked_ns(double ns, const Op& op);
+
 // Costs of a whole schedule, one entry per op, as the engine consumes them.
 struct OpCosts {
   std::vector<std::int64_t> standalone_ns;

@@ -352,18 +352,24 @@ Schedule build_schedule(const Workload& w, const StrategySpec& spec) {
   }
   const StrategyDescriptor& desc = strategy(spec.kind);
   Schedule s;
-  s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
-                    (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
-                    static_cast<std::size_t>(8 + 3 * std::max<std::int64_t>(1, spec.pieces)) +
-                16);
   s.strategy = desc.name;
   s.preserves_function = desc.preserves_function;
   s.num_layers = static_cast<std::int32_t>(w.layers);
   std::int64_t pieces = 1;
   if (desc.shape.split_last_gemm) {
     pieces = spec.pieces;
-    if (pieces < 2) throw FieldError("pieces", std::to_string(pieces), "must be >= 2");
+    if (pieces < 2 || pieces > 64) {
+      throw FieldError("pieces", std::to_string(pieces), "must be between 2 and 64");
+    }
   }
+  if (spec.chunk_tokens.size() > 64) {
+    throw FieldError("chunk_tokens", std::to_string(spec.chunk_tokens.size()) + " chunks",
+                     "at most 64 chunks");
+  }
+  s.ops.reserve(static_cast<std::size_t>(w.layers) * 2 *
+                    (spec.chunk_tokens.empty() ? 2 : spec.chunk_tokens.size()) *
+                    static_cast<std::size_t>(8 + 3 * pieces) +
+                16);
   std::vector<Segment> segs = make_segments(w, spec, desc, s);
   std::vector<Module> modules = make_modules(w, spec, desc.shape);
   Emitter(w, d, s, std::move(segs), std::move(modules), pieces).run();

@@ -1,10 +1,13 @@
 // Config reading with precise error messages (file + dotted field path).
 #include "sim/json_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
+#include "sim/bounds.h"
 #include "sim/error.h"
 
 namespace tpo {
@@ -14,9 +17,35 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::stringstream ss;
   ss << in.rdbuf();
+  // Duplicate keys (the last would silently win) and absurd nesting are errors.
+  constexpr int kMaxDepth = 64;
+  std::vector<std::vector<std::string>> keys;  // per open object
+  std::string problem;
+  auto cb = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (!problem.empty()) return true;
+    if (depth > kMaxDepth) {
+      problem = "nested deeper than " + std::to_string(kMaxDepth) + " levels";
+    } else if (event == E::object_start) {
+      keys.emplace_back();
+    } else if (event == E::object_end && !keys.empty()) {
+      keys.pop_back();
+    } else if (event == E::key && !keys.empty()) {
+      const std::string k = parsed.get<std::string>();
+      auto& seen = keys.back();
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+        problem = "key '" + k + "' appears twice in one object (which one is meant?)";
+      }
+      seen.push_back(k);
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+    nlohmann::json j = nlohmann::json::parse(ss.str(), cb);
+    if (!problem.empty()) throw InputError(path, "", problem);
+    return j;
+  } catch (const nlohmann::json::exception& e) {  // syntax, number overflow (1e999), ...
+    if (!problem.empty()) throw InputError(path, "", problem);
     throw InputError(path, "", std::string("malformed JSON: ") + e.what());
   }
 }
@@ -62,6 +91,7 @@ double JsonObject::number(const std::string& key, bool positive) const {
   }
   const double x = v.get<double>();
   if (!std::isfinite(x)) throw InputError(file_, field(key), "must be finite");
+  check_bound(file_, field(key), x);
   if (positive && !(x > 0)) {
     throw InputError(file_, field(key), "must be > 0, got " + v.dump());
   }
@@ -79,9 +109,17 @@ std::int64_t JsonObject::integer(const std::string& key) const {
       !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
     throw InputError(file_, field(key), "must be an integer, got " + v.dump());
   }
+  // Beyond 2^53 an integer is not exact in a double, and no count tpo reads is that large.
+  constexpr double kMax = 9007199254740992.0;
+  const double d = v.get<double>();
+  if (!(std::fabs(d) <= kMax) ||
+      (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))) {
+    throw InputError(file_, field(key), "is too large, got " + v.dump());
+  }
   const auto x =
       v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(v.get<double>());
   if (x <= 0) throw InputError(file_, field(key), "must be a positive integer, got " + v.dump());
+  check_bound(file_, field(key), static_cast<double>(x));
   return x;
 }
 
@@ -151,6 +189,20 @@ void write_file_atomic(const std::string& path, const std::string& content,
   if (ec) {
     std::filesystem::remove(tmp);
     throw InputError(option, path, "cannot rename into place: " + ec.message());
+  }
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [a, oa] = outputs[i];
+      const auto& [b, ob] = outputs[j];
+      if (a.empty() || b.empty()) continue;
+      if (fs::weakly_canonical(a) == fs::weakly_canonical(b)) {
+        throw InputError(ob, b, "is also given to " + oa + "; one would overwrite the other");
+      }
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,4 +51,7 @@ void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option);
 // Checks up front that `path` can be written (its folder exists), before any long work.
 void check_writable(const std::string& path, const std::string& option);
+// Refuses one file named by two output options (one would overwrite the other):
+// {path, option} pairs; empty paths are ignored. Throws InputError naming both options.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 }  // namespace tpo

@@ -147,7 +147,7 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
 }
 
 std::int64_t ProfileCostModel::standalone_ns(const Op& op) const {
-  return static_cast<std::int64_t>(std::llround(estimate(op).us * 1e3));
+  return checked_ns(estimate(op).us * 1e3, op);
 }
 
 std::string ProfileCostModel::origin(const Op& op) const {

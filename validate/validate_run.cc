@@ -133,8 +133,9 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.backend == "cuda" && !cuda_runtime_built()) {
     throw InputError("--backend", "cuda", "this build has no CUDA (configure where nvcc is found)");
   }
-  if (o.tolerance < 0) {
-    throw InputError("--tolerance", std::to_string(o.tolerance), "must be > 0 (or left out)");
+  if (!(o.tolerance >= 0) || !(o.tolerance < 1)) {  // NaN and inf included
+    throw InputError("--tolerance", std::to_string(o.tolerance),
+                     "must be a relative error in (0, 1) (or left out)");
   }
   if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be >= 1");
   if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
@@ -244,6 +245,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   const double tolerance = check_options(o, emulated);
   if (o.mpi) mpi::init();
   const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
+  check_distinct_outputs({{o.json_path, "--json"}, {o.trace_path, "--trace"}});
   if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
   if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
   ValidateReport rep;

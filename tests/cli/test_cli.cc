@@ -134,7 +134,12 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
       {"simulate --tp notanumber", "--tp"},
       {small + "--split 512,512", "applies to --strategy iso"},
       {small + "--strategy ladder --pieces 2", "applies to --strategy gemm-split"},
-      {small + "--strategy gemm-split --pieces 1", "must be >= 2"},
+      {small + "--strategy gemm-split --pieces 1", "must be between 2 and 64"},
+      {small + "--strategy gemm-split --pieces 1000000", "must be between 2 and 64"},
+      {small + "--strategy iso --chunks 5000", "at most 64 chunks"},
+      {small + "--json " + (scratch() / "same.json").string() + " --trace " +
+           (scratch() / "same.json").string(),
+       "one would overwrite the other"},
       {small + "--strategy iso --ladder-layers 3", "applies to --strategy ladder"},
       {small + "--context -5", "--context"},
       {"simulate --phase decode --seq 512 --context 2048", "give one of them"},
@@ -505,8 +510,29 @@ TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") 
   r = tpo("profile --max-tokens -5 --out " + (dir / "never.json").string());
   CHECK(r.code == 2);
   CHECK(!fs::exists(dir / "never.json"));
-  r = tpo("validate --tolerance -1");
+  for (const char* tol : {"-1", "nan", "inf"}) {  // nan used to fall back, inf to accept anything
+    r = tpo(std::string("validate --tolerance ") + tol);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--tolerance") != std::string::npos);
+  }
+  // nccl-tests output with an impossible row, and --ranks 0, are refused, not skipped.
+  const fs::path nt = dir / "nan.txt";
+  {
+    std::string t = slurp(data + "/all_reduce_perf_sample.txt");
+    std::ofstream(nt) << t
+                      << "   1e30   250000000   float   sum   -1   123.4   0.0   0.0   0   120.0   "
+                         "0.0   0.0   0\n";
+  }
+  r = tpo("profile import-nccl-tests " + nt.string() + " --hardware rtx4090x8 --out " +
+          (dir / "nan.json").string());
   CHECK(r.code == 2);
+  CHECK(r.out.find("is not a byte count") != std::string::npos);
+  CHECK(!fs::exists(dir / "nan.json"));
+  r = tpo("profile import-nccl-tests " + data +
+          "/all_reduce_perf_sample.txt --hardware rtx4090x8 --ranks 0 --out " +
+          (dir / "r0.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--ranks 0") != std::string::npos);
   r = tpo("plan --seq 1e30 --quiet");
   CHECK(r.code == 2);
   CHECK(r.out.find("at most 1e9") != std::string::npos);
@@ -620,4 +646,64 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   r = tpo("profile accuracy " + data + "/tiny_model.json");
   CHECK(r.code == 2);
   CHECK(r.out.find("tpo.profile/1") != std::string::npos);
+}
+
+TEST_CASE(
+    "numbers outside physical bounds, duplicate keys and absurd JSON exit 2 naming the field") {
+  auto write = [](const std::string& name, const std::string& text) {
+    const fs::path p = scratch() / name;
+    std::ofstream(p) << text;
+    return p.string();
+  };
+  const std::string tiny = slurp(data + "/tiny_model.json");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = tiny;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  struct Case {
+    std::string file, expect;
+  };
+  const std::string hw = slurp(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h100x8.json");
+  auto hw_with = [&](const std::string& from, const std::string& to) {
+    std::string t = hw;
+    const auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    return t;
+  };
+  const Case models[] = {
+      {write("huge.json", with("\"hidden_size\": 128", "\"hidden_size\": 9223372036854775807")),
+       "field 'hidden_size': is too large"},
+      {write("big.json", with("\"hidden_size\": 128", "\"hidden_size\": 4194304")),
+       "field 'hidden_size': 4.1943e+06 is outside [1, 1.04858e+06]"},
+      {write("dup.json",
+             with("\"hidden_size\": 128", "\"hidden_size\": 128, \"hidden_size\": 256")),
+       "key 'hidden_size' appears twice"},
+      {write("inf.json", with("\"hidden_size\": 128", "\"hidden_size\": 1e999")), "malformed JSON"},
+  };
+  for (const auto& c : models) {
+    CAPTURE(c.file);
+    const auto r = tpo("simulate --hardware h100x8 --tp 2 --model " + c.file);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.expect) != std::string::npos);
+  }
+  // A GPU of 1e-300 TFLOP/s, and a launch overhead of 1e30 us, used to give silent nonsense.
+  for (const auto& [from, field] :
+       {std::pair{std::string("\"bf16_dense_tflops\": "), std::string("gpu.bf16_dense_tflops")},
+        std::pair{std::string("\"launch_overhead_us\": "),
+                  std::string("gpu.launch_overhead_us")}}) {
+    const std::string bad = write(
+        "bad-hw.json",
+        hw_with(from, from + (field.ends_with("us") ? "1e30" : "1e-300") + ", \"ignored\": "));
+    const auto r = tpo("simulate --tp 8 --hardware " + bad);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("field '" + field + "'") != std::string::npos);
+  }
+  auto r = tpo("simulate");
+  std::string deep(200, '[');
+  deep += std::string(200, ']');
+  r = tpo("simulate --model " + write("deep.json", "{\"a\": " + deep + "}"));
+  CHECK(r.code == 2);
+  CHECK(r.out.find("nested deeper than 64 levels") != std::string::npos);
 }
