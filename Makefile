@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make demo   install missing Debian packages, build, run the main job on shipped defaults
 #   make test   same set-up, then every CPU test (ctest, labels unit and cli)
-# Other targets: make build, make bench, make format, make clean.
+# Other targets: make build, make sanitize (ASan+UBSan CPU tests), make bench, make format,
+# make clean.
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TPO := $(BUILD_DIR)/cli/tpo
 
-.PHONY: all deps cudnn-frontend configure build demo test bench format clean
+.PHONY: all deps cudnn-frontend configure build demo test sanitize bench format clean
 
 all: build
 
@@ -56,6 +57,17 @@ demo: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
+# The CPU tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer (CUDA and MPI
+# off; any undefined behaviour aborts). CI runs it after `make test`.
+SAN_DIR ?= build-sanitize
+sanitize: deps
+	cmake -S . -B $(SAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPO_ENABLE_CUDA=OFF \
+	  -DTPO_ENABLE_MPI=OFF -DTPO_BUILD_BENCH=OFF \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+	cmake --build $(SAN_DIR) -j $(JOBS)
+	cd $(SAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE gpu
+
 bench: build
 	$(BUILD_DIR)/bench/tpo-bench
 
@@ -64,4 +76,4 @@ format:
 	  | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SAN_DIR)
