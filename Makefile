@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TPO := $(BUILD_DIR)/cli/tpo
 
-.PHONY: all deps cudnn-frontend configure build demo test sanitize bench format clean
+.PHONY: all deps cudnn-frontend configure build demo test sanitize fuzz bench format clean
 
 all: build
 
@@ -68,6 +68,31 @@ sanitize: deps
 	cmake --build $(SAN_DIR) -j $(JOBS)
 	cd $(SAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
+# libFuzzer on every parser (model, hardware, profile, plan, nccl-tests), FUZZ_SECONDS each,
+# seeded with the shipped files; clang with ASan and UBSan. A crash leaves crash-* files in
+# FUZZ_DIR/corpus-NAME and fails the target.
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@command -v clang++ > /dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTPO_ENABLE_CUDA=OFF -DTPO_ENABLE_MPI=OFF -DTPO_BUILD_BENCH=OFF -DTPO_BUILD_TESTS=OFF \
+	  -DTPO_BUILD_FUZZ=ON \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	@set -e; run() { name=$$1; shift; mkdir -p $(FUZZ_DIR)/corpus-$$name; \
+	  echo "tpo: fuzzing $$name for $(FUZZ_SECONDS) s"; \
+	  rc=0; (cd $(FUZZ_DIR) && ./tests/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=4096 -dict=$(CURDIR)/tests/fuzz/tpo.dict -print_final_stats=1 \
+	    -artifact_prefix=corpus-$$name/ corpus-$$name "$$@" > fuzz-$$name.log 2>&1) || rc=$$?; \
+	  grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" $(FUZZ_DIR)/fuzz-$$name.log | head -4; \
+	  [ $$rc = 0 ] || { echo "tpo: fuzz_$$name FOUND A BUG: $(FUZZ_DIR)/fuzz-$$name.log"; exit 1; }; }; \
+	run model $(CURDIR)/configs/models $(CURDIR)/tests/data; \
+	run hardware $(CURDIR)/configs/hardware; \
+	run profile $(CURDIR)/configs/profiles; \
+	run plan $(CURDIR)/results/h200/2026-11-29; \
+	run nccl_tests $(CURDIR)/tests/data
+
 bench: build
 	$(BUILD_DIR)/bench/tpo-bench
 
@@ -76,4 +101,4 @@ format:
 	  | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(SAN_DIR)
+	rm -rf $(BUILD_DIR) $(SAN_DIR) $(FUZZ_DIR)

@@ -1,0 +1,12 @@
+// Plan files (tpo.plan/1) as `tpo validate --plan` and serving engines read them.
+#include "fuzz_common.h"
+#include "sim/plan_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string path = tpo::fuzz::write_input(data, size);
+  tpo::fuzz::expect_clean([&] {
+    const tpo::sim::PlanFile p = tpo::sim::load_plan(path);
+    for (std::int64_t seq : {1, 100, 4096}) p.lookup(seq);
+  });
+  return 0;
+}
