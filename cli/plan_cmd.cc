@@ -83,17 +83,15 @@ int run_plan_cli(PlanCli& c) {
   planner::run_plan(plan);
   planner::print_plan(std::cout, plan);
   std::cout << "\n";
-  if (!c.plan.json_path.empty()) {
-    write_file_atomic(c.plan.json_path, planner::plan_json(plan).dump(1) + "\n", "--json");
-    std::cout << "wrote " << c.plan.json_path << "\n";
-  }
-  if (!c.plan.csv_path.empty()) {
-    write_file_atomic(c.plan.csv_path, planner::plan_csv(plan), "--csv");
-    std::cout << "wrote " << c.plan.csv_path << "\n";
-  }
-  if (!c.plan.svg_path.empty()) {
-    write_file_atomic(c.plan.svg_path, planner::plan_svg(plan), "--svg");
-    std::cout << "wrote " << c.plan.svg_path << "\n";
+  // All outputs or none: written beside their places, renamed together at the end.
+  OutputSet out;
+  if (!c.plan.json_path.empty())
+    out.add(c.plan.json_path, planner::plan_json(plan).dump(1) + "\n", "--json");
+  if (!c.plan.csv_path.empty()) out.add(c.plan.csv_path, planner::plan_csv(plan), "--csv");
+  if (!c.plan.svg_path.empty()) out.add(c.plan.svg_path, planner::plan_svg(plan), "--svg");
+  out.commit();
+  for (const auto& p : {c.plan.json_path, c.plan.csv_path, c.plan.svg_path}) {
+    if (!p.empty()) std::cout << "wrote " << p << "\n";
   }
   return 0;
 }

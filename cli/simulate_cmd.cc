@@ -46,14 +46,16 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
               << ": measured sizes are exact, interpolated ones between them, extrapolated "
                  "and analytical ones are the model's\n";
   }
+  OutputSet out;  // both or neither
   if (!c.json_path.empty()) {
     auto j = simulate_report(wo, so, w, r, baseline_ns, cm);
     j["options"]["compare"] = false;
-    write_file_atomic(c.json_path, j.dump(1) + "\n", "--json");
-    std::cout << "\nwrote " << c.json_path << "\n";
+    out.add(c.json_path, j.dump(1) + "\n", "--json");
   }
+  if (!c.trace_path.empty()) out.add(c.trace_path, chrome_trace(w, r), "--trace");
+  out.commit();
+  if (!c.json_path.empty()) std::cout << "\nwrote " << c.json_path << "\n";
   if (!c.trace_path.empty()) {
-    write_file_atomic(c.trace_path, chrome_trace(w, r), "--trace");
     std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
   }
 }
@@ -97,17 +99,21 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     }
   }
   print_compare(std::cout, w, rows, baseline_ns, cm.name());
+  OutputSet out;  // both or neither
   if (!c.json_path.empty()) {
     nlohmann::ordered_json j = report_header("tpo.simulate-compare/1", "predicted");
     j["options"] = options_json(wo, so);
     j["options"]["compare"] = true;
     j["results"] = std::move(reports);
-    write_file_atomic(c.json_path, j.dump(1) + "\n", "--json");
-    std::cout << "wrote " << c.json_path << "\n";
+    out.add(c.json_path, j.dump(1) + "\n", "--json");
   }
   if (!c.trace_path.empty()) {
     nlohmann::ordered_json j{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
-    write_file_atomic(c.trace_path, j.dump() + "\n", "--trace");
+    out.add(c.trace_path, j.dump() + "\n", "--trace");
+  }
+  out.commit();
+  if (!c.json_path.empty()) std::cout << "wrote " << c.json_path << "\n";
+  if (!c.trace_path.empty()) {
     std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
   }
 }

@@ -17,12 +17,13 @@ namespace {
 // Prints and writes the report (rank 0 only under MPI); false when a result was wrong.
 bool report(const validate::ValidateOptions& o, const validate::ValidateReport& r) {
   validate::print_validate(std::cout, r);
-  if (!o.json_path.empty()) {
-    write_file_atomic(o.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
-    std::cout << "wrote " << o.json_path << "\n";
-  }
+  OutputSet out;  // both or neither
+  if (!o.json_path.empty())
+    out.add(o.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
+  if (!o.trace_path.empty()) out.add(o.trace_path, validate::validate_trace(r), "--trace");
+  out.commit();
+  if (!o.json_path.empty()) std::cout << "wrote " << o.json_path << "\n";
   if (!o.trace_path.empty()) {
-    write_file_atomic(o.trace_path, validate::validate_trace(r), "--trace");
     std::cout << "wrote " << o.trace_path << " (predicted and measured, side by side)\n";
   }
   return r.all_correct();

@@ -154,7 +154,24 @@ GenerateReport run_generate(const GenerateOptions& o) {
   std::vector<sim::Workload> ws;
   for (auto b : batches) {
     so.batch = b;
-    ws.push_back(sim::make_workload(so));
+    // Checked up front, prefill and the last decode step alike, and blamed on the options
+    // this scenario has: a prompt too long is --prompt's, a context too long --new-tokens'.
+    try {
+      ws.push_back(sim::make_workload(so));
+      sim::Workload last = ws.back();
+      last.phase = sim::Phase::Decode;
+      last.seq = 1;
+      last.context = o.prompt + o.new_tokens;
+      sim::validate_workload(last);
+    } catch (const FieldError& e) {
+      if (e.name() == "seq") throw InputError("--prompt", std::to_string(o.prompt), e.problem());
+      if (e.name() == "context") {
+        throw InputError("--new-tokens", std::to_string(o.new_tokens),
+                         "the last step's context (" + std::to_string(o.prompt + o.new_tokens) +
+                             " tokens): " + e.problem());
+      }
+      throw;
+    }
     rep.batches.push_back({b, {}});
     rep.batches.back().results.resize(kinds.size());
   }

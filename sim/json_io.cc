@@ -136,7 +136,10 @@ std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback)
 
 }  // namespace tpo
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <filesystem>
@@ -204,6 +207,47 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       }
     }
   }
+}
+
+OutputSet::~OutputSet() {
+  std::error_code ec;
+  for (const auto& p : pending_) std::filesystem::remove(p.tmp, ec);
+}
+
+void OutputSet::add(const std::string& path, const std::string& content,
+                    const std::string& option) {
+  if (path.empty()) return;
+  check_writable(path, option);
+  const std::string tmp = temp_name(path);
+  pending_.push_back({path, tmp, option});
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(option, path, "cannot open for writing");
+  std::size_t done = 0;
+  bool ok = true;
+  while (ok && done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (!(n < 0 && errno == EINTR)) {
+      ok = false;
+    }
+  }
+  ok = ok && ::fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok) throw InputError(option, path, "write failed (disk full?); no output was changed");
+}
+
+void OutputSet::commit() {
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::rename(pending_[i].tmp, pending_[i].path, ec);
+    if (ec) {
+      throw InputError(pending_[i].option, pending_[i].path,
+                       "cannot rename into place: " + ec.message());
+    }
+    pending_[i].tmp.clear();
+  }
+  pending_.clear();
 }
 
 }  // namespace tpo

@@ -51,6 +51,27 @@ void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option);
 // Checks up front that `path` can be written (its folder exists), before any long work.
 void check_writable(const std::string& path, const std::string& option);
+// All outputs of one command, written as a set: each goes to a temporary beside it, flushed
+// to disk (fsync), and all are renamed into place only once every one was written. A failure
+// before that removes the temporaries and changes no output; so does destroying the set
+// without commit().
+class OutputSet {
+ public:
+  OutputSet() = default;
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+  ~OutputSet();
+  // Empty paths are skipped. Throws InputError naming `option` when the write fails.
+  void add(const std::string& path, const std::string& content, const std::string& option);
+  void commit();
+
+ private:
+  struct Pending {
+    std::string path, tmp, option;
+  };
+  std::vector<Pending> pending_;
+};
+
 // Refuses one file named by two output options (one would overwrite the other):
 // {path, option} pairs; empty paths are ignored. Throws InputError naming both options.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);

@@ -707,3 +707,33 @@ TEST_CASE(
   CHECK(r.code == 2);
   CHECK(r.out.find("nested deeper than 64 levels") != std::string::npos);
 }
+
+TEST_CASE(
+    "outputs are written as a set: a failing one leaves every other untouched, and no temporary") {
+  const fs::path dir = scratch() / "set";
+  fs::create_directories(dir);
+  const fs::path j = dir / "p.json", csv = dir / "p.csv", svg = dir / "p.svg";
+  std::ofstream(j) << "old json";
+  std::ofstream(csv) << "old csv";
+  // The SVG's place is a folder: it cannot be written, so neither may the JSON nor the CSV be.
+  fs::create_directories(svg);
+  auto r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --quiet --json " +
+               j.string() + " --csv " + csv.string() + " --svg " + svg.string());
+  CHECK(r.code == 2);
+  CHECK(slurp(j) == "old json");
+  CHECK(slurp(csv) == "old csv");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  }
+  // Generate's options are named as themselves.
+  r =
+      tpo("plan --scenario generate --model llama2-70b --hardware rtx4090x8 --tp 8 --prompt "
+          "1000 --new-tokens 900000 --batch 4");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--new-tokens 900000: the last step's context") != std::string::npos);
+  r =
+      tpo("plan --scenario generate --model llama2-70b --hardware rtx4090x8 --tp 8 --prompt "
+          "900000 --batch 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--prompt 900000") != std::string::npos);
+}
