@@ -354,8 +354,6 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     const auto& c = cases[i];
     const bool fitted = std::find(train.begin(), train.end(), i) != train.end();
     const bool off = std::find(off_grid.begin(), off_grid.end(), i) != off_grid.end();
-    const double meas_speedup = 0;  // filled below where the report has none's measurement
-    (void)meas_speedup;
     rows.push_back(ojson{{"report", c.file},
                          {"run", sim::planned_run_json(c.run)},
                          {"set", fitted ? "fit" : (off ? "off-grid" : "held-out")},
@@ -399,19 +397,22 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};
   rep["off_grid"] = ojson{{"fixed_factors", summary_json(ob)}, {"contention", summary_json(oa)}};
   rep["cases"] = std::move(rows);
-  if (!o.out.empty()) {
-    write_file_atomic(o.out, rep.dump(1) + "\n", "--out");
-    os << "\nwrote " << o.out << "\n";
-  }
+  // The report and every updated profile are one set: all written, or none changed.
+  OutputSet out;
+  out.add(o.out, rep.dump(1) + "\n", "--out");
   if (o.update_profiles) {
     for (const auto& path : o.profiles) {
       sim::Profile prof = sim::load_profile(path);
       prof.contention = ojson{{"params", sim::contention_json(p)}, {"fit_on", o.fit_on},
                               {"fit", summary_json(fa)},           {"held_out", summary_json(ta)},
                               {"tool_version", tool_version()},    {"git_sha", git_sha()}};
-      write_file_atomic(path, sim::profile_to_json(prof).dump(1) + "\n", "--profile");
-      os << "updated " << path << " (contention block)\n";
+      out.add(path, sim::profile_to_json(prof).dump(1) + "\n", "--profile");
     }
+  }
+  out.commit();
+  if (!o.out.empty()) os << "\nwrote " << o.out << "\n";
+  if (o.update_profiles) {
+    for (const auto& path : o.profiles) os << "updated " << path << " (contention block)\n";
   }
   return 0;
 }

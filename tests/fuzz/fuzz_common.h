@@ -12,7 +12,11 @@
 #include <exception>
 #include <string>
 
+#include "sim/cost_model.h"
+#include "sim/engine.h"
 #include "sim/error.h"
+#include "sim/strategy.h"
+#include "sim/workload.h"
 
 namespace tpo::fuzz {
 
@@ -36,6 +40,24 @@ void expect_clean(F&& fn) {
     std::fprintf(stderr, "unexpected exception: %s\n", e.what());
     std::abort();
   }
+}
+
+// The core on what a parser loaded: a one-layer ISO schedule of `seq` tokens in two chunks,
+// priced by the analytical model of its hardware and timed by the engine.
+inline void time_one_layer(const std::string& model, const std::string& hardware,
+                           std::int64_t seq) {
+  sim::WorkloadOptions o;
+  o.model = model;
+  o.hardware = hardware;
+  o.tp = 1;
+  o.seq = seq;
+  o.layers = 1;
+  const sim::Workload w = sim::make_workload(o);
+  const auto s =
+      sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::Iso, {seq / 2, seq - seq / 2}));
+  const sim::AnalyticalCostModel cm(w.hardware, w.tp);
+  sim::Engine e;
+  e.run(s, sim::cost_schedule(s, cm));
 }
 
 }  // namespace tpo::fuzz
