@@ -30,6 +30,7 @@ struct WorkloadFlags {
   bool profile = true;
   bool emulate = false;
   bool comm_ctas = false;
+  bool exec = false;
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
 void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);

@@ -111,6 +111,7 @@ std::function<int()> add_plan(CLI::App& app) {
   f.seq = false;  // a list of prompt lengths, below; --batch is a list with --scenario generate
   f.layers = false;
   f.profile = false;
+  f.exec = true;
   bind_workload(sub, &o.workload, f);
   sub->add_option("--seq", o.seq,
                   "Prompt lengths: a list (1024,4096), a range doubling (512:32768) or with a "

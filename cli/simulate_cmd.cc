@@ -33,7 +33,7 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
   const StrategyKind kind = parse_strategy_name(so.strategy);
   const std::int64_t baseline_ns = base.timeline.total_ns;
   const SimResult r = kind == StrategyKind::None ? base : simulate(w, make_spec(so, w, kind), cm);
-  print_summary(std::cout, w, r, baseline_ns, cm.name());
+  print_summary(std::cout, w, r, baseline_ns, sim::model_and_exec(cm));
   if (!wo.profile.empty()) {
     auto sources = [&](const char* label, const Schedule& sch) {
       std::cout << "  " << std::left << std::setw(22) << label;
@@ -98,7 +98,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
                    r.timeline.start_ns, r.timeline.end_ns);
     }
   }
-  print_compare(std::cout, w, rows, baseline_ns, cm.name());
+  print_compare(std::cout, w, rows, baseline_ns, sim::model_and_exec(cm));
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {
     nlohmann::ordered_json j = report_header("tpo.simulate-compare/1", "predicted");
@@ -147,6 +147,7 @@ std::function<int()> add_simulate(CLI::App& app) {
   f.embed_head = true;
   f.emulate = true;
   f.comm_ctas = true;
+  f.exec = true;
   bind_workload(sub, &c->workload, f);
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,

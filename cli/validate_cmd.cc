@@ -73,6 +73,7 @@ std::function<int()> add_validate(CLI::App& app) {
   WorkloadFlags f;
   f.emulate = true;
   f.comm_ctas = true;
+  f.exec = true;
   bind_workload(sub, &o->workload, f);
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
@@ -119,6 +120,7 @@ std::function<int()> add_validate(CLI::App& app) {
       o->hardware_given = sub->count("--hardware") > 0;
       o->profile_given = sub->count("--profile") > 0;
       o->layers_given = sub->count("--layers") > 0;  // then predictions are re-simulated
+      o->exec_given = sub->count("--exec") > 0;
     } else if (sub->count("--alternatives")) {
       throw InputError("--alternatives", "", "applies to --plan (a plan's other candidates)");
     } else {

@@ -57,6 +57,14 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "emulated copy kernel's CTAs (0 = the hardware file's default, 16)")
         ->capture_default_str();
   }
+  if (f.exec) {
+    sub->add_option("--exec", w->exec,
+                    "How the schedule reaches the GPU: queued (the whole schedule queued before "
+                    "the GPU starts; launch time hidden), eager (one host launch call per op, "
+                    "issued in order; an op waits for its launch) or graph (one CUDA graph "
+                    "launch); launch costs from the profile or the hardware file")
+        ->capture_default_str();
+  }
   if (f.profile) {
     sub->add_option("--profile", w->profile,
                     "Use op costs measured by `tpo profile` (FILE); the analytical model fills "

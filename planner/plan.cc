@@ -341,6 +341,7 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   const auto own = sim::make_cost_model(plan.workload, plan.options.workload.profile);
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
+  plan.execution = sim::execution_json(cm.exec(), cm.launch());
   // Budgets: the default first (none's baseline), then each one searched.
   std::vector<Budget> budgets{{0, &cm}};
   std::vector<std::unique_ptr<sim::CostModel>> owned;

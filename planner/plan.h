@@ -66,6 +66,7 @@ struct Plan {
   PlanOptions options;
   sim::Workload workload;  // of the first point (seq and context differ per point)
   std::string cost_model;
+  nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::vector<PlanPoint> points;
 };
 

@@ -48,7 +48,8 @@ void print_plan(std::ostream& os, const Plan& plan) {
   const auto& w = plan.workload;
   os << "tpo plan — " << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
      << sim::phase_name(w.phase) << ", batch " << w.batch << ", " << w.layers << " layers\n";
-  os << "predicted by the " << plan.cost_model << " cost model (not measured); overlap must beat "
+  os << "predicted by the " << plan.cost_model << " cost model, "
+     << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
      << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << std::setw(10)
@@ -119,6 +120,7 @@ ojson plan_json(const Plan& plan) {
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
+  j["execution"] = plan.execution;
   j["options"] = ojson{{"model", o.workload.model},
                        {"hardware", o.workload.hardware},
                        {"tp", o.workload.tp},
@@ -133,7 +135,8 @@ ojson plan_json(const Plan& plan) {
                        {"allow_arch_change", o.allow_arch_change},
                        {"layers", o.workload.layers},
                        {"profile", o.workload.profile},
-                       {"comm_ctas", o.comm_ctas}};
+                       {"comm_ctas", o.comm_ctas},
+                       {"exec", o.workload.exec}};
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;

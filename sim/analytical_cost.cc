@@ -4,7 +4,8 @@
 // when there are fewer tiles than SMs, K is split over the idle SMs (split-K).
 // Attention: exact causal-with-prefix FLOPs and bytes, roofline. Norms and elementwise ops:
 // bytes / bandwidth. All-reduce: latency + bus bytes / bus bandwidth, hierarchical across
-// nodes. A launch overhead is added to every kernel. Efficiencies are the hardware file's.
+// nodes. A per-kernel GPU overhead is added to every kernel (host launch costs are the
+// execution mode's, sim/launch.h). Efficiencies are the hardware file's.
 #include "sim/cost_model.h"
 
 #include <algorithm>
@@ -32,6 +33,7 @@ OpCosts cost_schedule(const Schedule& s, const CostModel& cm) {
       c.resources.push_back(op_resources(s.ops[i], c.standalone_ns[i], *p));
     }
   }
+  c.release_ns = release_times(s, cm.exec(), cm.launch());
   return c;
 }
 
@@ -112,7 +114,7 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
   }
-  return checked_ns(t + hw_.launch_overhead_us * 1e3, op);
+  return checked_ns(t + hw_.kernel_overhead_us * 1e3, op);
 }
 
 std::int64_t checked_ns(double ns, const Op& op) {

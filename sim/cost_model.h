@@ -13,6 +13,7 @@
 #include "sim/collective.h"
 #include "sim/contention.h"
 #include "sim/hardware.h"
+#include "sim/launch.h"
 #include "sim/schedule.h"
 
 namespace tpo::sim {
@@ -30,6 +31,17 @@ class CostModel {
   virtual std::string origin(const Op& /*op*/) const { return name(); }
   // The contention model's parameters; null (or disabled): the fixed slowdown factors.
   virtual const ContentionParams* contention() const { return nullptr; }
+  // Host launch costs (sim/launch.h): the hardware file's, or what a profile measured.
+  virtual const LaunchCosts& launch() const {
+    static const LaunchCosts kNone;  // nothing charged (test models)
+    return kNone;
+  }
+  // How the schedule reaches the GPU; queued (launches hidden) unless set.
+  ExecMode exec() const { return exec_; }
+  void set_exec(ExecMode m) { exec_ = m; }
+
+ private:
+  ExecMode exec_ = ExecMode::Queued;
 };
 
 // An op's time as integer nanoseconds, checked: a time that is not finite or over 1000 s for
@@ -46,6 +58,8 @@ struct OpCosts {
   // With the contention model: what each op occupies, and the rules' parameters.
   std::vector<OpResources> resources;
   ContentionParams contention;
+  // Eager and graph execution: the earliest start of each op (its launch); empty when queued.
+  std::vector<std::int64_t> release_ns;
 };
 inline int slowdown_class(OpKind k) {
   return k == OpKind::Gemm ? 0 : (k == OpKind::Attention ? 1 : 2);
@@ -60,6 +74,7 @@ class AnalyticalCostModel final : public CostModel {
   std::string name() const override { return "analytical"; }
   const ContentionParams* contention() const override { return &contention_; }
   void set_contention(const ContentionParams& p) { contention_ = p; }
+  const LaunchCosts& launch() const override { return hw_.launch; }
 
   // Building blocks, exposed for tests and for the report's explanations (all in ns).
   double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;

@@ -84,7 +84,7 @@ void Engine::start(std::int32_t op, std::int64_t now) {
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = g / kStreamsPerRank;
   if (!c_->resources.empty() && c_->resources[i].comm) {
-    const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
+    const std::int32_t other = active(running_[static_cast<std::size_t>(g - 1)]);  // compute
     if (other >= 0) wait_for_sms(op, other, now);
   }
   if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
@@ -99,8 +99,17 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
   const std::int32_t h = stream_head_[st];
   if (h >= stream_offset_[st + 1]) return;
   const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
-  if (st_[static_cast<std::size_t>(op)].pending != 0) return;
+  OpState& x = st_[static_cast<std::size_t>(op)];
+  if (x.pending != 0) return;
   stream_head_[st] = h + 1;
+  if (!c_->release_ns.empty() && c_->release_ns[static_cast<std::size_t>(op)] > now) {
+    // Not launched yet (eager or graph execution): it holds its stream and waits, running
+    // nothing, until its launch; its finish event is the launch.
+    running_[st] = op;
+    x.waiting = kUnlaunched;
+    push(c_->release_ns[static_cast<std::size_t>(op)], op);
+    return;
+  }
   start(op, now);
 }
 
@@ -173,7 +182,7 @@ void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now)
 void Engine::rerate(std::int32_t rank, std::int64_t now) {
   static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
-  const std::int32_t a = running_[base], b = running_[base + 1];
+  const std::int32_t a = active(running_[base]), b = active(running_[base + 1]);
   if (!c_->resources.empty()) {
     rerate_contention(a, b, now);
     return;
@@ -201,6 +210,7 @@ void Engine::prepare(const Schedule& s, const OpCosts& costs) {
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
   if (costs.standalone_ns.size() != n || costs.slowdown.size() != n ||
+      (!costs.release_ns.empty() && costs.release_ns.size() != n) ||
       (!costs.resources.empty() && costs.resources.size() != n)) {
     throw std::logic_error("engine: costs do not match the schedule");
   }
@@ -270,6 +280,12 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   while (!heap_.empty()) {
     const auto i = static_cast<std::size_t>(pop());
     now = st_[i].finish_ns;
+    if (st_[i].waiting == kUnlaunched) {  // launched now: it starts
+      st_[i].waiting = 0;
+      start(static_cast<std::int32_t>(i), now);
+      settle(now);
+      continue;
+    }
     if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
       OpState& x = st_[i];
       x.waiting = 0;

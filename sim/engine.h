@@ -6,6 +6,7 @@
 // slowdowns are the cost model's fixed factors, or — with the contention model (OpCosts::
 // resources, sim/contention.h) — follow from SMs and HBM bandwidth shared by rule, and a comm
 // kernel that arrives while a kernel holds every SM first waits for that kernel's wave to end.
+// With eager or graph execution (OpCosts::release_ns) an op also waits for its launch.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,14 @@ class Engine {
     std::int32_t pending;    // dependencies not yet finished
     std::int32_t stream;     // global stream index
     std::uint8_t cls;        // slowdown_class of its kind
-    std::uint8_t waiting;    // contention: a comm kernel waiting for SMs (its "work" is the wait)
+    std::uint8_t waiting;    // contention: a comm kernel waiting for SMs (its "work" is the wait),
+                             // or kUnlaunched: holding its stream until its launch
   };
+  static constexpr std::uint8_t kUnlaunched = 2;
+  // The op running on a stream, or -1 when none is (an op waiting for its launch is not).
+  std::int32_t active(std::int32_t op) const {
+    return op >= 0 && st_[static_cast<std::size_t>(op)].waiting == kUnlaunched ? -1 : op;
+  }
 
   const OpCosts* c_ = nullptr;
   Timeline tl_;

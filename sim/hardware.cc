@@ -59,6 +59,12 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.memory_bandwidth_gbps = gpu.number("memory_bandwidth_gbps");
   h.memory_gib = gpu.number("memory_gib");
   h.launch_overhead_us = gpu.number("launch_overhead_us", /*positive=*/false);
+  // Files written before the execution modes existed charged launch_overhead_us on the GPU.
+  h.kernel_overhead_us =
+      gpu.number_or("kernel_overhead_us", h.launch_overhead_us, /*positive=*/false);
+  h.graph_launch_us = gpu.number_or("graph_launch_us", h.launch_overhead_us, /*positive=*/false);
+  h.launch = uniform_launch(h.launch_overhead_us, h.graph_launch_us,
+                            gpu.string_or("launch_source", "hardware file " + path));
   const JsonObject eff = o.object("efficiency");
   h.gemm_max_efficiency = eff.number("gemm_max");
   h.gemm_tile_m = eff.integer("gemm_tile_m");

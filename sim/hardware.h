@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/contention.h"
+#include "sim/launch.h"
 
 namespace tpo::sim {
 
@@ -34,7 +35,11 @@ struct HardwareConfig {
   double bf16_dense_tflops = 0;
   double memory_bandwidth_gbps = 0;
   double memory_gib = 0;
-  double launch_overhead_us = 0;
+  double launch_overhead_us = 0;  // host time of one eager launch call (every op kind)
+  // GPU time every kernel adds to its work when kernels run back to back on one stream
+  // (start, drain, the gap to the next): the analytical model's per-kernel term.
+  double kernel_overhead_us = 0;
+  double graph_launch_us = 0;  // host time of one CUDA graph launch until its first node runs
   // Efficiency assumptions of the analytical cost model.
   double gemm_max_efficiency = 0;
   std::int64_t gemm_tile_m = 128;
@@ -50,6 +55,8 @@ struct HardwareConfig {
   SlowdownByKind comm_under_compute;
   // The contention model's parameters (the "contention" block; disabled where absent).
   ContentionParams contention;
+  // Launch costs by execution mode (from launch_overhead_us and graph_launch_us).
+  LaunchCosts launch;
 
   std::int64_t max_tp() const { return gpus_per_node * nodes; }  // GPUs in the machine
 };

@@ -82,6 +82,15 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
   w.profile = o.string_or("profile", "");
   w.emulate = o.string_or("emulate", "");
   w.comm_ctas = o.count_or("comm_ctas", 0);
+  // Plans written before the execution modes were predicted for queued execution.
+  w.exec = o.string_or("exec", "queued");
+  if (o.has("exec")) {
+    try {
+      parse_exec_mode(w.exec);
+    } catch (const FieldError&) {
+      throw InputError(o.file(), o.field("exec"), "must be queued, eager or graph");
+    }
+  }
   return w;
 }
 

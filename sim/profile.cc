@@ -2,6 +2,8 @@
 // cannot drift.
 #include "sim/profile.h"
 
+#include "sim/launch.h"
+
 #include "sim/error.h"
 #include "sim/json_io.h"
 
@@ -108,6 +110,7 @@ ojson profile_to_json(const Profile& p) {
   j["fits"] = ojson{{"allreduce_alpha_beta", fits}, {"gemm_m_half", p.gemm_m_half}};
   if (!p.accuracy.is_null()) j["accuracy"] = p.accuracy;
   if (!p.contention.is_null()) j["contention"] = p.contention;
+  if (!p.launch.is_null()) j["launch"] = p.launch;
   if (!p.analytical_vs_measured.is_null()) j["analytical_vs_measured"] = p.analytical_vs_measured;
   return j;
 }
@@ -185,6 +188,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   }
   if (j.contains("accuracy")) p.accuracy = j.at("accuracy");
   if (j.contains("contention")) p.contention = j.at("contention");
+  if (j.contains("launch")) {
+    p.launch = j.at("launch");
+    launch_from_json(p.launch, file, "launch", {});  // checked at load time
+  }
   if (j.contains("analytical_vs_measured"))
     p.analytical_vs_measured = j.at("analytical_vs_measured");
   return p;

@@ -84,6 +84,8 @@ struct Profile {
   // Contention-model parameters fitted on measured schedules (`tpo calibrate`), with the fit's
   // errors on the cases used and on those kept out; null when not calibrated.
   nlohmann::json contention;
+  // Launch costs measured on the machine (sim/launch.h's "launch" block); null when not.
+  nlohmann::json launch;
 };
 
 nlohmann::ordered_json profile_to_json(const Profile& p);

@@ -37,7 +37,8 @@ const char* rowwise_name(OpCode c) {
 }  // namespace
 
 ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp)
-    : p_(std::move(p)), a_(hw, tp), tp_(tp), contention_(hw.contention) {
+    : p_(std::move(p)), a_(hw, tp), tp_(tp), contention_(hw.contention), launch_(hw.launch) {
+  if (!p_.launch.is_null()) launch_ = launch_from_json(p_.launch, p_.origin, "launch", hw.launch);
   if (p_.contention.is_object() && p_.contention.contains("params")) {
     contention_ = contention_from_json(p_.contention.at("params"), p_.origin, "contention.params",
                                        hw.contention);
@@ -177,7 +178,11 @@ double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {
 }
 
 std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string& profile_path) {
-  if (profile_path.empty()) return std::make_unique<AnalyticalCostModel>(w.hardware, w.tp);
+  if (profile_path.empty()) {
+    auto cm = std::make_unique<AnalyticalCostModel>(w.hardware, w.tp);
+    cm->set_exec(w.exec);
+    return cm;
+  }
   Profile p = load_profile(profile_path);
   if (p.tp != w.tp) {
     throw FieldError("profile", profile_path,
@@ -198,7 +203,9 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
                      "was measured for model '" + p.model + "', not '" + w.model.name +
                          "'; profile this model (tpo profile --model ...)");
   }
-  return std::make_unique<ProfileCostModel>(std::move(p), w.hardware, w.tp);
+  auto cm = std::make_unique<ProfileCostModel>(std::move(p), w.hardware, w.tp);
+  cm->set_exec(w.exec);
+  return cm;
 }
 
 std::map<std::string, std::int64_t> cost_sources(const Schedule& s, const CostModel& cm) {

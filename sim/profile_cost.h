@@ -29,6 +29,7 @@ class ProfileCostModel final : public CostModel {
   std::string origin(const Op& op) const override;
   const ContentionParams* contention() const override { return &contention_; }
   void set_contention(const ContentionParams& p) { contention_ = p; }
+  const LaunchCosts& launch() const override { return launch_; }
   const Profile& profile() const { return p_; }
 
  private:
@@ -55,6 +56,7 @@ class ProfileCostModel final : public CostModel {
   std::map<std::string, Curve> comm_slowdown_;
   std::int64_t tp_;
   ContentionParams contention_;  // the profile's fitted values, else the hardware file's
+  LaunchCosts launch_;           // the profile's measured launch costs, else the hardware file's
 };
 
 // The cost model for a workload: the profile at `profile_path` when one is given (it must

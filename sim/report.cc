@@ -19,12 +19,16 @@ ojson report_header(const std::string& schema, const std::string& kind) {
       {"schema", schema}, {"tool_version", tool_version()}, {"git_sha", git_sha()}, {"kind", kind}};
 }
 
+std::string model_and_exec(const CostModel& cm) {
+  return cm.name() + " cost model, " + exec_mode_name(cm.exec()) + " execution";
+}
+
 ojson workload_options_json(const WorkloadOptions& o) {
   return ojson{{"model", o.model},     {"hardware", o.hardware}, {"tp", o.tp},
                {"phase", o.phase},     {"batch", o.batch},       {"seq", o.seq},
                {"context", o.context}, {"layers", o.layers},     {"embed_head", o.embed_head},
-               {"profile", o.profile}, {"emulate", o.emulate},
-               {"comm_ctas", o.comm_ctas}};
+               {"profile", o.profile}, {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
+               {"exec", o.exec}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
@@ -105,6 +109,7 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
   }
   ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
+  j["execution"] = execution_json(cm.exec(), cm.launch());
   if (!wo.profile.empty()) j["profile"] = wo.profile;
   j["cost_sources"] = ojson::object();  // ops priced by each source
   for (const auto& [source, n] : cost_sources(r.schedule, cm)) j["cost_sources"][source] = n;
@@ -253,7 +258,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   const std::string c = variant_text(r.spec);
   if (c != "-") os << " (" << c << ")";
   if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
-  os << "\npredicted by the " << cost_model << " cost model (not measured)\n\n";
+  os << "\npredicted by the " << cost_model << " (not measured)\n\n";
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
   };
@@ -278,7 +283,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
-  os << "predicted by the " << cost_model << " cost model (not measured)\n\n";
+  os << "predicted by the " << cost_model << " (not measured)\n\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)
      << "exposed_comm_ms" << std::setw(13) << "overlap_eff"

@@ -37,6 +37,8 @@ void append_trace(nlohmann::ordered_json& events, int pid, const std::string& pr
                   const std::vector<std::int64_t>& end_ns);
 std::string chrome_trace(const Workload& w, const SimResult& r);
 
+// "analytical cost model, eager execution": what made a prediction, for console output.
+std::string model_and_exec(const CostModel& cm);
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    std::int64_t baseline_ns, const std::string& cost_model);
 

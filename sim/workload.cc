@@ -143,6 +143,7 @@ Workload make_workload(const WorkloadOptions& o) {
                          std::to_string(w.hardware.sms - 1) + "), or 0 for the default");
   }
   if (o.comm_ctas > 0) w.hardware.contention.comm_ctas = o.comm_ctas;
+  w.exec = parse_exec_mode(o.exec);
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

@@ -34,6 +34,8 @@ struct WorkloadOptions {
   // SMs (CTAs) the comm kernels hold: NCCL's CTA budget, or the emulated copy kernel's CTAs.
   // 0: the hardware file's default (contention.comm_ctas, 16 where it says nothing).
   std::int64_t comm_ctas = 0;
+  // How the schedule reaches the GPU (sim/launch.h): queued | eager | graph.
+  std::string exec = "queued";
   bool operator==(const WorkloadOptions&) const = default;
 };
 
@@ -48,6 +50,7 @@ struct Workload {
   std::int64_t layers = 0;   // layers simulated (<= model.num_layers)
   bool embed_head = false;   // include embedding, final norm and LM head
   std::string links_of;      // emulated: the machine whose links replaced the hardware's
+  ExecMode exec = ExecMode::Queued;
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and

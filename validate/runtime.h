@@ -25,6 +25,10 @@ struct RunOptions {
   bool mpi = false;
   // CUDA: the attention kernel (auto | cudnn | cublas), as `tpo profile --attention`.
   std::string attention = "auto";
+  // CUDA: queued (the host queues the schedule behind a spin before the GPU starts), eager
+  // (ops launched as the host gets to them) or graph (captured once, replayed). The CPU
+  // runtime runs every mode alike (its threads start an op as soon as it may run).
+  sim::ExecMode exec = sim::ExecMode::Queued;
 };
 
 struct RunResult {

@@ -40,9 +40,19 @@ struct RunCase {
   bool picked = true;
 };
 
+// CUDA graphs exist on the CUDA backend only.
+void check_exec(const ValidateOptions& o, const std::string& exec) {
+  if (o.backend == "cpu" && exec == "graph") {
+    throw InputError(o.exec_given || o.plan_path.empty() ? "--exec" : o.plan_path, "graph",
+                     "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
+                     "every op as soon as it may start; use queued or eager)");
+  }
+}
+
 std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
+    check_exec(o, o.workload.exec);
     const auto kind = sim::parse_strategy_name(o.strategy.strategy);
     return {{{o.workload, sim::make_spec(o.strategy, w, kind)}, -1, true}};
   }
@@ -61,6 +71,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.hardware_given) r.workload.hardware = o.workload.hardware;
       if (o.profile_given) r.workload.profile = o.workload.profile;
       if (o.layers_given) r.workload.layers = o.workload.layers;
+      if (o.exec_given) r.workload.exec = o.workload.exec;
       // A point the plan file describes impossibly is the file's fault: name its field. Where an
       // option replaced the plan's value, or the machine running does not fit the point, the
       // option is named.
@@ -72,7 +83,8 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
         const std::string& f = err.name();
         const bool overridden =
             (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
-            (f == "layers" && o.layers_given) || (f == "emulate" && !o.workload.emulate.empty());
+            (f == "layers" && o.layers_given) || (f == "exec" && o.exec_given) ||
+            (f == "emulate" && !o.workload.emulate.empty());
         if (overridden) throw;
         if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile")) {
           throw InputError("--hardware", o.workload.hardware,
@@ -85,6 +97,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
                          e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
                          err.value() + ": " + err.problem());
       }
+      check_exec(o, r.workload.exec);
       out.push_back({std::move(r), static_cast<int>(g), k == 0});
     }
   }
@@ -185,11 +198,12 @@ void check_host_memory(const ValidateOptions& o, const sim::Workload& w, bool em
 
 // One case: predicted (the strategy and none), executed (the strategy and none), checked.
 CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const sim::Workload& w,
-                    const RunOptions& ro, bool reporter, double tolerance,
-                    std::string* cost_model) {
+                    const RunOptions& ro, bool reporter, double tolerance, std::string* cost_model,
+                    nlohmann::ordered_json* execution) {
   const bool emulated = o.backend == "cuda" && o.comm == "emulated";
   const auto cm = sim::make_cost_model(w, run.workload.profile);
   *cost_model = cm->name();
+  *execution = sim::execution_json(cm->exec(), cm->launch());
   CaseResult c;
   c.run = run;
   c.workload = w;
@@ -211,10 +225,12 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
     }
     return t;
   };
+  RunOptions rx = ro;
+  rx.exec = w.exec;
   auto execute = [&](const sim::Schedule& sch) {
     return o.backend == "cpu"
-               ? run_cpu(w, sch, ro)
-               : run_cuda(w, sch, ro, o.comm, targets(sch), int(w.hardware.contention.comm_ctas));
+               ? run_cpu(w, sch, rx)
+               : run_cuda(w, sch, rx, o.comm, targets(sch), int(w.hardware.contention.comm_ctas));
   };
   c.measured = execute(c.schedule);
   const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
@@ -272,7 +288,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.mpi = o.mpi;
   ro.attention = o.attention;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    rep.cases.push_back(run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model));
+    rep.cases.push_back(
+        run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model, &rep.execution));
     rep.cases.back().group = runs[i].group;
     rep.cases.back().picked = runs[i].picked;
   }
@@ -317,7 +334,7 @@ std::vector<Decision> decisions(const ValidateReport& r) {
 
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
-     << " cost model\n";
+     << " cost model; " << r.execution.value("mode", "queued") << " execution\n";
   if (!r.emulated_links.empty()) {
     os << "EMULATED COMMUNICATION: each all-reduce replays the predicted duration of "
        << r.emulated_links
@@ -373,6 +390,7 @@ ojson validate_json(const ValidateReport& r) {
   j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
   if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
   j["cost_model"] = r.cost_model;
+  j["execution"] = r.execution;
   if (!r.cases.empty() && !r.cases.front().measured.attention_kernel.empty()) {
     j["attention_kernel"] = r.cases.front().measured.attention_kernel;
   }

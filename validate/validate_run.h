@@ -24,7 +24,7 @@ struct ValidateOptions {
   sim::StrategyOptions strategy;
   std::string plan_path;  // validate the plan's points instead of one strategy
   bool hardware_given = false, profile_given = false,  // replace the plan's
-      layers_given = false;
+      layers_given = false, exec_given = false;
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated
   std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)
@@ -61,6 +61,7 @@ struct ValidateReport {
   ValidateOptions options;
   std::string emulated_links;  // hardware whose all-reduce was emulated (emulated runs only)
   std::string cost_model;
+  nlohmann::ordered_json execution;  // the execution mode and the launch costs predicted with
   std::string measured_on;  // what the measurements ran on, in words
   std::vector<CaseResult> cases;
   bool all_correct() const;

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -736,4 +738,66 @@ TEST_CASE(
           "900000 --batch 1");
   CHECK(r.code == 2);
   CHECK(r.out.find("--prompt 900000") != std::string::npos);
+}
+
+TEST_CASE(
+    "--exec: predictions for queued, eager and graph execution, and every report says which") {
+  const std::string decode =
+      "simulate --model llama3.1-8b --hardware h200x8 --tp 8 --phase decode --seq 1024 ";
+  std::map<std::string, double> total;
+  for (const std::string mode : {"queued", "eager", "graph"}) {
+    const fs::path p = scratch() / ("exec-" + mode + ".json");
+    auto r = tpo(decode + "--exec " + mode + " --json " + p.string());
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find(mode + " execution") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(p));
+    CHECK(j.at("execution").at("mode") == mode);
+    CHECK(j.at("options").at("exec") == mode);
+    total[mode] = j.at("total_us").get<double>();
+    if (mode != "queued") {
+      CHECK(j.at("execution").at("launch").at("eager_us").at("gemm").get<double>() == 3.0);
+    }
+  }
+  // Launches only ever delay: graph by its one launch (5 us in h200x8.json), eager by at least
+  // as much as its first launch call (3 us).
+  CHECK(total["graph"] == doctest::Approx(total["queued"] + 5.0).epsilon(1e-6));
+  CHECK(total["eager"] >= total["queued"] + 3.0 - 1e-6);
+  // Host-bound: with a 50 us launch call per op the GPU waits for the host on every op.
+  const fs::path hw = scratch() / "slow-launch-hw.json";
+  {
+    auto j = nlohmann::json::parse(
+        slurp(fs::path(TPO_TEST_DATA) / "../../configs/hardware/h200x8.json"));
+    j["gpu"]["launch_overhead_us"] = 50.0;
+    std::ofstream(hw) << j.dump();
+  }
+  const fs::path slow = scratch() / "exec-slow.json";
+  REQUIRE(tpo("simulate --model llama3.1-8b --hardware " + hw.string() +
+              " --tp 8 --phase decode --seq 1024 --layers 2 --exec eager --json " + slow.string())
+              .code == 0);
+  const auto js = nlohmann::json::parse(slurp(slow));
+  // 2 layers x (10 compute ops + 2 all-reduces) = 24 launches, the last at 24 x 50 us; it
+  // then runs alone (a residual add, a few us).
+  CHECK(js.at("total_us").get<double>() > 24 * 50.0);
+  CHECK(js.at("total_us").get<double>() < 24 * 50.0 + 20.0);
+  auto r = tpo(decode + "--exec lazy");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--exec lazy: must be queued") != std::string::npos);
+  r = tpo("validate --model " + data + "/tiny_model.json --tp 2 --seq 32 --layers 1 --exec graph");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--exec graph: needs --backend cuda") != std::string::npos);
+  // A plan records its mode; validate --plan predicts in it (eager runs on the CPU runtime).
+  const fs::path plan = scratch() / "exec.plan.json";
+  REQUIRE(tpo("plan --model " + data +
+              "/tiny_model.json --hardware cpu-host --tp 2 --seq 64 "
+              "--exec eager --quiet --json " +
+              plan.string())
+              .code == 0);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  CHECK(pj.at("execution").at("mode") == "eager");
+  CHECK(pj.at("lookup").at(0).at("run").at("workload").at("exec") == "eager");
+  const fs::path vj = scratch() / "exec.validate.json";
+  r = tpo("validate --plan " + plan.string() + " --layers 1 --repeat 1 --warmup 0 --json " +
+          vj.string());
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(slurp(vj)).at("execution").at("mode") == "eager");
 }

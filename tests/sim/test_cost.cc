@@ -59,9 +59,11 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(37000));
 }
 
-TEST_CASE("launch overhead is added once per kernel, and slowdowns come from the hardware file") {
+TEST_CASE("the GPU-side kernel overhead is added once per kernel, the host launch cost never; "
+          "slowdowns come from the hardware file") {
   auto hw = tpo::test::toy_hardware();
-  hw.launch_overhead_us = 3;
+  hw.kernel_overhead_us = 3;
+  hw.launch_overhead_us = 7;  // host-side: charged by the eager execution mode, not here
   hw.compute_under_comm = {1.1, 1.2, 1.3};
   hw.comm_under_compute = {1.4, 1.5, 1.6};
   const AnalyticalCostModel cm(hw, 2);

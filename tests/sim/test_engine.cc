@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/launch.h"
 
 using namespace tpo::sim;
 
@@ -152,4 +154,53 @@ TEST_CASE("contention: memory-bound ops and a copy share HBM bandwidth") {
   Engine e;
   const Timeline& tl = e.run(s, contended({400, 1000}, {norm, comm(2000)}));
   CHECK(tl.end_ns == std::vector<std::int64_t>{500, 1100});
+}
+
+TEST_CASE("execution modes: release times of eager (per launch call, in order) and graph") {
+  // Rank 0: Qkv, AllReduce, ResidualAdd; rank 1: Qkv. Eager costs: gemm 5 us, all-reduce 9 us,
+  // norm/elementwise 2 us; the ranks' host threads run in parallel.
+  Schedule s;
+  s.num_ranks = 2;
+  s.ops = {make(OpCode::Qkv), make(OpCode::AllReduce, {0}), make(OpCode::ResidualAdd, {1}),
+           make(OpCode::Qkv)};
+  s.ops[3].rank = 1;
+  LaunchCosts c;
+  c.eager_us = {5, 4, 2, 2, 9};
+  c.graph_launch_us = 6.5;
+  CHECK(release_times(s, ExecMode::Queued, c).empty());
+  CHECK(release_times(s, ExecMode::Eager, c) ==
+        std::vector<std::int64_t>{5000, 14000, 16000, 5000});
+  CHECK(release_times(s, ExecMode::Graph, c) == std::vector<std::int64_t>{6500, 6500, 6500, 6500});
+  CHECK(parse_exec_mode("eager") == ExecMode::Eager);
+  CHECK_THROWS_AS(parse_exec_mode("lazy"), tpo::FieldError);
+}
+
+TEST_CASE("engine: an op waits for its launch; the host runs ahead of long kernels") {
+  // compute: G0 (100) -> G1 (50) -> R (10, waits for AR); comm: AR (80, waits for G0).
+  // Launched at 30, 60, 90, 120: G0 runs [30,130); G1 was launched at 60, runs [130,180); AR
+  // (launched 90) [130,210); R (launched 120) after AR: [210,220).
+  Schedule s;
+  s.ops = {make(OpCode::Qkv), make(OpCode::OProj), make(OpCode::AllReduce, {0}),
+           make(OpCode::ResidualAdd, {2})};
+  OpCosts c = costs({100, 50, 80, 10}, {1, 1, 1, 1});
+  c.release_ns = {30, 60, 90, 120};
+  Engine e;
+  const Timeline& tl = e.run(s, c);
+  CHECK(tl.start_ns == std::vector<std::int64_t>{30, 130, 130, 210});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{130, 180, 210, 220});
+  // Short kernels wait for the host: launches every 40, kernels of 10.
+  c = costs({10, 10, 10, 10}, {1, 1, 1, 1});
+  c.release_ns = {40, 80, 120, 160};
+  const Timeline& t2 = e.run(s, c);
+  CHECK(t2.start_ns == std::vector<std::int64_t>{40, 80, 120, 160});
+  CHECK(t2.total_ns == 170);
+  // An op waiting for its launch slows nothing beside it: G1 alone at rate 1 while the
+  // unlaunched AR holds the comm stream (slowdowns 2x when both run).
+  Schedule s2;
+  s2.ops = {make(OpCode::Qkv), make(OpCode::AllReduce)};
+  c = costs({100, 50}, {2, 2});
+  c.release_ns = {0, 60};
+  const Timeline& t3 = e.run(s2, c);
+  // G alone [0,60): 60 done; both at 1/2 from 60: G's last 40 take 80 -> 140; AR's 50 -> 160.
+  CHECK(t3.end_ns == std::vector<std::int64_t>{140, 160});
 }
