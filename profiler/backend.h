@@ -37,6 +37,9 @@ class Backend {
   virtual std::unique_ptr<Runner> prepare(const Item& item) = 0;
   // Interference items: the victim alone (the GEMM, or the comm op/copy), for the baseline.
   virtual std::unique_ptr<Runner> prepare_alone(const Item& item) = 0;
+  // Host launch costs (sim/launch.h's "launch" block), measured on the smallest item of each
+  // kind in `items`; null where launches cost nothing to measure apart (the CPU).
+  virtual nlohmann::json measure_launch(const std::vector<Item>& /*items*/) { return nullptr; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

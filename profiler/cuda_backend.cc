@@ -5,6 +5,7 @@
 // P CTAs on the high-priority comm stream, and the copy beside a running GEMM. The NCCL
 // all-reduce is measured only when the machine has as many GPUs as ranks.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -48,6 +49,38 @@ class Batched : public Runner {
   }
   int batch() const { return std::max(batch_, 1); }
   int sets() const { return sets_; }
+
+  // Host microseconds of one launch call: `n` launches timed on the host clock while a spin
+  // holds the stream (so the queue never fills and the host never waits for the GPU).
+  double host_us_per_launch(int n) {
+    measure(true);  // warm: plans and modules loaded
+    cu::spin(stream_, kHostUsPerLaunch * (n + 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) launch(next_++ % sets_);
+    const auto t1 = std::chrono::steady_clock::now();
+    synchronize();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+  }
+  // GPU-visible microseconds a CUDA graph launch adds: a graph of one launch, timed with
+  // events around cudaGraphLaunch on an idle stream, less the op's own back-to-back time.
+  double graph_launch_us() {
+    const double op_us = measure(true) * 1e6;
+    cu::Graph g;
+    g.begin_capture(stream_);
+    launch(0);
+    g.end_capture(stream_);
+    std::vector<double> us;
+    for (int i = 0; i < 21; ++i) {
+      synchronize();
+      start_.record(stream_);
+      g.launch(stream_);
+      stop_.record(stream_);
+      stop_.synchronize();
+      us.push_back(cu::Event::seconds_between(start_, stop_) * 1e6 - op_us);
+    }
+    std::nth_element(us.begin(), us.begin() + 10, us.end());
+    return std::max(0.0, us[10]);
+  }
 
  protected:
   virtual void launch(int set) = 0;
@@ -315,6 +348,50 @@ class CudaBackend : public Backend {
       return std::make_unique<RowwiseRunner>(ctx_, r);
     }
     return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
+  }
+  nlohmann::json measure_launch(const std::vector<Item>& items) override {
+    // The smallest item of each kind: its GPU time is shortest, so the host never waits.
+    const Item* first[4] = {nullptr, nullptr, nullptr, nullptr};
+    auto size = [](const Item& it) { return it.m * std::max<std::int64_t>(it.q_tokens, 1); };
+    for (const auto& it : items) {
+      const auto k = static_cast<std::size_t>(it.kind);
+      if (k < 4 && (!first[k] || size(it) < size(*first[k]))) first[k] = &it;
+    }
+    constexpr int kLaunches = 200;
+    nlohmann::json eager = nlohmann::json::object();
+    std::string how;
+    if (first[std::size_t(ItemKind::Gemm)]) {
+      const Item& g = *first[std::size_t(ItemKind::Gemm)];
+      eager["gemm"] = GemmRunner(ctx_, g.m, g.n, g.k).host_us_per_launch(kLaunches);
+      how += "gemm " + g.key + "; ";
+    }
+    if (first[std::size_t(ItemKind::Attention)]) {
+      const Item& a = *first[std::size_t(ItemKind::Attention)];
+      eager["attention"] = AttentionRunner(ctx_, a, fused_).host_us_per_launch(kLaunches);
+      how += "attention " + a.key + "; ";
+    }
+    double graph_us = 0;
+    if (first[std::size_t(ItemKind::Rowwise)]) {
+      Item r = *first[std::size_t(ItemKind::Rowwise)];
+      r.name = "rmsnorm";
+      RowwiseRunner norm(ctx_, r);
+      eager["norm"] = norm.host_us_per_launch(kLaunches);
+      graph_us = norm.graph_launch_us();
+      r.name = "silu_mul";
+      eager["elementwise"] = RowwiseRunner(ctx_, r).host_us_per_launch(kLaunches);
+      how += "norm and elementwise " + std::to_string(r.m) + " rows; ";
+    }
+    // The all-reduce's launch: the copy kernel that stands in for it on one GPU (NCCL's own
+    // host cost is not measured here; it needs the ranks).
+    eager["allreduce"] = CopyRunner(ctx_, std::size_t(1) << 16, 16).host_us_per_launch(kLaunches);
+    how += "all-reduce: the emulating copy kernel (NCCL's host cost not measured)";
+    return {{"eager_us", eager},
+            {"graph_launch_us", graph_us},
+            {"source", "measured by tpo profile: host time per launch call over " +
+                           std::to_string(kLaunches) +
+                           " launches queued behind a spin; graph launch on the GPU, a "
+                           "one-node graph less its node (" +
+                           how + ")"}};
   }
   std::unique_ptr<Runner> prepare_alone(const Item& it) override {
     if (it.kind == ItemKind::CommBesideGemm) {

@@ -331,6 +331,14 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   const auto ms = run_sweep(*backend, items, h);
 
   sim::Profile p = assemble(ms, backend->dtype());
+  p.launch = backend->measure_launch(items);
+  if (!p.launch.is_null()) {
+    const sim::LaunchCosts lc = sim::launch_from_json(p.launch, "(measured)", "launch", {});
+    os << "launch: " << std::fixed << std::setprecision(1) << lc.eager_of(sim::OpKind::Gemm)
+       << " us host time per GEMM launch call, " << lc.eager_of(sim::OpKind::Norm)
+       << " per norm; a CUDA graph launch adds " << lc.graph_launch_us << " us\n";
+    os.unsetf(std::ios::fixed);
+  }
   p.tool_version = tool_version();
   p.git_sha = git_sha();
   p.date = today();

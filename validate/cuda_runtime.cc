@@ -149,13 +149,15 @@ class CudaRun {
  public:
   // mpi: this process runs rank mpi::rank() alone, on its node's GPU local_rank % GPUs.
   CudaRun(const ModelData& m, const sim::Schedule& s, const std::string& comm,
-          const std::vector<std::int64_t>& target_ns, int ctas, bool mpi, bool fused)
+          const std::vector<std::int64_t>& target_ns, int ctas, bool mpi, bool fused,
+          sim::ExecMode exec)
       : m_(m),
         s_(s),
         emulated_(comm == "emulated"),
         target_ns_(target_ns),
         ctas_(ctas),
-        fused_(fused) {
+        fused_(fused),
+        exec_(exec) {
     if (m.gelu) {
       throw InputError(m.model_file, "hidden_act",
                        "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
@@ -262,65 +264,60 @@ class CudaRun {
     const auto& d = m_.d;
     const std::int64_t T = m_.tokens, H = d.hidden, kvd = d.kv_heads * d.head_dim;
     // Fresh state: x from x0, the KV caches from the prefix.
-    for (auto& r : ranks_) {
-      cu::set_device(r.ctx->device());
-      void* st = r.ctx->compute_stream();
-      cu::copy_device(r.x.get(), r.x0.get(), std::size_t(T * H) * kB, st);
-      for (std::size_t l = 0; l < r.layers.size(); ++l) {
-        const std::size_t bytes = std::size_t(m_.batch * m_.cap * kvd) * kB;
-        cu::copy_device(r.k[l].get(), r.layers[l].k0.get(), bytes, st);
-        cu::copy_device(r.v[l].get(), r.layers[l].v0.get(), bytes, st);
+    auto reset = [&] {
+      for (auto& r : ranks_) {
+        cu::set_device(r.ctx->device());
+        void* st = r.ctx->compute_stream();
+        cu::copy_device(r.x.get(), r.x0.get(), std::size_t(T * H) * kB, st);
+        for (std::size_t l = 0; l < r.layers.size(); ++l) {
+          const std::size_t bytes = std::size_t(m_.batch * m_.cap * kvd) * kB;
+          cu::copy_device(r.k[l].get(), r.layers[l].k0.get(), bytes, st);
+          cu::copy_device(r.v[l].get(), r.layers[l].v0.get(), bytes, st);
+        }
+        r.ctx->synchronize();
       }
-      r.ctx->synchronize();
+    };
+    reset();
+    make_events(n);
+    if (exec_ == sim::ExecMode::Graph && graphs_.empty()) {
+      // Once, eagerly first (library plans and kernel modules load outside the capture), then
+      // the capture, from fresh state again.
+      issue(false);
+      for (auto& r : ranks_) r.ctx->synchronize();
+      reset();
+      capture();
     }
-    std::vector<std::vector<std::unique_ptr<cu::Event>>> start(ranks_.size()), done(ranks_.size());
-    for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      cu::set_device(ranks_[r].ctx->device());
-      for (std::size_t i = 0; i < n; ++i) {
-        start[r].push_back(std::make_unique<cu::Event>());
-        done[r].push_back(std::make_unique<cu::Event>());
+    if (exec_ == sim::ExecMode::Queued) {
+      // Every GPU waits on a spin while the host queues the whole graph, so the timeline is
+      // the GPU's execution of the schedule, not the host's launch rate. The spin lasts 1.5x
+      // the previous run's queueing time (a generous guess on the first run), capped: a
+      // longer spin gains nothing once the launch queue is full (the host then blocks until
+      // the GPU drains it, and that wait would grow the next spin).
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        cu::set_device(ranks_[r].ctx->device());
+        cu::spin(ranks_[r].ctx->compute_stream(),
+                 std::min(20e3, host_us_ > 0 ? 1.5 * host_us_ + 100 : 60.0 * double(n) + 500));
+        cu::Event go;
+        go.record(ranks_[r].ctx->compute_stream());
+        go.make_wait(ranks_[r].ctx->comm_stream());
       }
     }
-    // Every GPU waits on a spin while the host queues the whole graph, so the timeline is the
-    // GPU's execution of the schedule, not the host's launch rate. The spin lasts 1.5x the
-    // previous run's queueing time (a generous guess on the first run).
-    std::vector<std::unique_ptr<cu::Event>> go;
-    for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      cu::set_device(ranks_[r].ctx->device());
-      // Capped: a longer spin gains nothing once the launch queue is full (the host then
-      // blocks until the GPU drains it, and that wait would grow the next spin).
-      cu::spin(ranks_[r].ctx->compute_stream(),
-               std::min(20e3, host_us_ > 0 ? 1.5 * host_us_ + 100 : 60.0 * double(n) + 500));
-      go.push_back(std::make_unique<cu::Event>());
-      go.back()->record(ranks_[r].ctx->compute_stream());
-      go.back()->make_wait(ranks_[r].ctx->comm_stream());
-    }
-    if (mpi_) mpi::barrier();  // every process starts queueing together
+    if (mpi_) mpi::barrier();  // every process starts together
     const auto host_start = std::chrono::steady_clock::now();
     cu::set_device(ranks_[0].ctx->device());
     cu::Event t0;
     t0.record(ranks_[0].ctx->compute_stream());
     t0.make_wait(ranks_[0].ctx->comm_stream());
-    for (std::size_t i = 0; i < n; ++i) {
-      const Op& op = s_.ops[i];
-      auto stream_of = [&](std::size_t r) {
-        return op.stream == sim::StreamKind::Compute ? ranks_[r].ctx->compute_stream()
-                                                     : ranks_[r].ctx->comm_stream();
-      };
+    if (exec_ == sim::ExecMode::Graph) {
+      // One launch per GPU; t0 precedes it on rank 0's stream, so the graph launch is timed.
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
         cu::set_device(ranks_[r].ctx->device());
-        for (auto dep : op.deps) {
-          if (s_.ops[std::size_t(dep)].stream != op.stream)
-            done[r][std::size_t(dep)]->make_wait(stream_of(r));
-        }
-        start[r][i]->record(stream_of(r));
-        if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
+        graphs_[r]->launch(ranks_[r].ctx->compute_stream());
       }
-      if (op.code == OpCode::AllReduce) allreduce(op, i);
-      for (std::size_t r = 0; r < ranks_.size(); ++r) {
-        cu::set_device(ranks_[r].ctx->device());
-        done[r][i]->record(stream_of(r));
-      }
+    } else {
+      // Queued: behind the spin. Eager: t0 is recorded as the host starts launching, so the
+      // GPU waiting for the host's launches is timed.
+      issue(false);
     }
     host_us_ =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
@@ -328,8 +325,8 @@ class CudaRun {
     for (auto& r : ranks_) r.ctx->synchronize();
     RunResult::Timeline tl;
     for (std::size_t i = 0; i < n; ++i) {
-      tl.start_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *start[0][i]) * 1e9));
-      tl.end_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *done[0][i]) * 1e9));
+      tl.start_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *start_[0][i]) * 1e9));
+      tl.end_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *end_[0][i]) * 1e9));
       tl.total_ns = std::max(tl.total_ns, tl.end_ns.back());
     }
     cu::set_device(ranks_[0].ctx->device());
@@ -339,6 +336,74 @@ class CudaRun {
   }
 
  private:
+  // Per rank and op: a start and an end event (timing); in a graph also a dependency event
+  // (an event recorded as a timing node does not order other streams of the capture).
+  void make_events(std::size_t n) {
+    if (!start_.empty()) return;
+    start_.resize(ranks_.size());
+    end_.resize(ranks_.size());
+    dep_.resize(ranks_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      cu::set_device(ranks_[r].ctx->device());
+      for (std::size_t i = 0; i < n; ++i) {
+        start_[r].push_back(std::make_unique<cu::Event>());
+        end_[r].push_back(std::make_unique<cu::Event>());
+        if (exec_ == sim::ExecMode::Graph) dep_[r].push_back(std::make_unique<cu::Event>());
+      }
+    }
+  }
+
+  // Enqueues the schedule op by op on every rank's streams. `graph`: inside a capture (the
+  // timing events become graph nodes; dependencies use their own events).
+  void issue(bool graph) {
+    for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+      const Op& op = s_.ops[i];
+      auto stream_of = [&](std::size_t r) {
+        return op.stream == sim::StreamKind::Compute ? ranks_[r].ctx->compute_stream()
+                                                     : ranks_[r].ctx->comm_stream();
+      };
+      auto& deps = graph ? dep_ : end_;
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        cu::set_device(ranks_[r].ctx->device());
+        for (auto dep : op.deps) {
+          if (s_.ops[std::size_t(dep)].stream != op.stream)
+            deps[r][std::size_t(dep)]->make_wait(stream_of(r));
+        }
+        start_[r][i]->record(stream_of(r), graph);
+        if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
+      }
+      if (op.code == OpCode::AllReduce) allreduce(op, i);
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        cu::set_device(ranks_[r].ctx->device());
+        end_[r][i]->record(stream_of(r), graph);
+        if (graph) dep_[r][i]->record(stream_of(r));
+      }
+    }
+  }
+
+  // Captures the schedule once per GPU: the comm stream forks from the compute stream and
+  // joins it again before the capture ends. The warm-up run before it was eager (plans and
+  // kernels loaded outside the capture).
+  void capture() {
+    std::vector<std::unique_ptr<cu::Event>> fork, join;
+    for (auto& r : ranks_) {
+      cu::set_device(r.ctx->device());
+      graphs_.push_back(std::make_unique<cu::Graph>());
+      graphs_.back()->begin_capture(r.ctx->compute_stream());
+      fork.push_back(std::make_unique<cu::Event>());
+      fork.back()->record(r.ctx->compute_stream());
+      fork.back()->make_wait(r.ctx->comm_stream());
+    }
+    issue(true);
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      cu::set_device(ranks_[r].ctx->device());
+      join.push_back(std::make_unique<cu::Event>());
+      join.back()->record(ranks_[r].ctx->comm_stream());
+      join.back()->make_wait(ranks_[r].ctx->compute_stream());
+      graphs_[r]->end_capture(ranks_[r].ctx->compute_stream());
+    }
+  }
+
   std::size_t copy_bytes(std::int64_t ns) const {
     return std::max<std::size_t>(16, std::size_t(double(ns) * 1e-9 * bytes_per_s_));
   }
@@ -377,7 +442,10 @@ class CudaRun {
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
   bool mpi_ = false;
   bool fused_ = false;  // cuDNN's fused attention (else the cuBLAS one)
+  sim::ExecMode exec_ = sim::ExecMode::Queued;
   std::vector<DeviceRank> ranks_;
+  std::vector<std::vector<std::unique_ptr<cu::Event>>> start_, end_, dep_;  // [rank][op]
+  std::vector<std::unique_ptr<cu::Graph>> graphs_;                          // per GPU (graph)
   cu::Buffer comm_src_, comm_dst_;
   std::unique_ptr<cu::NcclGroup> nccl_;
 };
@@ -408,7 +476,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   } catch (const std::runtime_error& e) {
     throw RunFailure(e.what());
   }
-  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi, fused);
+  CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi, fused, o.exec);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());

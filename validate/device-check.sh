@@ -116,7 +116,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
     for kind, v in a.items():
         print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
 rows = []
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
+for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))):
     try:
         j = json.load(open(f))
     except Exception as e:
@@ -126,7 +126,7 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
         rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
                      c["predicted_us"] / 1e3, c["measured_us"] / 1e3, 100 * c["error"],
                      c["predicted_speedup"], c["measured_speedup"], c["correct"],
-                     j.get("cost_model", "?")))
+                     j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")))
 if rows:
     print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
     print("all-reduce time of the target machine's links; measured are compute and overlap only")
@@ -234,6 +234,21 @@ if want validate; then
       --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
       --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
       --json "$R/validate-ctas-$ctas.json"
+  done
+fi
+
+# Execution modes: short prefill and decode cases (where launches matter) run queued, eager
+# and as a CUDA graph, each predicted in its mode (launch costs from this run's profile).
+# Named exec-*.json so calibration (fitted on queued runs) does not take them in.
+if want validate; then
+  for ex in queued eager graph; do
+    step "exec-$ex-decode" 90 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 \
+      "${popt[@]}" --layers 4 --repeat 5 --strategy none --exec "$ex" \
+      --json "$R/exec-$ex-decode.json"
+    step "exec-$ex-prefill" 90 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
+      --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
   done
 fi
 

@@ -62,7 +62,7 @@ struct ValidateReport {
   std::string emulated_links;  // hardware whose all-reduce was emulated (emulated runs only)
   std::string cost_model;
   nlohmann::ordered_json execution;  // the execution mode and the launch costs predicted with
-  std::string measured_on;  // what the measurements ran on, in words
+  std::string measured_on;           // what the measurements ran on, in words
   std::vector<CaseResult> cases;
   bool all_correct() const;
 };

@@ -119,8 +119,15 @@ Event::Event() {
 Event::~Event() {
   cudaEventDestroy(static_cast<cudaEvent_t>(e_));
 }
-void Event::record(void* stream) {
-  TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e_), S(stream)));
+void Event::record(void* stream, bool external) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (external) TPO_CUDA_CHECK(cudaStreamIsCapturing(S(stream), &capturing));
+  if (capturing == cudaStreamCaptureStatusActive) {
+    TPO_CUDA_CHECK(
+        cudaEventRecordWithFlags(static_cast<cudaEvent_t>(e_), S(stream), cudaEventRecordExternal));
+  } else {
+    TPO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e_), S(stream)));
+  }
 }
 void Event::make_wait(void* stream) const {
   TPO_CUDA_CHECK(cudaStreamWaitEvent(S(stream), static_cast<cudaEvent_t>(e_), 0));
@@ -137,6 +144,25 @@ double Event::seconds_between(const Event& from, const Event& to) {
 
 void set_device(int device) {
   TPO_CUDA_CHECK(cudaSetDevice(device));
+}
+
+Graph::~Graph() {
+  if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+}
+void Graph::begin_capture(void* stream) {
+  TPO_CUDA_CHECK(cudaStreamBeginCapture(S(stream), cudaStreamCaptureModeRelaxed));
+}
+void Graph::end_capture(void* stream) {
+  cudaGraph_t g = nullptr;
+  TPO_CUDA_CHECK(cudaStreamEndCapture(S(stream), &g));
+  graph_ = g;
+  cudaGraphExec_t e = nullptr;
+  TPO_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+  exec_ = e;
+}
+void Graph::launch(void* stream) const {
+  TPO_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), S(stream)));
 }
 
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream) {

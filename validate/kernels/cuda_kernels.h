@@ -67,7 +67,9 @@ class Event {
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
-  void record(void* stream);
+  // `external`: inside a stream capture, an event-record node of the graph (so it times each
+  // replay) instead of a dependency marker; outside a capture the same as a plain record.
+  void record(void* stream, bool external = false);
   void make_wait(void* stream) const;  // `stream` waits for this event
   void synchronize() const;
   static double seconds_between(const Event& from, const Event& to);
@@ -77,6 +79,24 @@ class Event {
 };
 
 void set_device(int device);
+
+// A CUDA graph made by capturing what is enqueued on a stream (and on streams that join it
+// through events) between begin_capture and end_capture; instantiated once, launched often.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void begin_capture(void* stream);  // relaxed mode: libraries may allocate on first use
+  void end_capture(void* stream);    // ends the capture and instantiates the graph
+  void launch(void* stream) const;
+  bool ready() const { return exec_ != nullptr; }
+
+ private:
+  void* graph_ = nullptr;
+  void* exec_ = nullptr;
+};
 
 // bf16 values uniform in [-scale, scale], from a counter-based hash of (seed, index).
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream);
