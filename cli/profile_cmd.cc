@@ -12,6 +12,7 @@
 #include "sim/hardware.h"
 #include "sim/json_io.h"
 #include "sim/profile.h"
+#include "sim/report.h"
 #include "sim/version.h"
 
 namespace tpo::cli {
@@ -21,10 +22,14 @@ namespace {
 struct AccuracyCli {
   std::vector<std::string> files;
   std::string hardware;
+  std::string json;
 };
 
 // The analytical model of a hardware file against the measurements committed in profiles.
 int run_accuracy(const AccuracyCli& c) {
+  if (!c.json.empty()) check_writable(c.json, "--json");
+  nlohmann::ordered_json report = sim::report_header("tpo.accuracy/1", "predicted and measured");
+  report["profiles"] = nlohmann::ordered_json::array();
   for (const auto& f : c.files) {
     const sim::Profile p = sim::load_profile(f);
     const std::string hw_name = !c.hardware.empty()
@@ -36,8 +41,17 @@ int run_accuracy(const AccuracyCli& c) {
     const sim::HardwareConfig hw = sim::load_hardware(hw_name);
     std::cout << f << " (" << p.model << ", TP " << p.tp << ", measured on "
               << p.device.value("name", std::string("?")) << ")";
-    profiler::analytical_vs_measured(hw, p.tp, profiler::measurements_of(p), std::cout);
+    nlohmann::json t =
+        profiler::analytical_vs_measured(hw, p.tp, profiler::measurements_of(p), std::cout);
+    report["profiles"].push_back({{"profile", f},
+                                  {"model", p.model},
+                                  {"tp", p.tp},
+                                  {"device", p.device.value("name", std::string("?"))},
+                                  {"hardware", hw.name},
+                                  {"summary", t.at("summary")},
+                                  {"points", t.at("points")}});
   }
+  if (!c.json.empty()) write_file_atomic(c.json, report.dump(1) + "\n", "--json");
   return 0;
 }
 
@@ -136,6 +150,8 @@ std::function<int()> add_profile(CLI::App& app) {
   ac->add_option("files", acc->files, "Profiles (tpo.profile/1)")->required()->expected(1, -1);
   ac->add_option("--hardware", acc->hardware,
                  "Hardware whose analytical model is compared (default: the profile's)");
+  ac->add_option("--json", acc->json,
+                 "Write every shape's measured and predicted time and signed error (FILE)");
   return [o, imp, acc, sub, im, ac] {
     if (sub->got_subcommand(im)) {
       if (im->count("--ranks") && imp->ranks < 2) {

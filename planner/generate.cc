@@ -181,6 +181,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
+  rep.execution = sim::execution_json(cm.exec(), cm.launch());
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.
   run_jobs(batches.size() * kinds.size(), p.threads, [&](std::size_t j) {
@@ -200,8 +201,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
      << r.layers << " layers\n";
-  os << "predicted by the " << r.cost_model
-     << " cost model (not measured); tokens/s = batch x new tokens / "
+  os << "predicted by the " << r.cost_model << " cost model, "
+     << r.execution.value("mode", std::string("queued"))
+     << " execution (not measured); tokens/s = batch x new tokens / "
         "(prefill + "
      << o.new_tokens - 1 << " decode steps)\n";
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
@@ -229,6 +231,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   const auto& o = r.options;
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
+  j["execution"] = r.execution;
   j["options"] = ojson{{"model", o.plan.workload.model},   {"hardware", o.plan.workload.hardware},
                        {"tp", o.plan.workload.tp},         {"prompt", o.prompt},
                        {"new_tokens", o.new_tokens},       {"batch", o.batches},

@@ -44,6 +44,7 @@ struct GenerateReport {
   GenerateOptions options;
   std::string model_name, hardware_name;
   std::string cost_model = "analytical";
+  nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::int64_t layers = 0;
   std::vector<GenerateBatch> batches;
 };

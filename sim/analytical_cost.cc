@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "sim/error.h"
@@ -44,25 +45,48 @@ double AnalyticalCostModel::memory_ns(double bytes) const {
   return bytes / (hw_.memory_bandwidth_gbps * hw_.memory_efficiency);  // GB/s = bytes/ns
 }
 
+double AnalyticalCostModel::rowwise_ns(const Op& op) const {
+  // Bytes that fit in the part of L2 an op can keep are served at L2 bandwidth.
+  double t = hw_.l2_resident_mib > 0 && op.bytes <= hw_.l2_resident_mib * 1048576.0
+                 ? op.bytes / hw_.l2_gbps
+                 : memory_ns(op.bytes);
+  if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {
+    // One row per thread block: too few rows leave SMs, and so bandwidth, unused.
+    const double fill = static_cast<double>(op.m) /
+                        (static_cast<double>(hw_.sms) * hw_.norm_blocks_per_sm);
+    if (fill > 0 && fill < 1) t /= fill;
+  }
+  return t;
+}
+
 double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k,
                                     double bytes) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const std::int64_t tiles =
-      ((m + hw_.gemm_tile_m - 1) / hw_.gemm_tile_m) * ((n + hw_.gemm_tile_n - 1) / hw_.gemm_tile_n);
-  // With fewer output tiles than SMs (decode, thin chunks) libraries split K across the idle
-  // SMs (split-K, at least kMinSplitDepth deep per split) instead of leaving them empty.
-  constexpr std::int64_t kMinSplitDepth = 256;
-  std::int64_t splits = 1;
-  if (tiles < hw_.sms) {
-    splits = std::max<std::int64_t>(1, std::min(hw_.sms / tiles, k / kMinSplitDepth));
-  }
-  const std::int64_t ctas = tiles * splits;
-  const std::int64_t waves = (ctas + hw_.sms - 1) / hw_.sms;
-  const double kd = static_cast<double>(k) / static_cast<double>(splits);
-  const double eff = hw_.gemm_max_efficiency * kd / (kd + hw_.gemm_k_half);
-  const double tile_flops = 2.0 * static_cast<double>(hw_.gemm_tile_m * hw_.gemm_tile_n) * kd;
   const double sm_flops_per_ns = hw_.bf16_dense_tflops * 1e3 / static_cast<double>(hw_.sms);
-  const double compute = static_cast<double>(waves) * tile_flops / (sm_flops_per_ns * eff);
+  // One tile shape: waves of thread blocks over the SMs, each at the tile's efficiency.
+  auto time_with = [&](const HardwareConfig::GemmTile& tile) {
+    const std::int64_t tiles = ((m + tile.m - 1) / tile.m) * ((n + tile.n - 1) / tile.n);
+    // With fewer output tiles than SMs (decode, thin chunks) libraries split K across the idle
+    // SMs (split-K, at least kMinSplitDepth deep per split) instead of leaving them empty.
+    constexpr std::int64_t kMinSplitDepth = 256;
+    std::int64_t splits = 1;
+    if (tiles < hw_.sms) {
+      splits = std::max<std::int64_t>(1, std::min(hw_.sms / tiles, k / kMinSplitDepth));
+    }
+    const std::int64_t ctas = tiles * splits;
+    // Stream-K spreads a partial last wave over every SM; otherwise it is a whole wave.
+    const double waves = hw_.gemm_stream_k && ctas > hw_.sms
+                             ? static_cast<double>(ctas) / static_cast<double>(hw_.sms)
+                             : static_cast<double>((ctas + hw_.sms - 1) / hw_.sms);
+    const double kd = static_cast<double>(k) / static_cast<double>(splits);
+    const double eff = hw_.gemm_max_efficiency * tile.efficiency * kd / (kd + hw_.gemm_k_half);
+    const double tile_flops = 2.0 * static_cast<double>(tile.m * tile.n) * kd;
+    return waves * tile_flops / (sm_flops_per_ns * eff);
+  };
+  // The fastest tile shape the library may pick, as its heuristic would.
+  double compute = std::numeric_limits<double>::infinity();
+  if (hw_.gemm_tiles.empty()) compute = time_with({hw_.gemm_tile_m, hw_.gemm_tile_n, 1.0});
+  for (const auto& tile : hw_.gemm_tiles) compute = std::min(compute, time_with(tile));
   return std::max(compute, memory_ns(bytes));
 }
 
@@ -108,13 +132,14 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       break;
     case OpKind::Norm:
     case OpKind::Elementwise:
-      t = memory_ns(op.bytes);
+      t = rowwise_ns(op);
       break;
     case OpKind::AllReduce:
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
   }
-  return checked_ns(t + hw_.kernel_overhead_us * 1e3, op);
+  const double overhead_us = op.kind == OpKind::Gemm ? hw_.gemm_overhead_us : hw_.kernel_overhead_us;
+  return checked_ns(t + overhead_us * 1e3, op);
 }
 
 std::int64_t checked_ns(double ns, const Op& op) {

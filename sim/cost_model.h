@@ -80,6 +80,7 @@ class AnalyticalCostModel final : public CostModel {
   double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;
   double attention_ns(const Op& op) const;
   double memory_ns(double bytes) const;
+  double rowwise_ns(const Op& op) const;  // norms and elementwise ops: L2 and row fill
   double allreduce_ns(const Collective& c) const;
 
  private:

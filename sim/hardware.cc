@@ -39,6 +39,37 @@ SlowdownByKind parse_slowdown(const JsonObject& o) {
   return s;
 }
 
+// "gemm_tiles": [[rows, cols, relative efficiency], ...]; absent: the one gemm_tile_m x n.
+std::vector<HardwareConfig::GemmTile> parse_tiles(const JsonObject& eff, const HardwareConfig& h) {
+  std::vector<HardwareConfig::GemmTile> tiles;
+  if (!eff.has("gemm_tiles")) {
+    tiles.push_back({h.gemm_tile_m, h.gemm_tile_n, 1.0});
+    return tiles;
+  }
+  const nlohmann::json& a = eff.raw().at("gemm_tiles");
+  const std::string field = eff.field("gemm_tiles");
+  if (!a.is_array() || a.empty() || a.size() > 16) {
+    throw InputError(eff.file(), field, "must be a list of 1 to 16 [rows, cols, efficiency]");
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& t = a.at(i);
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (!t.is_array() || t.size() != 3 || !t.at(0).is_number_integer() ||
+        !t.at(1).is_number_integer() || !t.at(2).is_number()) {
+      throw InputError(eff.file(), f, "must be [rows, cols, efficiency]");
+    }
+    HardwareConfig::GemmTile g{t.at(0).get<std::int64_t>(), t.at(1).get<std::int64_t>(),
+                               t.at(2).get<double>()};
+    if (g.m < 1 || g.m > 1024 || g.n < 1 || g.n > 1024 || !(g.efficiency > 0) ||
+        g.efficiency > 1) {
+      throw InputError(eff.file(), f,
+                       "rows and cols must be in [1, 1024] and the efficiency in (0, 1]");
+    }
+    tiles.push_back(g);
+  }
+  return tiles;
+}
+
 }  // namespace
 
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {
@@ -75,6 +106,20 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   for (const char* k : {"gemm_max", "attention_max", "memory"}) {
     if (eff.number(k) > 1.0) throw InputError(path, eff.field(k), "an efficiency must be <= 1.0");
   }
+  h.gemm_tiles = parse_tiles(eff, h);
+  if (eff.has("gemm_stream_k")) {
+    if (!eff.raw().at("gemm_stream_k").is_boolean()) {
+      throw InputError(path, eff.field("gemm_stream_k"), "must be true or false");
+    }
+    h.gemm_stream_k = eff.raw().at("gemm_stream_k").get<bool>();
+  }
+  h.gemm_overhead_us = eff.number_or("gemm_overhead_us", h.kernel_overhead_us, false);
+  h.l2_resident_mib = eff.number_or("l2_resident_mib", 0, /*positive=*/false);
+  h.l2_gbps = eff.number_or("l2_gbps", 0, /*positive=*/false);
+  if (h.l2_resident_mib > 0 && h.l2_gbps <= 0) {
+    throw InputError(path, eff.field("l2_gbps"), "must be given (> 0) with l2_resident_mib");
+  }
+  h.norm_blocks_per_sm = eff.number_or("norm_blocks_per_sm", 0, /*positive=*/false);
   const JsonObject node = o.object("node");
   h.gpus_per_node = node.integer("gpus_per_node");
   h.intra = parse_link(node.object("link"));

@@ -45,8 +45,26 @@ struct HardwareConfig {
   std::int64_t gemm_tile_m = 128;
   std::int64_t gemm_tile_n = 128;
   double gemm_k_half = 0;  // GEMM efficiency factor K / (K + k_half)
+  // Tile shapes the GEMM library picks from (rows, cols, efficiency relative to the best): the
+  // model times each and takes the fastest, as the library's heuristic would. Default: the one
+  // tile gemm_tile_m x gemm_tile_n.
+  struct GemmTile {
+    std::int64_t m = 128, n = 128;
+    double efficiency = 1;
+  };
+  std::vector<GemmTile> gemm_tiles;
+  // Stream-K: a GEMM with more thread blocks than SMs spreads its last partial wave over all
+  // SMs instead of running it as a whole extra wave.
+  bool gemm_stream_k = false;
+  double gemm_overhead_us = 0;  // GPU time a GEMM kernel adds (default kernel_overhead_us)
   double attention_max_efficiency = 0;
   double memory_efficiency = 0;
+  // Memory-bound ops whose bytes fit in l2_resident_mib run at l2_gbps (0: not modelled).
+  double l2_resident_mib = 0;
+  double l2_gbps = 0;
+  // Norms run one row per thread block: fewer rows than SMs x this leave bandwidth unused
+  // (0: not modelled).
+  double norm_blocks_per_sm = 0;
   std::int64_t gpus_per_node = 0;
   std::int64_t nodes = 1;
   LinkConfig intra;

@@ -45,6 +45,55 @@ TEST_CASE("GEMM efficiency falls for small K, and memory bounds thin GEMMs") {
   CHECK(cm.gemm_ns(128, 128, 64, 1e7) == doctest::Approx(1e7));
 }
 
+TEST_CASE("GEMM: the fastest of the library's tile shapes; stream-K spreads a partial wave") {
+  auto hw = tpo::test::toy_hardware();  // 2 SMs, 1 FLOP/ns each
+  // 384 x 128: 128x128 tiles -> 3 tiles, 2 waves of 32768 = 65536. A 64x128 tile at 0.75
+  // efficiency: 6 tiles, 3 waves of 2*64*128/0.75 = 21845.3 -> 65536 as well; a 128x64 tile
+  // at 0.9: 6 tiles, 3 waves of 16384/0.9 -> 54613.3, the fastest.
+  hw.gemm_tiles = {{128, 128, 1.0}, {64, 128, 0.75}, {128, 64, 0.9}};
+  const AnalyticalCostModel cm(hw, 2);
+  CHECK(cm.gemm_ns(384, 128, 1, 0) == doctest::Approx(3 * 16384 / 0.9));
+  // Stream-K: 3 tiles of 128x128 on 2 SMs are 1.5 waves, not 2.
+  hw.gemm_tiles = {{128, 128, 1.0}};
+  hw.gemm_stream_k = true;
+  const AnalyticalCostModel sk(hw, 2);
+  CHECK(sk.gemm_ns(384, 128, 1, 0) == doctest::Approx(1.5 * 32768));
+  CHECK(sk.gemm_ns(128, 128, 1, 0) == doctest::Approx(32768));  // under one wave: a whole one
+}
+
+TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed; too few norm rows") {
+  auto hw = tpo::test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  hw.l2_resident_mib = 1;
+  hw.l2_gbps = 4;
+  hw.norm_blocks_per_sm = 2;  // 2 SMs x 2 = 4 rows fill the GPU
+  hw.kernel_overhead_us = 1;
+  hw.gemm_overhead_us = 5;
+  const AnalyticalCostModel cm(hw, 2);
+  Op add;
+  add.code = OpCode::ResidualAdd;
+  add.kind = OpKind::Elementwise;
+  add.m = 1;
+  add.bytes = 1048576;  // fits: 1 MiB at 4 bytes/ns
+  CHECK(cm.standalone_ns(add) == 1048576 / 4 + 1000);
+  add.bytes = 2097152;  // does not: HBM
+  CHECK(cm.standalone_ns(add) == 2097152 + 1000);
+  Op norm;
+  norm.code = OpCode::AttnNorm;
+  norm.kind = OpKind::Norm;
+  norm.m = 1;  // a quarter of the GPU's row slots: a quarter of the bandwidth
+  norm.bytes = 4194304;
+  CHECK(cm.standalone_ns(norm) == 4 * 4194304 + 1000);
+  norm.m = 8;
+  CHECK(cm.standalone_ns(norm) == 4194304 + 1000);
+  Op g;
+  g.code = OpCode::Qkv;
+  g.kind = OpKind::Gemm;
+  g.m = g.n = 128;
+  g.k = 1;
+  CHECK(cm.standalone_ns(g) == 32768 + 5000);  // a GEMM's own overhead
+}
+
 TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nodes") {
   auto hw = tpo::test::toy_hardware();
   hw.intra = {"nvlink", 2.0, 100.0};  // 2 us, 100 GB/s = 100 bytes/ns
