@@ -26,6 +26,9 @@ std::function<int()> add_calibrate(CLI::App& app) {
       ->required()
       ->expected(1, -1);
   sub->add_option("--out", o->out, "Write the calibration report (tpo.calibration/1)");
+  sub->add_flag("--fit-microbenchmarks", o->fit_microbenchmarks,
+                "Also fit the --fit-on models' interference microbenchmarks (pairs measured by "
+                "tpo profile); the other models' pairs are held out");
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   return [o] { return profiler::run_calibrate(*o, std::cout); };

@@ -31,6 +31,9 @@ struct CalibrateOptions {
   std::vector<std::string> fit_on;    // models whose cases are fitted; the rest are held out
   std::string out;                    // tpo.calibration/1 report (optional)
   bool update_profiles = false;       // write the fitted block into each profile
+  // Also fit the interference microbenchmarks of the --fit-on models' profiles (each pair
+  // weighs as much as a schedule); the other models' pairs stay held out.
+  bool fit_microbenchmarks = false;
 };
 
 std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports);

@@ -9,9 +9,13 @@
 
 namespace tpo::sim {
 
-double wave_factor(double waves, std::int64_t sms, std::int64_t taken) {
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k) {
   if (waves <= 0 || taken <= 0 || sms <= 0) return 1.0;
   if (taken >= sms) return 1e6;  // no SM left: it waits (never the case with sane budgets)
+  if (stream_k) {
+    const double beside = waves * static_cast<double>(sms) / static_cast<double>(sms - taken);
+    return std::max(1.0, beside) / std::max(1.0, waves);
+  }
   const double alone = std::ceil(waves - 1e-9);
   const double beside =
       std::ceil(waves * static_cast<double>(sms) / static_cast<double>(sms - taken) - 1e-9);
@@ -33,8 +37,10 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
     case OpKind::Gemm: {
       const std::int64_t tiles =
           ((op.m + p.gemm_cta_m - 1) / p.gemm_cta_m) * ((op.n + p.gemm_cta_n - 1) / p.gemm_cta_n);
-      // Fewer tiles than SMs: split-K or stream-K spread the work over every SM.
-      r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
+      // Fewer tiles than SMs: split-K or stream-K spread the work over every SM (gemm_fill).
+      r.waves = static_cast<float>(
+          (p.gemm_fill ? std::max(static_cast<double>(tiles), sms) : static_cast<double>(tiles)) /
+          sms);
       r.hbm_gbps = static_cast<float>(op.bytes / ns);
       break;
     }
@@ -66,6 +72,11 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
   p.comm_ctas_full = o.count_or("comm_ctas_full", p.comm_ctas_full);
   p.gemm_cta_m = o.integer_or("gemm_cta_m", p.gemm_cta_m);
   p.gemm_cta_n = o.integer_or("gemm_cta_n", p.gemm_cta_n);
+  for (const char* k : {"gemm_fill", "stream_k"}) {
+    if (!o.has(k)) continue;
+    if (!o.raw().at(k).is_boolean()) throw InputError(file, o.field(k), "must be true or false");
+    (std::string(k) == "gemm_fill" ? p.gemm_fill : p.stream_k) = o.raw().at(k).get<bool>();
+  }
   p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);
   p.comm_hbm_gbps_per_cta =
       o.number_or("comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta, /*positive=*/false);
@@ -83,6 +94,8 @@ nlohmann::ordered_json contention_json(const ContentionParams& p) {
   // comm_ctas is a knob of each run (--comm-ctas), not a fitted value: not written.
   return nlohmann::ordered_json{{"gemm_cta_m", p.gemm_cta_m},
                                 {"gemm_cta_n", p.gemm_cta_n},
+                                {"gemm_fill", p.gemm_fill},
+                                {"stream_k", p.stream_k},
                                 {"hbm_gbps", p.hbm_gbps},
                                 {"comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta},
                                 {"compute_extra", p.compute_extra},

@@ -25,8 +25,13 @@ struct ContentionParams {
   // CTAs at which a collective reaches its link's bus bandwidth; with fewer its bandwidth term
   // scales by comm_ctas / comm_ctas_full (0: the budget does not change the comm's time).
   std::int64_t comm_ctas_full = 0;
-  std::int64_t gemm_cta_m = 128;     // output tile of one GEMM thread block (rows x cols): sets how
-  std::int64_t gemm_cta_n = 256;     // many waves a GEMM runs; libraries fill every SM at least
+  std::int64_t gemm_cta_m = 128;  // output tile of one GEMM thread block (rows x cols): sets how
+  std::int64_t gemm_cta_n = 256;  // many waves a GEMM runs
+  // gemm_fill: a GEMM with fewer tiles than SMs still fills every SM (split-K, persistent
+  // kernels), so any SM taken costs it; otherwise its tiles alone count. stream_k: a partial
+  // wave is spread over the SMs (waves are fractional, not rounded up).
+  bool gemm_fill = true;
+  bool stream_k = false;
   double hbm_gbps = 0;               // HBM bandwidth the ops share (GB/s = bytes/ns)
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
@@ -47,7 +52,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
 double comm_budget_factor(const ContentionParams& p);
 
 // The slowdown of an SM-bound kernel of `waves` waves when `taken` of `sms` SMs are held.
-double wave_factor(double waves, std::int64_t sms, std::int64_t taken);
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k = false);
 
 // Reads a "contention" JSON block (hardware file or profile); `base` supplies what it omits.
 ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,

@@ -137,6 +137,12 @@ void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t 
   const OpResources& r = c_->resources[ci];
   const OpState& a = st_[ci];
   if (r.waves <= 0 || tl_.start_ns[ci] >= now || a.factor <= 0) return;
+  // A kernel of fewer blocks than the SMs the comm kernel leaves free never blocks it.
+  const ContentionParams& p = c_->contention;
+  if (static_cast<double>(r.waves) * static_cast<double>(p.sms) <=
+      static_cast<double>(p.sms - p.comm_ctas)) {
+    return;
+  }
   const double alone = static_cast<double>(c_->standalone_ns[ci]);
   const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
   const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
@@ -172,7 +178,8 @@ void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now)
     const OpResources& rb = c_->resources[static_cast<std::size_t>(b)];
     const double demand = static_cast<double>(ra.hbm_gbps) + static_cast<double>(rb.hbm_gbps);
     const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
-    fa = std::max(wave_factor(ra.waves, p.sms, p.comm_ctas), mem) * (1.0 + p.compute_extra);
+    fa = std::max(wave_factor(ra.waves, p.sms, p.comm_ctas, p.stream_k), mem) *
+         (1.0 + p.compute_extra);
     fb = mem * (1.0 + p.comm_extra);
   }
   if (a >= 0) set_factor(a, fa, now);

@@ -12,6 +12,7 @@
 #include "profiler/backend.h"
 #include "profiler/fit.h"
 #include "profiler/harness.h"
+#include "profiler/interference_check.h"
 #include "profiler/profile_run.h"
 #include "profiler/sweep.h"
 #include "sim/error.h"
@@ -325,4 +326,40 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   CHECK(pts.back().bytes == 134217728);
   CHECK(pts.back().elements == 134217728 / 2);  // read as bf16 values
   CHECK_THROWS_AS(profiler::parse_nccl_tests(data + "/hf_llama_config.json", 0), InputError);
+}
+
+TEST_CASE("interference check: a measured pair rebuilt as a schedule, predicted by both models") {
+  // A one-wave GEMM (1024 x 1024 tiles of 256 x 256: 16 tiles, filling all 132 SMs) beside
+  // the copy on 16 CTAs: it arrives 30 us after the copy and runs its wave on 116 SMs, so
+  // twice as long (2 waves). Alone 100 us: a batch of 2 launches, 200 us each beside.
+  tpo::sim::Profile p;
+  p.model = "toy";
+  p.tp = 2;
+  p.compute_slowdown_under_comm = 1.2;
+  tpo::sim::InterferencePoint x;
+  x.victim = "gemm";
+  x.beside = "copy";
+  x.workers = 16;
+  x.shape = "1024x1024x1024";
+  x.alone_us = 100;
+  x.beside_us = 150;
+  p.interference.push_back(x);
+  x.shape = "not a shape";  // skipped: nothing to rebuild
+  p.interference.push_back(x);
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 132;
+  tpo::sim::ContentionParams c;
+  c.enabled = true;
+  c.sms = 132;
+  c.gemm_cta_m = 256;
+  c.gemm_cta_n = 256;
+  const auto rows = tpo::profiler::check_interference(p, hw, c);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].measured_us == 150);
+  CHECK(rows[0].contention_us == doctest::Approx(200));
+  CHECK(rows[0].fixed_us == doctest::Approx(120));  // the profile's 1.2 beside comm
+  // Stream-K with the tiles only: 16 blocks fit on the 116 SMs left, no slowdown.
+  c.gemm_fill = false;
+  c.stream_k = true;
+  CHECK(tpo::profiler::check_interference(p, hw, c)[0].contention_us == doctest::Approx(100));
 }

@@ -204,3 +204,41 @@ TEST_CASE("engine: an op waits for its launch; the host runs ahead of long kerne
   // G alone [0,60): 60 done; both at 1/2 from 60: G's last 40 take 80 -> 140; AR's 50 -> 160.
   CHECK(t3.end_ns == std::vector<std::int64_t>{140, 160});
 }
+
+TEST_CASE(
+    "contention: stream-K waves are fractional; a kernel smaller than the free SMs never "
+    "blocks a comm kernel") {
+  CHECK(wave_factor(1.0, 100, 20, true) == doctest::Approx(1.25));  // 100 blocks on 80 SMs
+  CHECK(wave_factor(0.5, 100, 20, true) == 1.0);                    // 50 blocks fit in 80
+  CHECK(wave_factor(3.2, 100, 20, true) == doctest::Approx(4.0 / 3.2));
+  // 0.6 waves (60 blocks) leave 40 SMs free, more than the comm kernel's 20: AR0 starts at
+  // once and G is not slowed (60 blocks fit on the 80 SMs left).
+  Schedule s;
+  s.ops = {make(OpCode::GateUp), make(OpCode::AllReduce)};
+  Engine e;
+  OpCosts c = contended({400, 150}, {sm_bound(0.6f), comm()});
+  c.release_ns = {0, 100};
+  const Timeline& tl = e.run(s, c);
+  CHECK(tl.start_ns == std::vector<std::int64_t>{0, 100});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{400, 250});
+  // 1.0 wave holds every SM: AR0, launched at 100, waits for the wave to end at 400.
+  c = contended({400, 150}, {sm_bound(1.0f), comm()});
+  c.release_ns = {0, 100};
+  const Timeline& t2 = e.run(s, c);
+  CHECK(t2.end_ns == std::vector<std::int64_t>{400, 550});
+}
+
+TEST_CASE(
+    "contention: op_resources counts a GEMM's tiles, filling every SM unless gemm_fill is "
+    "off") {
+  ContentionParams p;
+  p.enabled = true;
+  p.sms = 100;
+  p.gemm_cta_m = 128;
+  p.gemm_cta_n = 128;
+  Op g = make(OpCode::GateUp);
+  set_gemm_work(g, 256, 1280, 64, false);  // 2 x 10 = 20 tiles
+  CHECK(op_resources(g, 1000, p).waves == doctest::Approx(1.0));
+  p.gemm_fill = false;
+  CHECK(op_resources(g, 1000, p).waves == doctest::Approx(0.2));
+}

@@ -1,0 +1,216 @@
+// The contention model against interference microbenchmarks (see interference_check.h).
+#include "profiler/interference_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "sim/engine.h"
+#include "sim/profile_cost.h"
+
+namespace tpo::profiler {
+
+namespace {
+
+// As the CUDA backend runs a pair (profiler/cuda_backend.cc): the victim's batch of launches
+// lasts ~200 us alone (1 to 64 launches) and starts 30 us after the aggressor, whose run lasts
+// at least 8x the victim's batch alone.
+constexpr double kHeadStartUs = 30;
+constexpr double kBatchUs = 200;
+
+template <class... A>
+std::string format(const char* f, A... a) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a...);
+  return buf;
+}
+
+std::int64_t batch_of(double alone_us) {
+  return static_cast<std::int64_t>(
+      std::clamp(std::ceil(kBatchUs / std::max(alone_us, 1e-3)), 1.0, 64.0));
+}
+
+// "1024x14336x4096" (GEMM) or "1024x8192" (rows x cols): the numbers; empty when malformed.
+std::vector<std::int64_t> dims_of(const std::string& s) {
+  std::vector<std::int64_t> v;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    std::size_t used = 0;
+    try {
+      v.push_back(std::stoll(s.substr(at), &used));
+    } catch (const std::exception&) {
+      return {};
+    }
+    at += used;
+    if (at < s.size() && s[at] != 'x') return {};
+    ++at;
+  }
+  return v;
+}
+
+sim::Op make_op(sim::OpCode code) {
+  sim::Op op;
+  op.code = code;
+  op.kind = sim::op_code_kind(code);
+  op.stream = code == sim::OpCode::AllReduce ? sim::StreamKind::Comm : sim::StreamKind::Compute;
+  op.req_end = 1;
+  return op;
+}
+
+// The op a point's other side ran (or the victim for a GEMM victim); false when the point
+// names something this check does not rebuild.
+bool compute_op(const sim::InterferencePoint& x, const sim::Profile& p, sim::Op* op) {
+  if (x.victim == "gemm" || x.beside == "gemm") {
+    const auto d = dims_of(x.shape);
+    if (d.size() != 3) return false;
+    *op = make_op(sim::OpCode::GateUp);
+    sim::set_gemm_work(*op, d[0], d[1], d[2], false);
+    return true;
+  }
+  if (x.beside == "rowwise") {
+    const auto d = dims_of(x.shape);
+    if (d.size() != 2) return false;
+    *op = make_op(sim::OpCode::AttnNorm);
+    sim::set_rowwise_work(*op, d[0], d[1]);
+    return true;
+  }
+  if (x.beside == "attention" && !p.attention.empty()) {
+    long long q = 0, prefix = 0;
+    if (std::sscanf(x.shape.c_str(), "q%lld/p%lld", &q, &prefix) != 2 || q <= 0) return false;
+    const auto& a = p.attention.front();  // the shard's heads
+    *op = make_op(sim::OpCode::Attention);
+    op->seq_begin = prefix;
+    op->seq_end = prefix + q;
+    sim::set_attention_work(*op, 1, q, prefix, a.q_heads, a.kv_heads, a.head_dim);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double predict_pair(InterferencePair& pair, const sim::ContentionParams& params, bool rules) {
+  sim::OpCosts& c = pair.costs;
+  c.resources.clear();
+  if (rules) {
+    c.contention = params;
+    c.contention.enabled = true;
+    c.contention.comm_ctas = pair.workers;
+    for (std::size_t i = 0; i < pair.schedule.ops.size(); ++i) {
+      c.resources.push_back(
+          sim::op_resources(pair.schedule.ops[i], c.standalone_ns[i], c.contention));
+    }
+  }
+  sim::Engine e;
+  const sim::Timeline& tl = e.run(pair.schedule, c);
+  const std::size_t n = pair.schedule.ops.size() - pair.victim_first;
+  const std::int64_t end = tl.end_ns[pair.schedule.ops.size() - 1];
+  return static_cast<double>(end - c.release_ns[pair.victim_first]) / 1e3 / static_cast<double>(n);
+}
+
+std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
+                                                 const sim::HardwareConfig& hw) {
+  const sim::ProfileCostModel cm(p, hw, p.tp);
+  std::vector<InterferencePair> pairs;
+  for (const auto& x : p.interference) {
+    if (x.alone_us <= 0 || x.beside_us <= 0 || x.workers <= 0 || x.workers >= hw.sms) continue;
+    sim::Op other;
+    if (!compute_op(x, p, &other)) continue;
+    const bool comm_victim = x.victim == "comm";
+    sim::Op victim = comm_victim ? make_op(sim::OpCode::AllReduce) : other;
+    sim::Op aggressor = comm_victim ? other : make_op(sim::OpCode::AllReduce);
+    if (!comm_victim) sim::set_allreduce_work(aggressor, victim.m * victim.n);
+    const std::int64_t b = batch_of(x.alone_us);
+    // The aggressor alone: the copy outlasts the run (one long kernel); a compute aggressor is
+    // the profile's time for its shape, launched back to back.
+    const double victim_batch_us = static_cast<double>(b) * x.alone_us;
+    double aggressor_us = 0;
+    std::int64_t na = 1;
+    if (comm_victim) {
+      aggressor_us = static_cast<double>(cm.standalone_ns(aggressor)) / 1e3;
+      na = static_cast<std::int64_t>(
+          std::clamp(std::ceil((8 * victim_batch_us + kHeadStartUs) / std::max(aggressor_us, 1e-3)),
+                     4.0, 4096.0));
+    } else {
+      aggressor_us = 8 * victim_batch_us + 2 * kHeadStartUs;
+    }
+    InterferencePair pair;
+    pair.label =
+        x.victim + " beside " + x.beside + " p" + std::to_string(x.workers) + " " + x.shape;
+    pair.model = p.model;
+    pair.workers = x.workers;
+    pair.alone_us = x.alone_us;
+    pair.measured_us = x.beside_us;
+    auto add = [&](const sim::Op& op, double us, double release_us) {
+      pair.schedule.ops.push_back(op);
+      pair.costs.standalone_ns.push_back(std::llround(us * 1e3));
+      pair.costs.release_ns.push_back(std::llround(release_us * 1e3));
+      pair.costs.slowdown.push_back({cm.overlap_slowdown(op, sim::OpKind::Gemm),
+                                     cm.overlap_slowdown(op, sim::OpKind::Attention),
+                                     cm.overlap_slowdown(op, sim::OpKind::Elementwise)});
+    };
+    for (std::int64_t i = 0; i < na; ++i) add(aggressor, aggressor_us, 0);
+    pair.victim_first = pair.schedule.ops.size();
+    for (std::int64_t i = 0; i < b; ++i) add(victim, x.alone_us, kHeadStartUs);
+    pairs.push_back(std::move(pair));
+  }
+  return pairs;
+}
+
+std::vector<InterferenceCheck> check_interference(const sim::Profile& p,
+                                                  const sim::HardwareConfig& hw,
+                                                  const sim::ContentionParams& params) {
+  std::vector<InterferenceCheck> rows;
+  for (auto& pair : interference_pairs(p, hw)) {
+    InterferenceCheck r;
+    r.label = pair.label;
+    r.alone_us = pair.alone_us;
+    r.measured_us = pair.measured_us;
+    r.contention_us = predict_pair(pair, params, true);
+    r.fixed_us = predict_pair(pair, params, false);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+nlohmann::ordered_json print_interference_check(const std::vector<InterferenceCheck>& rows,
+                                                const std::string& title, std::ostream& os) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  if (rows.empty()) return j;
+  os << "\n  " << title << "\n";
+  os << "    "
+     << format("%-44s %9s %9s %10s %10s", "pair (victim beside aggressor, CTAs, shape)", "alone_us",
+               "meas_us", "contention", "fixed")
+     << "\n";
+  std::vector<double> ec, ef;
+  for (const auto& r : rows) {
+    const double c = r.contention_us / r.measured_us - 1, f = r.fixed_us / r.measured_us - 1;
+    ec.push_back(std::abs(c));
+    ef.push_back(std::abs(f));
+    os << "    "
+       << format("%-44s %9.1f %9.1f %+9.1f%% %+9.1f%%", r.label.c_str(), r.alone_us, r.measured_us,
+                 100 * c, 100 * f)
+       << "\n";
+    j.push_back({{"pair", r.label},
+                 {"alone_us", r.alone_us},
+                 {"measured_us", r.measured_us},
+                 {"contention_us", r.contention_us},
+                 {"fixed_factors_us", r.fixed_us}});
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  os << "    fixed: the profile's measured factors, which summarise these same pairs (not a "
+        "held-out comparison)\n";
+  os << "    "
+     << format("median |error|: contention %.1f%%, fixed factors %.1f%%; worst %.1f%%, %.1f%%",
+               100 * med(ec), 100 * med(ef), 100 * *std::max_element(ec.begin(), ec.end()),
+               100 * *std::max_element(ef.begin(), ef.end()))
+     << "\n";
+  return j;
+}
+
+}  // namespace tpo::profiler
