@@ -25,6 +25,9 @@ class Runner {
   virtual ~Runner() = default;
   // Runs the op once on the next rotated input set; returns its time in seconds.
   virtual double run_once() = 0;
+  // Interference runners that also time the other side alone (a fragment's all-reduce):
+  // that time in seconds, measured once; 0 otherwise.
+  virtual double other_seconds() const { return 0; }
 };
 
 class Backend {

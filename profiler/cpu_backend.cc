@@ -225,6 +225,36 @@ class CopyBesideGemm : public Runner {
   Aggressor agg_;
 };
 
+// The in-schedule fragment: attention then o_proj, timed, with `workers` copying threads
+// beside (none for the fragment alone); the copy of the other chunk's all-reduce alone is
+// timed once for other_seconds().
+class Fragment : public Runner {
+ public:
+  Fragment(const Item& it, bool with_copy)
+      : attn_(it), oproj_(it.m, it.n, it.k), copy_(it.elements) {
+    if (with_copy) {
+      std::vector<double> t;
+      for (int i = 0; i < 3; ++i) t.push_back(copy_.run_once());
+      std::sort(t.begin(), t.end());
+      other_s_ = t[1];
+      agg_ = std::make_unique<Aggressor>(static_cast<int>(it.workers), [n = it.elements](int) {
+        auto src = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n), 1.0f);
+        auto dst = std::make_shared<std::vector<float>>(src->size());
+        return [src, dst] { std::memcpy(dst->data(), src->data(), src->size() * sizeof(float)); };
+      });
+    }
+  }
+  double run_once() override { return attn_.run_once() + oproj_.run_once(); }
+  double other_seconds() const override { return other_s_; }
+
+ private:
+  AttentionRunner attn_;
+  GemmRunner oproj_;
+  CopyRunner copy_;
+  double other_s_ = 0;
+  std::unique_ptr<Aggressor> agg_;
+};
+
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
@@ -265,11 +295,14 @@ class CpuBackend : public Backend {
           throw std::runtime_error("cpu backend: comm beside " + it.beside + " is not measured");
         }
         return std::make_unique<CopyBesideGemm>(it);
+      case ItemKind::Fragment:
+        return std::make_unique<Fragment>(it, true);
     }
     throw std::runtime_error("cpu backend: unknown item " + it.key);
   }
   std::unique_ptr<Runner> prepare_alone(const Item& it) override {
     if (it.kind == ItemKind::CommBesideGemm) return std::make_unique<CopyRunner>(it.elements);
+    if (it.kind == ItemKind::Fragment) return std::make_unique<Fragment>(it, false);
     return std::make_unique<GemmRunner>(it.m, it.n, it.k);
   }
 };

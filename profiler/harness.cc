@@ -109,6 +109,9 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
     if (auto it = done.find(items[i].key); it != done.end()) {
       out[i].t = timing_from(it->second.at("t"));
       if (it->second.contains("alone")) out[i].alone = timing_from(it->second.at("alone"));
+      if (it->second.contains("other_us") && it->second.at("other_us").is_number()) {
+        out[i].other_us = it->second.at("other_us").get<double>();
+      }
       have[i] = true;
       ++finished;
     }
@@ -155,17 +158,19 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
           try {
             Measurement m;
             m.item = item;
-            if (item.kind == ItemKind::GemmBesideComm || item.kind == ItemKind::CommBesideGemm) {
+            if (is_interference(item.kind)) {
               auto alone = backend.prepare_alone(item);
               m.alone = measure(*alone, nullptr);
             }
             auto runner = backend.prepare(item);
             m.t = measure(*runner, &st);
+            m.other_us = runner->other_seconds() * 1e6;
             out[i] = m;
             have[i] = true;
             if (log) {
               nlohmann::json line{{"key", item.key}, {"t", timing_json(m.t)}};
               if (m.alone.reps) line["alone"] = timing_json(m.alone);
+              if (m.other_us > 0) line["other_us"] = m.other_us;
               log << line.dump() << "\n" << std::flush;
             }
           } catch (const SkipItem& e) {

@@ -24,7 +24,8 @@ struct HarnessOptions {
 struct Measurement {
   Item item;
   sim::Timing t;
-  sim::Timing alone;  // interference items: the victim alone
+  sim::Timing alone;    // interference items: the victim alone
+  double other_us = 0;  // the other side alone, where the runner measured it
 };
 
 // Median, min, max of samples in seconds, reported in microseconds.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 #include "sim/engine.h"
@@ -88,6 +89,53 @@ bool compute_op(const sim::InterferencePoint& x, const sim::Profile& p, sim::Op*
   return false;
 }
 
+// Appends an op lasting `us` alone, launched at `release_us`, with the fixed factors.
+void add_op(InterferencePair& pair, const sim::CostModel& cm, const sim::Op& op, double us,
+            double release_us = 0) {
+  pair.schedule.ops.push_back(op);
+  pair.costs.standalone_ns.push_back(std::llround(us * 1e3));
+  pair.costs.release_ns.push_back(std::llround(release_us * 1e3));
+  pair.costs.slowdown.push_back({cm.overlap_slowdown(op, sim::OpKind::Gemm),
+                                 cm.overlap_slowdown(op, sim::OpKind::Attention),
+                                 cm.overlap_slowdown(op, sim::OpKind::Elementwise)});
+}
+
+// The in-schedule fragment ("q<q>/p<prefix>/o<m>x<n>x<k>"): the copy (its measured time
+// alone) and, from the same moment, the chunk's attention then o_proj, whose profile times
+// are scaled to the fragment's measured time alone.
+std::optional<InterferencePair> fragment_pair(const sim::InterferencePoint& x,
+                                              const sim::Profile& p, const sim::CostModel& cm) {
+  long long q = 0, prefix = 0, m = 0, n = 0, k = 0;
+  if (x.other_us <= 0 || p.attention.empty() ||
+      std::sscanf(x.shape.c_str(), "q%lld/p%lld/o%lldx%lldx%lld", &q, &prefix, &m, &n, &k) != 5 ||
+      q <= 0 || m <= 0 || n <= 0 || k <= 0) {
+    return std::nullopt;
+  }
+  const auto& a = p.attention.front();
+  sim::Op attn = make_op(sim::OpCode::Attention);
+  attn.seq_begin = prefix;
+  attn.seq_end = prefix + q;
+  sim::set_attention_work(attn, 1, q, prefix, a.q_heads, a.kv_heads, a.head_dim);
+  sim::Op oproj = make_op(sim::OpCode::OProj);
+  sim::set_gemm_work(oproj, m, n, k, false);
+  sim::Op copy = make_op(sim::OpCode::AllReduce);
+  sim::set_allreduce_work(copy, m * n);
+  const double ta = static_cast<double>(cm.standalone_ns(attn));
+  const double to = static_cast<double>(cm.standalone_ns(oproj));
+  const double scale = x.alone_us / std::max(1e-3, (ta + to) / 1e3);
+  InterferencePair pair;
+  pair.label = "fragment beside copy p" + std::to_string(x.workers) + " " + x.shape;
+  pair.model = p.model;
+  pair.workers = x.workers;
+  pair.alone_us = x.alone_us;
+  pair.measured_us = x.beside_us;
+  add_op(pair, cm, copy, x.other_us);
+  pair.victim_first = 1;
+  add_op(pair, cm, attn, ta / 1e3 * scale);
+  add_op(pair, cm, oproj, to / 1e3 * scale);
+  return pair;
+}
+
 }  // namespace
 
 double predict_pair(InterferencePair& pair, const sim::ContentionParams& params, bool rules) {
@@ -104,7 +152,7 @@ double predict_pair(InterferencePair& pair, const sim::ContentionParams& params,
   }
   sim::Engine e;
   const sim::Timeline& tl = e.run(pair.schedule, c);
-  const std::size_t n = pair.schedule.ops.size() - pair.victim_first;
+  const auto n = static_cast<std::size_t>(pair.victim_launches);
   const std::int64_t end = tl.end_ns[pair.schedule.ops.size() - 1];
   return static_cast<double>(end - c.release_ns[pair.victim_first]) / 1e3 / static_cast<double>(n);
 }
@@ -115,6 +163,10 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
   std::vector<InterferencePair> pairs;
   for (const auto& x : p.interference) {
     if (x.alone_us <= 0 || x.beside_us <= 0 || x.workers <= 0 || x.workers >= hw.sms) continue;
+    if (x.victim == "fragment") {
+      if (auto f = fragment_pair(x, p, cm)) pairs.push_back(std::move(*f));
+      continue;
+    }
     sim::Op other;
     if (!compute_op(x, p, &other)) continue;
     const bool comm_victim = x.victim == "comm";
@@ -142,17 +194,10 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
     pair.workers = x.workers;
     pair.alone_us = x.alone_us;
     pair.measured_us = x.beside_us;
-    auto add = [&](const sim::Op& op, double us, double release_us) {
-      pair.schedule.ops.push_back(op);
-      pair.costs.standalone_ns.push_back(std::llround(us * 1e3));
-      pair.costs.release_ns.push_back(std::llround(release_us * 1e3));
-      pair.costs.slowdown.push_back({cm.overlap_slowdown(op, sim::OpKind::Gemm),
-                                     cm.overlap_slowdown(op, sim::OpKind::Attention),
-                                     cm.overlap_slowdown(op, sim::OpKind::Elementwise)});
-    };
-    for (std::int64_t i = 0; i < na; ++i) add(aggressor, aggressor_us, 0);
+    for (std::int64_t i = 0; i < na; ++i) add_op(pair, cm, aggressor, aggressor_us);
     pair.victim_first = pair.schedule.ops.size();
-    for (std::int64_t i = 0; i < b; ++i) add(victim, x.alone_us, kHeadStartUs);
+    for (std::int64_t i = 0; i < b; ++i) add_op(pair, cm, victim, x.alone_us, kHeadStartUs);
+    pair.victim_launches = b;
     pairs.push_back(std::move(pair));
   }
   return pairs;

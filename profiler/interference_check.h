@@ -27,6 +27,7 @@ struct InterferencePair {
   sim::OpCosts costs;  // standalone = measured alone times, release = the head start, fixed
                        // factors in `slowdown`; resources filled per prediction
   std::size_t victim_first = 0;
+  std::int64_t victim_launches = 1;  // the victim's time is per launch of this many
   std::int64_t workers = 0;
   double alone_us = 0, measured_us = 0;
 };

@@ -119,6 +119,19 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
       case ItemKind::AllReduce:
         p.allreduce.push_back({it.elements, it.ranks, it.elements * esize, m.t});
         break;
+      case ItemKind::Fragment: {
+        sim::InterferencePoint x;
+        x.victim = "fragment";
+        x.beside = "copy";
+        x.workers = it.workers;
+        x.shape = "q" + std::to_string(it.q_tokens) + "/p" + std::to_string(it.prefix) + "/o" +
+                  std::to_string(it.m) + "x" + std::to_string(it.n) + "x" + std::to_string(it.k);
+        x.alone_us = m.alone.median_us;
+        x.beside_us = m.t.median_us;
+        x.other_us = m.other_us;
+        p.interference.push_back(x);
+        break;
+      }
       case ItemKind::GemmBesideComm:
       case ItemKind::CommBesideGemm: {
         sim::InterferencePoint x;
@@ -156,8 +169,7 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
   nlohmann::json points = nlohmann::json::array();
   for (const auto& m : ms) {
     if (m.item.held_back != held_back || m.t.reps == 0 || m.t.median_us <= 0) continue;
-    if (m.item.kind == ItemKind::GemmBesideComm || m.item.kind == ItemKind::CommBesideGemm)
-      continue;
+    if (is_interference(m.item.kind)) continue;
     const sim::Op op = op_of(m.item);
     const double pred = static_cast<double>(cm.standalone_ns(op)) / 1e3;
     const double err = (pred - m.t.median_us) / m.t.median_us;
@@ -304,6 +316,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);
   sw.comm_beside_more = comm_beside_more(o.backend);
+  sw.fragments = true;
   if (o.max_tokens < 0) {
     throw InputError("--max-tokens", std::to_string(o.max_tokens), "must be > 0 (or left out)");
   }

@@ -180,6 +180,25 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
   for (const auto& kind : o.comm_beside_more) {
     for (std::int64_t mult : {1, 8}) comm_beside(kind, mid_workers, mult, series_key(kind, mult));
   }
+  if (o.fragments) {
+    for (auto p : o.comm_workers) {
+      Item f;
+      f.kind = ItemKind::Fragment;
+      f.name = "fragment";
+      f.q_tokens = mid;
+      f.prefix = mid;
+      f.q_heads = d.q_heads;
+      f.kv_heads = d.kv_heads;
+      f.head_dim = d.head_dim;
+      f.m = mid;  // o_proj: mid x hidden x (q_heads x head_dim)
+      f.n = d.hidden;
+      f.k = d.q_heads * d.head_dim;
+      f.elements = mid * d.hidden;  // the other chunk's all-reduce
+      f.workers = p;
+      f.key = "interference/fragment/p" + std::to_string(p);
+      items.push_back(f);
+    }
+  }
   std::set<std::string> keys;
   for (const auto& it : items) {
     if (!keys.insert(it.key).second) {

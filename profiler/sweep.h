@@ -13,7 +13,21 @@
 
 namespace tpo::profiler {
 
-enum class ItemKind { Gemm, Attention, Rowwise, AllReduce, GemmBesideComm, CommBesideGemm };
+// Fragment: as ISO runs it, one chunk's attention (after a prefix of one chunk) and o_proj on
+// the compute stream while the other chunk's all-reduce (the copy on P CTAs) starts at the
+// same moment on the comm stream; the victim is the compute part.
+enum class ItemKind {
+  Gemm,
+  Attention,
+  Rowwise,
+  AllReduce,
+  GemmBesideComm,
+  CommBesideGemm,
+  Fragment
+};
+inline bool is_interference(ItemKind k) {
+  return k == ItemKind::GemmBesideComm || k == ItemKind::CommBesideGemm || k == ItemKind::Fragment;
+}
 
 struct Item {
   ItemKind kind = ItemKind::Gemm;
@@ -41,6 +55,7 @@ struct SweepOptions {
   // Interference: besides the GEMM, the comm victim is measured beside these op kinds
   // ("attention", "rowwise") at the middle worker count, at 1x and 8x the mid message.
   std::vector<std::string> comm_beside_more;
+  bool fragments = false;  // measure the in-schedule fragment at every worker count
 };
 
 // The attention call an attention item measures (a KV cache just large enough).

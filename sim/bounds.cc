@@ -65,6 +65,7 @@ const FieldBound kBounds[] = {
     // Profiles (tpo.profile/1): measured times and summaries.
     {"median_us", 0, 1e9, true, "us"},
     {"min_us", 0, 1e9, true, "us"},
+    {"other_us", 0, 1e9, false, "us"},
     {"max_us", 0, 1e9, true, "us"},
     // Measured: timing noise can put a ratio slightly below 1.
     {"compute_slowdown_under_comm", 0.1, 100, false, "x"},

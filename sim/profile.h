@@ -49,6 +49,8 @@ struct InterferencePoint {
   std::string shape;  // human-readable shape of the victim
   double alone_us = 0;
   double beside_us = 0;
+  // The other side's time alone, where the profiler measured it (a fragment's all-reduce).
+  double other_us = 0;
   double slowdown() const { return alone_us > 0 ? beside_us / alone_us : 1.0; }
 };
 struct AlphaBeta {  // t = alpha + beta * bytes over [lo_bytes, hi_bytes]

@@ -134,7 +134,7 @@ if rows:
     for x in sorted(rows):
         print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG':6s} {x[11]}")
     print("  error = (predicted - measured) / measured")
-for f in sorted(glob.glob(os.path.join(r, "calibrate-fit-on-*.log"))):
+for f in sorted(glob.glob(os.path.join(r, "calibrate-*fit-on-*.log"))):
     print(f"\n{os.path.basename(f)}:")
     print(open(f).read().rstrip())
 PY
@@ -262,6 +262,10 @@ if want calibrate; then
   for m in llama3.1-8b llama2-70b; do
     step "calibrate-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --out "$R/calibration-fit-on-$m.json"
+    # Jointly with this run's pairwise microbenchmarks and in-schedule fragments.
+    step "calibrate-joint-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+      --profile "${profs[@]}" --fit-on "$m" --fit-microbenchmarks \
+      --out "$R/calibration-joint-fit-on-$m.json"
   done
 fi
 

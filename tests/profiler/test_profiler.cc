@@ -362,4 +362,28 @@ TEST_CASE("interference check: a measured pair rebuilt as a schedule, predicted 
   c.gemm_fill = false;
   c.stream_k = true;
   CHECK(tpo::profiler::check_interference(p, hw, c)[0].contention_us == doctest::Approx(100));
+  // The in-schedule fragment: attention and o_proj (100 us alone in all) from the moment the
+  // copy (50 us alone) starts. Fixed factors: 50 us at 1/1.2 of the rate do 41.7 us of the
+  // work; the other 58.3 run alone: 108.3 us.
+  tpo::sim::InterferencePoint f;
+  f.victim = "fragment";
+  f.beside = "copy";
+  f.workers = 16;
+  f.shape = "q128/p128/o128x64x64";
+  f.alone_us = 100;
+  f.beside_us = 110;
+  f.other_us = 50;
+  p.interference = {f};
+  tpo::sim::AttentionPoint a;
+  a.q_heads = 4;
+  a.kv_heads = 2;
+  a.head_dim = 16;
+  p.attention = {a};
+  const auto fr = tpo::profiler::check_interference(p, hw, c);
+  REQUIRE(fr.size() == 1);
+  CHECK(fr[0].label == "fragment beside copy p16 q128/p128/o128x64x64");
+  CHECK(fr[0].fixed_us == doctest::Approx(100 + 50 - 50 / 1.2).epsilon(1e-4));
+  f.other_us = 0;  // the copy's time alone was not measured: nothing to rebuild
+  p.interference = {f};
+  CHECK(tpo::profiler::check_interference(p, hw, c).empty());
 }
