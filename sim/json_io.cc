@@ -137,11 +137,15 @@ std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback)
 }  // namespace tpo
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 namespace tpo {
@@ -152,6 +156,59 @@ std::string temp_name(const std::string& path) {
   static std::atomic<int> n{0};
   return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n++);
 }
+
+// Removes scratch files `path.tmp.PID.N` left beside `path` by runs that were killed (their
+// process no longer exists).
+void remove_stale_temps(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // PID.N
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    const std::string pid_text = rest.substr(0, dot);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+  }
+}
+
+bool write_all(int fd, const std::string& content) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (!(n < 0 && errno == EINTR)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Blocks the signals a user sends to stop a run (Ctrl-C, kill, hang-up) while alive: they
+// are delivered once the outputs are all in place.
+class DeferSignals {
+ public:
+  DeferSignals() {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&s, sig);
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+  }
+  ~DeferSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  DeferSignals(const DeferSignals&) = delete;
+  DeferSignals& operator=(const DeferSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
 }  // namespace
 
 void check_writable(const std::string& path, const std::string& option) {
@@ -175,24 +232,9 @@ void check_writable(const std::string& path, const std::string& option) {
 
 void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option) {
-  check_writable(path, option);
-  const std::string tmp = temp_name(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(option, path, "cannot open for writing");
-    out << content;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw InputError(option, path, "write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw InputError(option, path, "cannot rename into place: " + ec.message());
-  }
+  OutputSet out;
+  out.add(path, content, option);
+  out.commit();
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
@@ -211,41 +253,67 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 
 OutputSet::~OutputSet() {
   std::error_code ec;
-  for (const auto& p : pending_) std::filesystem::remove(p.tmp, ec);
+  for (const auto& p : pending_) {
+    if (p.fd >= 0) ::close(p.fd);
+    if (!p.tmp.empty()) std::filesystem::remove(p.tmp, ec);
+  }
 }
 
+// The content goes to an unnamed file in the output's folder (O_TMPFILE: a run killed before
+// commit leaves nothing behind), or, where the file system cannot do that, to a named
+// temporary beside the output.
 void OutputSet::add(const std::string& path, const std::string& content,
                     const std::string& option) {
   if (path.empty()) return;
   check_writable(path, option);
-  const std::string tmp = temp_name(path);
-  pending_.push_back({path, tmp, option});
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(option, path, "cannot open for writing");
-  std::size_t done = 0;
-  bool ok = true;
-  while (ok && done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    } else if (!(n < 0 && errno == EINTR)) {
-      ok = false;
-    }
+  remove_stale_temps(path);
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  Pending pe{path, "", option, -1};
+#ifdef O_TMPFILE
+  pe.fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+#endif
+  if (pe.fd < 0) {
+    pe.tmp = temp_name(path);
+    pe.fd = ::open(pe.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   }
-  ok = ok && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
+  pending_.push_back(pe);
+  Pending& q = pending_.back();
+  if (q.fd < 0) throw InputError(option, path, "cannot open for writing");
+  bool ok = write_all(q.fd, content) && ::fsync(q.fd) == 0;
+  if (!q.tmp.empty()) {  // a named temporary is complete: close it now
+    ok = (::close(q.fd) == 0) && ok;
+    q.fd = -1;
+  }
   if (!ok) throw InputError(option, path, "write failed (disk full?); no output was changed");
 }
 
+// Every output is already written and flushed; what is left takes microseconds: name each
+// unnamed file (linkat through /proc/self/fd), then rename all into place, with stop signals
+// held back so that Ctrl-C or kill cannot leave a mixed set (SIGKILL cannot be held back).
 void OutputSet::commit() {
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    std::error_code ec;
-    std::filesystem::rename(pending_[i].tmp, pending_[i].path, ec);
-    if (ec) {
-      throw InputError(pending_[i].option, pending_[i].path,
-                       "cannot rename into place: " + ec.message());
+  DeferSignals hold;
+  for (auto& p : pending_) {
+    if (p.tmp.empty()) {
+      const std::string tmp = temp_name(p.path);
+      const std::string proc = "/proc/self/fd/" + std::to_string(p.fd);
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+        throw InputError(p.option, p.path,
+                         std::string("cannot name the written file: ") + std::strerror(errno));
+      }
+      p.tmp = tmp;
+      ::close(p.fd);
+      p.fd = -1;
     }
-    pending_[i].tmp.clear();
+  }
+  for (auto& p : pending_) {
+    std::error_code ec;
+    std::filesystem::rename(p.tmp, p.path, ec);
+    if (ec) {
+      throw InputError(p.option, p.path, "cannot rename into place: " + ec.message());
+    }
+    p.tmp.clear();
   }
   pending_.clear();
 }

@@ -67,7 +67,8 @@ class OutputSet {
 
  private:
   struct Pending {
-    std::string path, tmp, option;
+    std::string path, tmp, option;  // tmp: the named temporary, empty while unnamed
+    int fd = -1;                    // the unnamed file (O_TMPFILE) until commit
   };
   std::vector<Pending> pending_;
 };

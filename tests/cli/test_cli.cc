@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include <chrono>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -800,4 +801,56 @@ TEST_CASE(
           vj.string());
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(slurp(vj)).at("execution").at("mode") == "eager");
+}
+
+TEST_CASE(
+    "outputs as a set: a plan killed at any moment leaves all old or all new files and no "
+    "temporary") {
+  const fs::path dir = scratch() / "killed";
+  fs::create_directories(dir);
+  const std::string outs = " --json " + (dir / "p.json").string() + " --csv " +
+                           (dir / "p.csv").string() + " --svg " + (dir / "p.svg").string();
+  const std::string cmd =
+      "plan --model llama2-70b --hardware a800x8 --tp 8 --seq 512:32768:1.25 --max-chunks 4 "
+      "--quiet" +
+      outs;
+  const char* names[] = {"p.json", "p.csv", "p.svg"};
+  // The complete new set, and how long it takes.
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(tpo(cmd).code == 0);
+  const double full_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::map<std::string, std::string> fresh;
+  for (const char* n : names) fresh[n] = slurp(dir / n);
+  // Kill it (SIGKILL: nothing runs after it) at moments spread over the whole run and past it.
+  int old_sets = 0, new_sets = 0;
+  for (double f : {0.02, 0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.5}) {
+    for (const char* n : names) std::ofstream(dir / n) << "old\n";
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", f * full_s);
+    tpo(cmd, std::string("timeout -s KILL ") + secs);
+    int olds = 0, news = 0;
+    for (const char* n : names) {
+      const std::string now = slurp(dir / n);
+      CHECK_MESSAGE((now == "old\n" || now == fresh[n]), n << " is neither old nor new at " << f);
+      olds += now == "old\n";
+      news += now == fresh[n];
+    }
+    CHECK_MESSAGE((olds == 3 || news == 3), "a mixed set when killed at " << f);
+    old_sets += olds == 3;
+    new_sets += news == 3;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      CHECK_MESSAGE(e.path().filename().string().find(".tmp.") == std::string::npos,
+                    "temporary " << e.path() << " left when killed at " << f);
+    }
+  }
+  // Both outcomes happened: the kills did land during the run and after it.
+  CHECK(old_sets > 0);
+  CHECK(new_sets > 0);
+  // A temporary an older killed run left (named, from before unnamed files; its process is
+  // gone) is removed by the next run that writes that output.
+  const fs::path stale = dir / "p.json.tmp.2147483646.0";
+  std::ofstream(stale) << "{";
+  REQUIRE(tpo(cmd).code == 0);
+  CHECK(!fs::exists(stale));
 }
