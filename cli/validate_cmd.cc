@@ -91,6 +91,10 @@ std::function<int()> add_validate(CLI::App& app) {
                   "cuda: the attention kernel — cudnn (fused), cublas (batched GEMMs) or auto "
                   "(cudnn where available); predict with a profile measured with the same")
       ->capture_default_str();
+  sub->add_option("--nccl-timeout", o->nccl_timeout_s,
+                  "cuda with NCCL: seconds with no op finishing before the run is aborted "
+                  "(exit 1, naming the rank and the op)")
+      ->capture_default_str();
   sub->add_option("--backend", o->backend, "cpu (threads, fp32) or cuda")->capture_default_str();
   sub->add_option("--comm", o->comm, "cuda: nccl (real all-reduce) or emulated (copy kernel)")
       ->capture_default_str();
@@ -106,7 +110,7 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--json", o->json_path, "Write the report (schema tpo.validate/1) to FILE");
   return [o, sub] {
     if (o->backend == "cpu") {
-      for (const char* opt : {"--comm", "--emulate", "--attention"}) {
+      for (const char* opt : {"--comm", "--emulate", "--attention", "--nccl-timeout"}) {
         if (sub->count(opt)) throw InputError(opt, "", "applies to --backend cuda only");
       }
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "sim/error.h"
 #include "validate/interpreter.h"
@@ -283,7 +284,7 @@ class CudaRun {
       // Once, eagerly first (library plans and kernel modules load outside the capture), then
       // the capture, from fresh state again.
       issue(false);
-      for (auto& r : ranks_) r.ctx->synchronize();
+      wait_done();
       reset();
       capture();
     }
@@ -322,7 +323,7 @@ class CudaRun {
     host_us_ =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
             .count();
-    for (auto& r : ranks_) r.ctx->synchronize();
+    wait_done();
     RunResult::Timeline tl;
     for (std::size_t i = 0; i < n; ++i) {
       tl.start_ns.push_back(std::int64_t(cu::Event::seconds_between(t0, *start_[0][i]) * 1e9));
@@ -335,7 +336,66 @@ class CudaRun {
     return tl;
   }
 
+  // How long the GPUs may make no progress on an NCCL run before it is aborted.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+
  private:
+  // Waits until every GPU finished what was enqueued. With NCCL the wait is bounded: an
+  // asynchronous NCCL error, or no op finishing for the timeout, aborts the communicators and
+  // names the rank and the first op that did not finish.
+  void wait_done() {
+    if (!nccl_) {
+      for (auto& r : ranks_) r.ctx->synchronize();
+      return;
+    }
+    auto finished = [&] {
+      std::size_t n = 0;
+      for (auto& ev : end_) {
+        for (auto& e : ev) n += e->done();
+      }
+      return n;
+    };
+    std::size_t progress = finished();
+    auto last = std::chrono::steady_clock::now();
+    for (;;) {
+      bool idle = true;
+      for (auto& r : ranks_) idle = idle && r.ctx->idle();
+      if (idle) return;
+      const std::string err = nccl_->async_error();
+      const std::size_t now_done = finished();
+      if (now_done != progress) {
+        progress = now_done;
+        last = std::chrono::steady_clock::now();
+      }
+      const double stalled =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
+      if (!err.empty() || stalled > timeout_s_) {
+        nccl_->abort();
+        throw RunFailure(
+            "NCCL: " +
+            (err.empty() ? "no progress for " + std::to_string(int(stalled)) + " s" : err) +
+            " at " + first_unfinished() +
+            "; the communicators were aborted (--nccl-timeout sets the limit)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  // "op 57 (all_reduce, layer 3, chunk 1) on rank 2": the first op some GPU has not finished.
+  std::string first_unfinished() const {
+    for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+      for (std::size_t r = 0; r < end_.size(); ++r) {
+        if (i < end_[r].size() && !end_[r][i]->done()) {
+          const Op& op = s_.ops[i];
+          return "op " + std::to_string(i) + " (" + sim::op_code_name(op.code) + ", layer " +
+                 std::to_string(op.layer) + ", chunk " + std::to_string(op.chunk) + ") on rank " +
+                 std::to_string(first_ + std::int64_t(r));
+        }
+      }
+    }
+    return "the end of the schedule";
+  }
+
   // Per rank and op: a start and an end event (timing); in a graph also a dependency event
   // (an event recorded as a timing node does not order other streams of the capture).
   void make_events(std::size_t n) {
@@ -439,6 +499,7 @@ class CudaRun {
   int ctas_;
   double bytes_per_s_ = 1;
   double host_us_ = 0;      // host time the last run took to queue the graph
+  double timeout_s_ = 300;  // NCCL: seconds without progress before aborting
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
   bool mpi_ = false;
   bool fused_ = false;  // cuDNN's fused attention (else the cuBLAS one)
@@ -477,6 +538,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
     throw RunFailure(e.what());
   }
   CudaRun run(m, s, comm, allreduce_target_ns, comm_ctas, o.mpi, fused, o.exec);
+  run.set_timeout(o.nccl_timeout_s);
   for (int i = 0; i < o.warmup; ++i) run.run();
   std::vector<RunResult::Timeline> runs;
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());

@@ -29,6 +29,9 @@ struct RunOptions {
   // (ops launched as the host gets to them) or graph (captured once, replayed). The CPU
   // runtime runs every mode alike (its threads start an op as soon as it may run).
   sim::ExecMode exec = sim::ExecMode::Queued;
+  // CUDA with NCCL: seconds without any op finishing before the run is aborted (exit 1,
+  // naming the rank and the op).
+  double nccl_timeout_s = 300;
 };
 
 struct RunResult {

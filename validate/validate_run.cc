@@ -134,6 +134,10 @@ std::string measured_on(const ValidateOptions& o, bool emulated) {
 
 // Every option checked before any work; returns the tolerance in force.
 double check_options(const ValidateOptions& o, bool emulated) {
+  if (!(o.nccl_timeout_s >= 1) || !(o.nccl_timeout_s <= 86400)) {  // NaN included
+    throw InputError("--nccl-timeout", std::to_string(o.nccl_timeout_s),
+                     "must be between 1 and 86400 seconds");
+  }
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
@@ -287,6 +291,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.warmup = o.warmup;
   ro.mpi = o.mpi;
   ro.attention = o.attention;
+  ro.nccl_timeout_s = o.nccl_timeout_s;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     rep.cases.push_back(
         run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model, &rep.execution));

@@ -28,6 +28,7 @@ struct ValidateOptions {
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated
   std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)
+  double nccl_timeout_s = 300;     // cuda, NCCL: seconds without progress before aborting
   int repeat = 3;
   int warmup = 1;
   double tolerance = 0;  // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA

@@ -854,3 +854,13 @@ TEST_CASE(
   REQUIRE(tpo(cmd).code == 0);
   CHECK(!fs::exists(stale));
 }
+
+TEST_CASE("validate --nccl-timeout: checked, and only for the CUDA backend") {
+  const std::string v = "validate --model " + data + "/tiny_model.json --tp 2 --seq 32 --layers 1 ";
+  auto r = tpo(v + "--nccl-timeout 30");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--nccl-timeout: applies to --backend cuda only") != std::string::npos);
+  r = tpo(v + "--backend cuda --comm emulated --nccl-timeout 0");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--nccl-timeout") != std::string::npos);
+}

@@ -111,6 +111,15 @@ void Context::synchronize() const {
   TPO_CUDA_CHECK(cudaSetDevice(previous));  // leave the caller's device current
 }
 
+bool Context::idle() const {
+  for (void* s : {compute_stream(), comm_stream()}) {
+    const cudaError_t e = cudaStreamQuery(S(s));
+    if (e == cudaErrorNotReady) return false;
+    TPO_CUDA_CHECK(e);
+  }
+  return true;
+}
+
 Event::Event() {
   cudaEvent_t e;
   TPO_CUDA_CHECK(cudaEventCreate(&e));
@@ -131,6 +140,12 @@ void Event::record(void* stream, bool external) {
 }
 void Event::make_wait(void* stream) const {
   TPO_CUDA_CHECK(cudaStreamWaitEvent(S(stream), static_cast<cudaEvent_t>(e_), 0));
+}
+bool Event::done() const {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(e_));
+  if (e == cudaErrorNotReady) return false;
+  TPO_CUDA_CHECK(e);
+  return true;
 }
 void Event::synchronize() const {
   TPO_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e_)));

@@ -51,6 +51,7 @@ class Context {
   void* compute_stream() const;
   void* comm_stream() const;
   void synchronize() const;
+  bool idle() const;  // both streams have finished what was enqueued (no wait)
   int device() const { return device_; }
   struct Impl;
   Impl& impl() const { return *impl_; }
@@ -72,6 +73,7 @@ class Event {
   void record(void* stream, bool external = false);
   void make_wait(void* stream) const;  // `stream` waits for this event
   void synchronize() const;
+  bool done() const;  // recorded and reached (no wait)
   static double seconds_between(const Event& from, const Event& to);
 
  private:
@@ -169,6 +171,11 @@ class NcclGroup {
                          const std::vector<void*>& streams);
   void* stream(int rank) const;
   void synchronize() const;
+  // The communicators are non-blocking: a hung collective does not hang the host. The first
+  // asynchronous error of any rank as "rank R: message", or empty.
+  std::string async_error() const;
+  // Aborts every communicator (ncclCommAbort): what is enqueued on them is dropped.
+  void abort();
   struct Impl;
 
  private:

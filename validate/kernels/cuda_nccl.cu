@@ -1,5 +1,8 @@
 // The NCCL group: a communicator over this process's GPUs or one rank of one across
 // processes, and its all-reduce. Builds without NCCL get a group that says so.
+#include <chrono>
+#include <thread>
+
 #include "validate/kernels/cuda_common.cuh"
 
 namespace tpo::validate::cuda {
@@ -12,11 +15,51 @@ struct NcclGroup::Impl {
 };
 
 namespace {
-ncclConfig_t budget_config(int ctas) {
+// Non-blocking (calls return at once; progress and errors are polled), with the CTA budget
+// when one is given.
+ncclConfig_t group_config(int ctas) {
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-  c.minCTAs = ctas;
-  c.maxCTAs = ctas;
+  c.blocking = 0;
+  if (ctas > 0) {
+    c.minCTAs = ctas;
+    c.maxCTAs = ctas;
+  }
   return c;
+}
+
+// A non-blocking call may still be in progress when it returns: wait until the communicator
+// has settled (bounded: initialisation and enqueueing take milliseconds, not minutes).
+void settle(ncclComm_t comm, const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    ncclResult_t st = ncclSuccess;
+    TPO_NCCL_CHECK(ncclCommGetAsyncError(comm, &st));
+    if (st == ncclSuccess) return;
+    if (st != ncclInProgress) {
+      throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(st));
+    }
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(120)) {
+      ncclCommAbort(comm);
+      throw std::runtime_error(std::string("NCCL ") + what +
+                               ": still in progress after 120 s (communicator aborted)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+// For destructors: waits (bounded) for the communicator to settle, never throws.
+void settle_quietly(ncclComm_t comm) {
+  for (int i = 0; i < 100000; ++i) {
+    ncclResult_t st = ncclSuccess;
+    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess || st != ncclInProgress) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// ncclSuccess or ncclInProgress (a non-blocking call under way) are not errors.
+void check_started(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess && r != ncclInProgress) {
+    throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
+  }
 }
 
 cudaStream_t high_priority_stream(int device) {
@@ -47,12 +90,9 @@ NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, i
   TPO_CUDA_CHECK(cudaGetDevice(&previous));
   TPO_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm;
-  if (ctas > 0) {
-    ncclConfig_t config = budget_config(ctas);
-    TPO_NCCL_CHECK(ncclCommInitRankConfig(&comm, nranks, id, rank, &config));
-  } else {
-    TPO_NCCL_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
-  }
+  ncclConfig_t config = group_config(ctas);
+  check_started(ncclCommInitRankConfig(&comm, nranks, id, rank, &config), "init");
+  settle(comm, "init");
   impl_->comms.push_back(comm);
   impl_->streams.push_back(high_priority_stream(device));
   impl_->devices.push_back(device);
@@ -70,20 +110,18 @@ NcclGroup::NcclGroup(int ranks, int ctas) : impl_(std::make_unique<Impl>()) {
                              std::to_string(n));
   }
   impl_->comms.resize(std::size_t(ranks));
-  std::vector<int> devs(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) devs[std::size_t(r)] = r;
-  if (ctas > 0) {  // one rank per device of this process, each with the budget
+  {  // one rank per device of this process
     ncclUniqueId id;
     TPO_NCCL_CHECK(ncclGetUniqueId(&id));
-    ncclConfig_t config = budget_config(ctas);
+    ncclConfig_t config = group_config(ctas);
     TPO_NCCL_CHECK(ncclGroupStart());
     for (int r = 0; r < ranks; ++r) {
       TPO_CUDA_CHECK(cudaSetDevice(r));
-      TPO_NCCL_CHECK(ncclCommInitRankConfig(&impl_->comms[std::size_t(r)], ranks, id, r, &config));
+      check_started(ncclCommInitRankConfig(&impl_->comms[std::size_t(r)], ranks, id, r, &config),
+                    "init");
     }
-    TPO_NCCL_CHECK(ncclGroupEnd());
-  } else {
-    TPO_NCCL_CHECK(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()));
+    check_started(ncclGroupEnd(), "init");
+    for (auto c : impl_->comms) settle(c, "init");
   }
   for (int r = 0; r < ranks; ++r) {
     impl_->streams.push_back(high_priority_stream(r));
@@ -93,7 +131,11 @@ NcclGroup::NcclGroup(int ranks, int ctas) : impl_(std::make_unique<Impl>()) {
 }
 
 NcclGroup::~NcclGroup() {
-  for (auto c : impl_->comms) ncclCommDestroy(c);
+  for (auto c : impl_->comms) {
+    ncclCommFinalize(c);  // non-blocking: settle before destroying
+    settle_quietly(c);
+    ncclCommDestroy(c);
+  }
   for (auto s : impl_->streams) cudaStreamDestroy(s);
 }
 
@@ -117,10 +159,30 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
   }
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
-    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
-                                 S(streams[r])));
+    check_started(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
+                                S(streams[r])),
+                  "all-reduce");
   }
-  TPO_NCCL_CHECK(ncclGroupEnd());
+  check_started(ncclGroupEnd(), "all-reduce");
+  for (auto c : impl_->comms) settle(c, "all-reduce enqueue");
+}
+
+std::string NcclGroup::async_error() const {
+  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
+    ncclResult_t st = ncclSuccess;
+    if (ncclCommGetAsyncError(impl_->comms[r], &st) != ncclSuccess) return "rank query failed";
+    if (st != ncclSuccess && st != ncclInProgress) {
+      int rank = int(r);
+      ncclCommUserRank(impl_->comms[r], &rank);
+      return "rank " + std::to_string(rank) + ": " + ncclGetErrorString(st);
+    }
+  }
+  return "";
+}
+
+void NcclGroup::abort() {
+  for (auto c : impl_->comms) ncclCommAbort(c);
+  impl_->comms.clear();
 }
 
 void NcclGroup::synchronize() const {
@@ -155,6 +217,10 @@ void NcclGroup::allreduce_bf16(const std::vector<void*>&, std::size_t) {}
 void NcclGroup::allreduce_bf16_on(const std::vector<void*>&, std::size_t,
                                   const std::vector<void*>&) {}
 void NcclGroup::synchronize() const {}
+std::string NcclGroup::async_error() const {
+  return "";
+}
+void NcclGroup::abort() {}
 #endif
 
 }  // namespace tpo::validate::cuda
