@@ -160,6 +160,9 @@ std::function<int()> add_profile(CLI::App& app) {
       return run_import(*imp);
     }
     if (sub->got_subcommand(ac)) return run_accuracy(*acc);
+    if (sub->count("--max-tokens") && o->max_tokens <= 0) {
+      throw InputError("--max-tokens", std::to_string(o->max_tokens), "must be > 0 (or left out)");
+    }
     if (o->backend == "cuda") hand_gpu_work_to_gpu_binary();
     return profiler::run_profile(*o, std::cout);
   };

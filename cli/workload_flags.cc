@@ -98,6 +98,9 @@ void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, c
     throw InputError("--seq", std::to_string(w.seq),
                      "in decode --seq only stands in for --context; give one of them");
   }
+  if (given("--chunks") && s.chunks < 2) {
+    throw InputError("--chunks", std::to_string(s.chunks), "must be 2 or more");
+  }
   if (s.pieces < 2 || s.pieces > 64) {
     throw InputError("--pieces", std::to_string(s.pieces), "must be between 2 and 64");
   }

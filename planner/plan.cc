@@ -171,7 +171,10 @@ Plan make_plan(const PlanOptions& o) {
   if (!(o.threshold >= 0) || o.threshold >= 1) {
     throw InputError("--threshold", std::to_string(o.threshold), "must be in [0, 1)");
   }
-  if (o.threads < 0) throw InputError("--threads", std::to_string(o.threads), "must be >= 0");
+  if (o.threads < 0 || o.threads > 1024) {
+    throw InputError("--threads", std::to_string(o.threads),
+                     "must be between 0 (all cores) and 1024");
+  }
   parse_budget_list(o.comm_ctas);
   parse_strategy_list(o.strategies);
   check_distinct_outputs({{o.json_path, "--json"}, {o.csv_path, "--csv"}, {o.svg_path, "--svg"}});

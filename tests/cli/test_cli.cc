@@ -140,6 +140,7 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
       {small + "--strategy gemm-split --pieces 1", "must be between 2 and 64"},
       {small + "--strategy gemm-split --pieces 1000000", "must be between 2 and 64"},
       {small + "--strategy iso --chunks 5000", "at most 64 chunks"},
+      {small + "--strategy iso --chunks 1", "--chunks 1: must be 2 or more"},
       {small + "--json " + (scratch() / "same.json").string() + " --trace " +
            (scratch() / "same.json").string(),
        "one would overwrite the other"},
@@ -222,6 +223,7 @@ TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
       {"plan --seq 512:4096:1", "step factor must be > 1"},
       {"plan --seq abc", "'abc' is not a positive number"},
       {"plan --max-chunks 1", "--max-chunks 1: must be >= 2"},
+      {"plan --threads 5000", "--threads 5000: must be between 0 (all cores) and 1024"},
       {"plan --align 0", "--align 0"},
       {"plan --strategies iso,warp", "unknown strategy 'warp'"},
       {"plan --batch 1,4", "lists of batch sizes are for --scenario generate"},
