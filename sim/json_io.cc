@@ -137,13 +137,14 @@ std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback)
 }  // namespace tpo
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include <atomic>
+#include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -151,30 +152,49 @@ std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback)
 namespace tpo {
 
 namespace {
-// A scratch name beside `path` no other file or run uses: path.tmp.PID.N.
-std::string temp_name(const std::string& path) {
-  static std::atomic<int> n{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n++);
+// This machine's name as it appears in scratch names: letters, digits and '-' only.
+const std::string& host_tag() {
+  static const std::string tag = [] {
+    char h[256] = {};
+    if (::gethostname(h, sizeof h - 1) != 0 || h[0] == 0) return std::string("host");
+    std::string t(h);
+    for (char& c : t) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+    }
+    return t;
+  }();
+  return tag;
 }
 
-// Removes scratch files `path.tmp.PID.N` left beside `path` by runs that were killed (their
-// process no longer exists).
+// A scratch name beside `path` no other file or run uses: path.tmp.HOST.PID.N.
+std::string temp_name(const std::string& path) {
+  static std::atomic<int> n{0};
+  return path + ".tmp." + host_tag() + "." + std::to_string(::getpid()) + "." + std::to_string(n++);
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 10 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Removes scratch files path.tmp.HOST.PID.N that runs on this machine left when they were
+// killed: regular files whose name matches exactly and whose process no longer exists.
 void remove_stale_temps(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const std::string prefix = p.filename().string() + ".tmp.";
+  const std::string prefix = p.filename().string() + ".tmp." + host_tag() + ".";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.rfind(prefix, 0) != 0 || !e.is_regular_file(ec)) continue;
     const std::string rest = name.substr(prefix.size());  // PID.N
     const auto dot = rest.find('.');
-    if (dot == std::string::npos || dot == 0) continue;
-    const std::string pid_text = rest.substr(0, dot);
-    if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
-    if (pid <= 0 || pid == ::getpid()) continue;
+    if (dot == std::string::npos || !all_digits(rest.substr(0, dot)) ||
+        !all_digits(rest.substr(dot + 1))) {
+      continue;
+    }
+    const long long pid = std::stoll(rest.substr(0, dot));
+    if (pid <= 0 || pid > (1 << 22) || pid == ::getpid()) continue;  // 2^22: Linux's pid_max
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
   }
 }
@@ -192,22 +212,35 @@ bool write_all(int fd, const std::string& content) {
   return true;
 }
 
-// Blocks the signals a user sends to stop a run (Ctrl-C, kill, hang-up) while alive: they
-// are delivered once the outputs are all in place.
+// Defers the signals a user sends to stop a run (Ctrl-C, kill, hang-up) while alive: whichever
+// thread receives one only records it (handlers are process-wide, unlike a signal mask); it
+// is raised again, under the previous handling, once the outputs are all in place.
+volatile std::sig_atomic_t g_deferred_signal = 0;
+extern "C" void record_signal(int sig) {
+  g_deferred_signal = sig;
+}
 class DeferSignals {
  public:
   DeferSignals() {
-    sigset_t s;
-    sigemptyset(&s);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&s, sig);
-    pthread_sigmask(SIG_BLOCK, &s, &old_);
+    struct sigaction sa = {};
+    sa.sa_handler = record_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
   }
-  ~DeferSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  ~DeferSignals() {
+    for (std::size_t i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    if (const int sig = g_deferred_signal) {
+      g_deferred_signal = 0;
+      std::raise(sig);
+    }
+  }
   DeferSignals(const DeferSignals&) = delete;
   DeferSignals& operator=(const DeferSignals&) = delete;
 
  private:
-  sigset_t old_;
+  static constexpr std::size_t kCount = 4;
+  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  struct sigaction old_[kCount] = {};
 };
 }  // namespace
 
@@ -272,7 +305,9 @@ void OutputSet::add(const std::string& path, const std::string& content,
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
   Pending pe{path, "", option, -1};
 #ifdef O_TMPFILE
-  pe.fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  // Naming it at commit goes through /proc/self/fd; without /proc, a named temporary.
+  static const bool proc_fd = ::access("/proc/self/fd", F_OK) == 0;
+  if (proc_fd) pe.fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
 #endif
   if (pe.fd < 0) {
     pe.tmp = temp_name(path);

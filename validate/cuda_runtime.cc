@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -370,12 +372,18 @@ class CudaRun {
       const double stalled =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
       if (!err.empty() || stalled > timeout_s_) {
-        nccl_->abort();
-        throw RunFailure(
+        // Aborted communicators leave their kernels queued: freeing memory or destroying
+        // streams after this can hang, so the failure is reported and the process ends here
+        // (under mpirun the other ranks are ended by the launcher).
+        const std::string what =
             "NCCL: " +
             (err.empty() ? "no progress for " + std::to_string(int(stalled)) + " s" : err) +
             " at " + first_unfinished() +
-            "; the communicators were aborted (--nccl-timeout sets the limit)");
+            "; the communicators were aborted (--nccl-timeout sets the limit)";
+        nccl_->abort();
+        std::fprintf(stderr, "tpo: error: %s\n", what.c_str());
+        std::fflush(nullptr);
+        std::_Exit(1);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

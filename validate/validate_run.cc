@@ -40,8 +40,14 @@ struct RunCase {
   bool picked = true;
 };
 
-// CUDA graphs exist on the CUDA backend only.
-void check_exec(const ValidateOptions& o, const std::string& exec) {
+// CUDA graphs exist on the CUDA backend only; eager execution is predicted with one host
+// thread per rank, which one process driving several GPUs is not.
+void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t tp) {
+  if (o.backend == "cuda" && o.comm == "nccl" && !o.mpi && tp > 1 && exec == "eager") {
+    throw InputError(o.exec_given || o.plan_path.empty() ? "--exec" : o.plan_path, "eager",
+                     "is predicted with one host thread per rank; with --comm nccl run one rank "
+                     "per process (--mpi under mpirun), or use --comm emulated");
+  }
   if (o.backend == "cpu" && exec == "graph") {
     throw InputError(o.exec_given || o.plan_path.empty() ? "--exec" : o.plan_path, "graph",
                      "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
@@ -52,7 +58,7 @@ void check_exec(const ValidateOptions& o, const std::string& exec) {
 std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
-    check_exec(o, o.workload.exec);
+    check_exec(o, o.workload.exec, o.workload.tp);
     const auto kind = sim::parse_strategy_name(o.strategy.strategy);
     return {{{o.workload, sim::make_spec(o.strategy, w, kind)}, -1, true}};
   }
@@ -97,7 +103,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
                          e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
                          err.value() + ": " + err.problem());
       }
-      check_exec(o, r.workload.exec);
+      check_exec(o, r.workload.exec, r.workload.tp);
       out.push_back({std::move(r), static_cast<int>(g), k == 0});
     }
   }

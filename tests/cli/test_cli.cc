@@ -3,17 +3,18 @@
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <chrono>
-#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -849,12 +850,22 @@ TEST_CASE(
   // Both outcomes happened: the kills did land during the run and after it.
   CHECK(old_sets > 0);
   CHECK(new_sets > 0);
-  // A temporary an older killed run left (named, from before unnamed files; its process is
-  // gone) is removed by the next run that writes that output.
-  const fs::path stale = dir / "p.json.tmp.2147483646.0";
+  // A temporary an older killed run on this machine left (its process is gone) is removed by
+  // the next run that writes that output; a file that only looks like one is kept.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string tag = host[0] ? host : "host";
+  for (char& c : tag) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+  }
+  const fs::path stale = dir / ("p.json.tmp." + tag + ".4194303.0");
+  const fs::path mine = dir / ("p.json.tmp." + tag + ".4194303.0.bak");
   std::ofstream(stale) << "{";
+  std::ofstream(mine) << "keep";
   REQUIRE(tpo(cmd).code == 0);
   CHECK(!fs::exists(stale));
+  CHECK(fs::exists(mine));
+  fs::remove(mine);
 }
 
 TEST_CASE("validate --nccl-timeout: checked, and only for the CUDA backend") {

@@ -171,8 +171,8 @@ class NcclGroup {
                          const std::vector<void*>& streams);
   void* stream(int rank) const;
   void synchronize() const;
-  // The communicators are non-blocking: a hung collective does not hang the host. The first
-  // asynchronous error of any rank as "rank R: message", or empty.
+  // The first asynchronous error of any rank as "rank R: message", or empty (a collective
+  // that hangs on the GPU does not block the host; the caller's watchdog polls this).
   std::string async_error() const;
   // Aborts every communicator (ncclCommAbort): what is enqueued on them is dropped.
   void abort();

@@ -1,8 +1,5 @@
 // The NCCL group: a communicator over this process's GPUs or one rank of one across
 // processes, and its all-reduce. Builds without NCCL get a group that says so.
-#include <chrono>
-#include <thread>
-
 #include "validate/kernels/cuda_common.cuh"
 
 namespace tpo::validate::cuda {
@@ -15,51 +12,17 @@ struct NcclGroup::Impl {
 };
 
 namespace {
-// Non-blocking (calls return at once; progress and errors are polled), with the CTA budget
-// when one is given.
+// The CTA budget when one is given. Communicators stay blocking: a non-blocking one launches
+// each collective from a background thread and the host must poll for it, which delays every
+// launch (and would be timed). Hangs are caught by the caller's watchdog instead
+// (async_error, abort).
 ncclConfig_t group_config(int ctas) {
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-  c.blocking = 0;
   if (ctas > 0) {
     c.minCTAs = ctas;
     c.maxCTAs = ctas;
   }
   return c;
-}
-
-// A non-blocking call may still be in progress when it returns: wait until the communicator
-// has settled (bounded: initialisation and enqueueing take milliseconds, not minutes).
-void settle(ncclComm_t comm, const char* what) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    ncclResult_t st = ncclSuccess;
-    TPO_NCCL_CHECK(ncclCommGetAsyncError(comm, &st));
-    if (st == ncclSuccess) return;
-    if (st != ncclInProgress) {
-      throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(st));
-    }
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(120)) {
-      ncclCommAbort(comm);
-      throw std::runtime_error(std::string("NCCL ") + what +
-                               ": still in progress after 120 s (communicator aborted)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-// For destructors: waits (bounded) for the communicator to settle, never throws.
-void settle_quietly(ncclComm_t comm) {
-  for (int i = 0; i < 100000; ++i) {
-    ncclResult_t st = ncclSuccess;
-    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess || st != ncclInProgress) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-// ncclSuccess or ncclInProgress (a non-blocking call under way) are not errors.
-void check_started(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess && r != ncclInProgress) {
-    throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
-  }
 }
 
 cudaStream_t high_priority_stream(int device) {
@@ -91,8 +54,7 @@ NcclGroup::NcclGroup(int rank, int nranks, const std::vector<char>& unique_id, i
   TPO_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm;
   ncclConfig_t config = group_config(ctas);
-  check_started(ncclCommInitRankConfig(&comm, nranks, id, rank, &config), "init");
-  settle(comm, "init");
+  TPO_NCCL_CHECK(ncclCommInitRankConfig(&comm, nranks, id, rank, &config));
   impl_->comms.push_back(comm);
   impl_->streams.push_back(high_priority_stream(device));
   impl_->devices.push_back(device);
@@ -117,11 +79,9 @@ NcclGroup::NcclGroup(int ranks, int ctas) : impl_(std::make_unique<Impl>()) {
     TPO_NCCL_CHECK(ncclGroupStart());
     for (int r = 0; r < ranks; ++r) {
       TPO_CUDA_CHECK(cudaSetDevice(r));
-      check_started(ncclCommInitRankConfig(&impl_->comms[std::size_t(r)], ranks, id, r, &config),
-                    "init");
+      TPO_NCCL_CHECK(ncclCommInitRankConfig(&impl_->comms[std::size_t(r)], ranks, id, r, &config));
     }
-    check_started(ncclGroupEnd(), "init");
-    for (auto c : impl_->comms) settle(c, "init");
+    TPO_NCCL_CHECK(ncclGroupEnd());
   }
   for (int r = 0; r < ranks; ++r) {
     impl_->streams.push_back(high_priority_stream(r));
@@ -131,11 +91,7 @@ NcclGroup::NcclGroup(int ranks, int ctas) : impl_(std::make_unique<Impl>()) {
 }
 
 NcclGroup::~NcclGroup() {
-  for (auto c : impl_->comms) {
-    ncclCommFinalize(c);  // non-blocking: settle before destroying
-    settle_quietly(c);
-    ncclCommDestroy(c);
-  }
+  for (auto c : impl_->comms) ncclCommDestroy(c);
   for (auto s : impl_->streams) cudaStreamDestroy(s);
 }
 
@@ -159,12 +115,10 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
   }
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
-    check_started(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
-                                S(streams[r])),
-                  "all-reduce");
+    TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
+                                 S(streams[r])));
   }
-  check_started(ncclGroupEnd(), "all-reduce");
-  for (auto c : impl_->comms) settle(c, "all-reduce enqueue");
+  TPO_NCCL_CHECK(ncclGroupEnd());
 }
 
 std::string NcclGroup::async_error() const {
