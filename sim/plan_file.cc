@@ -140,6 +140,7 @@ std::vector<std::pair<PlannedRun, double>> alternatives_of(const nlohmann::json&
     const JsonObject pt(j.at("points").at(i), path, "points[" + std::to_string(i) + "]");
     if (pt.integer("seq_len") != e.seq || !pt.raw().contains("candidates")) continue;
     const auto& cands = pt.raw().at("candidates");
+    if (!cands.is_array()) throw InputError(path, pt.field("candidates"), "must be a list");
     for (std::size_t k = 0; k < cands.size(); ++k) {
       const JsonObject c(cands.at(k), path, pt.field("candidates") + "[" + std::to_string(k) + "]");
       if (c.raw().contains("allowed") && c.raw().at("allowed") == false) continue;
@@ -147,6 +148,9 @@ std::vector<std::pair<PlannedRun, double>> alternatives_of(const nlohmann::json&
       r.workload = e.run.workload;
       if (c.has("comm_ctas") && c.count_or("comm_ctas", 0) > 0) {
         r.workload.comm_ctas = c.count_or("comm_ctas", 0);
+      }
+      if (c.raw().contains("params") && !c.raw().at("params").is_object()) {
+        throw InputError(path, c.field("params"), "must be an object");
       }
       nlohmann::json spec =
           c.raw().contains("params") ? c.raw().at("params") : nlohmann::json::object();

@@ -877,3 +877,14 @@ TEST_CASE("validate --nccl-timeout: checked, and only for the CUDA backend") {
   CHECK(r.code == 2);
   CHECK(r.out.find("--nccl-timeout") != std::string::npos);
 }
+
+TEST_CASE("fuzzer findings stay fixed: a plan candidate's params or candidates of the wrong type") {
+  // Found by `make fuzz` (fuzz_plan, 2026-12-01): exit 1 "internal error" before.
+  auto r = tpo("validate --plan " + data + "/fuzz_plan_params_number.json --layers 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("field 'points[0].candidates[1].params': must be an object") !=
+        std::string::npos);
+  r = tpo("validate --plan " + data + "/fuzz_plan_candidates_object.json --layers 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("candidates': must be a list") != std::string::npos);
+}
