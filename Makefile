@@ -73,6 +73,9 @@ sanitize: deps
 # FUZZ_DIR/corpus-NAME and fails the target.
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# FUZZ_RUNS=N: N executions per parser instead of FUZZ_SECONDS (the issue's bar: 1000000).
+FUZZ_RUNS ?=
+FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 fuzz: deps
 	@command -v clang++ > /dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -81,8 +84,8 @@ fuzz: deps
 	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 	cmake --build $(FUZZ_DIR) -j $(JOBS)
 	@set -e; run() { name=$$1; shift; mkdir -p $(FUZZ_DIR)/corpus-$$name; \
-	  echo "tpo: fuzzing $$name for $(FUZZ_SECONDS) s"; \
-	  rc=0; (cd $(FUZZ_DIR) && ./tests/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) \
+	  echo "tpo: fuzzing $$name ($(FUZZ_LIMIT))"; \
+	  rc=0; (cd $(FUZZ_DIR) && ./tests/fuzz/fuzz_$$name $(FUZZ_LIMIT) \
 	    -rss_limit_mb=4096 -dict=$(CURDIR)/tests/fuzz/tpo.dict -print_final_stats=1 \
 	    -artifact_prefix=corpus-$$name/ corpus-$$name "$$@" > fuzz-$$name.log 2>&1) || rc=$$?; \
 	  grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" $(FUZZ_DIR)/fuzz-$$name.log | head -4; \
