@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "planner/plan.h"
 
@@ -34,11 +35,24 @@ double score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& 
 
 namespace {
 
+// Scores already computed in one search, by boundaries: the descent's later rounds and its
+// other starts revisit many splits, and a split's score never changes within a search.
+using ScoreCache = std::map<std::vector<std::int64_t>, double>;
+
+double cached_score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& bounds,
+                    ScoreCache& cache) {
+  const auto it = cache.find(bounds);
+  if (it != cache.end()) return it->second;
+  const double s = score(ev, kind, bounds);
+  cache.emplace(bounds, s);
+  return s;
+}
+
 // Coordinate descent from one start: each boundary in turn moves to its best grid position
 // between its neighbours, until a full round improves nothing.
 SplitResult descend(Evaluator& ev, StrategyKind kind, std::vector<std::int64_t> b,
-                    std::int64_t align, std::int64_t grid) {
-  double cur = score(ev, kind, b);
+                    std::int64_t align, std::int64_t grid, ScoreCache& cache) {
+  double cur = cached_score(ev, kind, b, cache);
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (std::size_t i = 0; i < b.size(); ++i) {
@@ -49,7 +63,7 @@ SplitResult descend(Evaluator& ev, StrategyKind kind, std::vector<std::int64_t> 
         if (p == b[i]) continue;
         auto trial = b;
         trial[i] = p;
-        const double t = score(ev, kind, trial);
+        const double t = cached_score(ev, kind, trial, cache);
         if (t < cur) {
           cur = t;
           best_pos = p;
@@ -121,8 +135,9 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
     }
   }
   SplitResult best;
+  ScoreCache cache;
   for (const auto& st : starts) {
-    SplitResult r = descend(ev, kind, st, align, grid);
+    SplitResult r = descend(ev, kind, st, align, grid, cache);
     if (best.chunks.empty() || r.score_ns < best.score_ns) best = r;
   }
   return best;
