@@ -84,7 +84,7 @@ void Engine::start(std::int32_t op, std::int64_t now) {
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = g / kStreamsPerRank;
   if (!c_->resources.empty() && c_->resources[i].comm) {
-    const std::int32_t other = active(running_[static_cast<std::size_t>(g - 1)]);  // compute
+    const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
     if (other >= 0) wait_for_sms(op, other, now);
   }
   if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
@@ -95,7 +95,7 @@ void Engine::start(std::int32_t op, std::int64_t now) {
 
 void Engine::try_start(std::int32_t stream, std::int64_t now) {
   const auto st = static_cast<std::size_t>(stream);
-  if (running_[st] >= 0) return;
+  if (running_[st] != -1) return;  // an op runs, or one waits for its launch
   const std::int32_t h = stream_head_[st];
   if (h >= stream_offset_[st + 1]) return;
   const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
@@ -105,7 +105,7 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
   if (!c_->release_ns.empty() && c_->release_ns[static_cast<std::size_t>(op)] > now) {
     // Not launched yet (eager or graph execution): it holds its stream and waits, running
     // nothing, until its launch; its finish event is the launch.
-    running_[st] = op;
+    running_[st] = held(op);
     x.waiting = kUnlaunched;
     push(c_->release_ns[static_cast<std::size_t>(op)], op);
     return;
@@ -189,7 +189,7 @@ void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now)
 void Engine::rerate(std::int32_t rank, std::int64_t now) {
   static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
-  const std::int32_t a = active(running_[base]), b = active(running_[base + 1]);
+  const std::int32_t a = running_[base], b = running_[base + 1];  // held ops are < -1
   if (!c_->resources.empty()) {
     rerate_contention(a, b, now);
     return;

@@ -73,10 +73,9 @@ class Engine {
                              // or kUnlaunched: holding its stream until its launch
   };
   static constexpr std::uint8_t kUnlaunched = 2;
-  // The op running on a stream, or -1 when none is (an op waiting for its launch is not).
-  std::int32_t active(std::int32_t op) const {
-    return op >= 0 && st_[static_cast<std::size_t>(op)].waiting == kUnlaunched ? -1 : op;
-  }
+  // running_[stream]: the op running on it (>= 0), -1 for none, or held(op) (< -1) while op
+  // waits for its launch — negative, so every "is an op running" test skips it for free.
+  static std::int32_t held(std::int32_t op) { return -2 - op; }
 
   const OpCosts* c_ = nullptr;
   Timeline tl_;
@@ -84,7 +83,8 @@ class Engine {
   std::vector<std::int32_t> heap_;
   std::uint32_t seq_ = 0;
   std::vector<std::int32_t> succ_offset_, succ_, fill_;
-  std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_, running_;
+  std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
+  std::vector<std::int32_t> running_;  // per stream: see held()
   std::vector<std::uint8_t> rank_dirty_;
   std::vector<std::int32_t> dirty_ranks_;
 };
