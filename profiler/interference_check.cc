@@ -240,8 +240,8 @@ nlohmann::ordered_json print_interference_check(const std::vector<InterferenceCh
     j.push_back({{"pair", r.label},
                  {"alone_us", r.alone_us},
                  {"measured_us", r.measured_us},
-                 {"contention_us", r.contention_us},
-                 {"fixed_factors_us", r.fixed_us}});
+                 {"predicted_contention_us", r.contention_us},
+                 {"predicted_fixed_factors_us", r.fixed_us}});
   }
   auto med = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
