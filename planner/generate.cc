@@ -26,8 +26,8 @@ using sim::StrategySpec;
 namespace {
 
 std::vector<std::int64_t> parse_batches(const std::string& text) {
-  const auto out =
-      parse_int_list(text, "--batch", std::numeric_limits<std::int64_t>::max(), "a positive integer");
+  const auto out = parse_int_list(text, "--batch", std::numeric_limits<std::int64_t>::max(),
+                                  "a positive integer");
   if (out.empty()) throw InputError("--batch", text, "give at least one batch size");
   return out;
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "planner/split_scorer.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
@@ -148,6 +149,11 @@ double Evaluator::surrogate_ns(const StrategySpec& spec) {
   }
   return static_cast<double>(tl.total_ns) +
          static_cast<double>(w_.layers - 3) * static_cast<double>(start2 - start1);
+}
+
+double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks) {
+  ++simulations_;
+  return scorer.score_ns(chunks, engine_);
 }
 
 std::string join_tokens(const std::vector<std::int64_t>& v) {
@@ -298,6 +304,7 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   const bool searched = budgets.size() > 1;
   for (std::size_t bi = searched ? 1 : 0; bi < budgets.size(); ++bi) {
     Evaluator ev(w, *budgets[bi].cm);
+    ev.set_pruning(o.prune);
     for (StrategyKind k : parse_strategy_list(o.strategies)) {
       if (k == StrategyKind::None) continue;
       for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {

@@ -32,6 +32,9 @@ struct PlanOptions {
   std::string comm_ctas;
   std::string json_path, csv_path, svg_path;
   bool quiet = false;  // no progress on stderr
+  // Skip splits whose lower bound shows they cannot win (split_scorer.h): the same plans,
+  // faster; off only to check that claim.
+  bool prune = true;
 };
 
 // The workload options of one planned point of length `seq` (prefill: prompt tokens;
@@ -87,6 +90,8 @@ Plan make_plan(const PlanOptions& o);
 // thread count. `cm` overrides the analytical cost model (tests, profiles).
 void run_plan(Plan& plan, const sim::CostModel* cm = nullptr);
 
+class SplitScorer;
+
 // Times candidates. ISO split search scores a split by a 3-layer timeline extrapolated to
 // all layers (layers are identical, so the pipeline repeats: each extra layer adds the step
 // between the starts of layers 1 and 2); the best split per chunk count is then timed in full.
@@ -97,6 +102,15 @@ class Evaluator {
   double surrogate_ns(const sim::StrategySpec& spec);
   std::int64_t simulations() const { return simulations_; }
   const sim::Workload& workload() const { return w_; }
+  const sim::CostModel& cost_model() const { return cm_; }
+  // The split search skips splits whose lower bound (split_bound.h) shows they cannot win;
+  // off, it simulates every split it visits (the same answer, for tests and benchmarks).
+  bool pruning() const { return pruning_; }
+  void set_pruning(bool on) { pruning_ = on; }
+  std::int64_t pruned() const { return pruned_; }
+  void count_pruned() { ++pruned_; }
+  // surrogate_ns of a split of the scorer's strategy and chunk count (split_scorer.h).
+  double split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks);
 
  private:
   std::int64_t time_ns(const sim::Workload& w, const sim::StrategySpec& spec,
@@ -105,6 +119,8 @@ class Evaluator {
   const sim::CostModel& cm_;
   sim::Engine engine_;
   std::int64_t simulations_ = 0;
+  bool pruning_ = true;
+  std::int64_t pruned_ = 0;
 };
 
 struct SplitResult {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "planner/plan.h"
+#include "planner/split_scorer.h"
 
 namespace tpo::planner {
 
@@ -26,11 +27,6 @@ std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, s
   return c;
 }
 
-double score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& bounds) {
-  StrategySpec spec(kind, chunks_from(bounds, ev.workload().seq));
-  return ev.surrogate_ns(spec);
-}
-
 }  // namespace
 
 namespace {
@@ -39,20 +35,21 @@ namespace {
 // other starts revisit many splits, and a split's score never changes within a search.
 using ScoreCache = std::map<std::vector<std::int64_t>, double>;
 
-double cached_score(Evaluator& ev, StrategyKind kind, const std::vector<std::int64_t>& bounds,
+double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::int64_t>& bounds,
                     ScoreCache& cache) {
   const auto it = cache.find(bounds);
   if (it != cache.end()) return it->second;
-  const double s = score(ev, kind, bounds);
+  const double s = ev.split_score_ns(scorer, chunks_from(bounds, ev.workload().seq));
   cache.emplace(bounds, s);
   return s;
 }
 
 // Coordinate descent from one start: each boundary in turn moves to its best grid position
 // between its neighbours, until a full round improves nothing.
-SplitResult descend(Evaluator& ev, StrategyKind kind, std::vector<std::int64_t> b,
+SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
-  double cur = cached_score(ev, kind, b, cache);
+  const bool prune = ev.pruning() && scorer.bound_enabled();
+  double cur = cached_score(ev, scorer, b, cache);
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (std::size_t i = 0; i < b.size(); ++i) {
@@ -63,7 +60,13 @@ SplitResult descend(Evaluator& ev, StrategyKind kind, std::vector<std::int64_t> 
         if (p == b[i]) continue;
         auto trial = b;
         trial[i] = p;
-        const double t = cached_score(ev, kind, trial, cache);
+        // A split whose bound is no better than the current one cannot be taken.
+        if (prune && cache.find(trial) == cache.end() &&
+            scorer.lower_bound_ns(chunks_from(trial, ev.workload().seq)) >= cur) {
+          ev.count_pruned();
+          continue;
+        }
+        const double t = cached_score(ev, scorer, trial, cache);
         if (t < cur) {
           cur = t;
           best_pos = p;
@@ -136,8 +139,9 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
   }
   SplitResult best;
   ScoreCache cache;
+  SplitScorer scorer(ev.workload(), ev.cost_model(), kind, k);
   for (const auto& st : starts) {
-    SplitResult r = descend(ev, kind, st, align, grid, cache);
+    SplitResult r = descend(ev, scorer, st, align, grid, cache);
     if (best.chunks.empty() || r.score_ns < best.score_ns) best = r;
   }
   return best;
@@ -150,15 +154,21 @@ SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
   SplitResult best;
   best.score_ns = std::numeric_limits<double>::infinity();
   if (k < 2 || grid < k - 1) return {};
+  SplitScorer scorer(ev.workload(), ev.cost_model(), kind, k);
+  const bool prune = ev.pruning() && scorer.bound_enabled();
   std::vector<std::int64_t> idx(static_cast<std::size_t>(k - 1));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i) + 1;
   for (;;) {
     std::vector<std::int64_t> b;
     for (auto g : idx) b.push_back(g * align);
-    const double t = score(ev, kind, b);
+    // Splits are taken only when strictly better: one whose bound reaches the best is skipped.
+    const std::vector<std::int64_t> chunks = chunks_from(b, seq);
+    const bool skip = prune && scorer.lower_bound_ns(chunks) >= best.score_ns;
+    if (skip) ev.count_pruned();
+    const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks);
     if (t < best.score_ns) {
       best.score_ns = t;
-      best.chunks = chunks_from(b, seq);
+      best.chunks = chunks;
     }
     // Next combination of k-1 increasing grid indices in [1, grid].
     std::int64_t i = static_cast<std::int64_t>(idx.size()) - 1;

@@ -69,4 +69,29 @@ void set_allreduce_work(Op& op, std::int64_t elements) {
   op.bytes = 2.0 * static_cast<double>(elements);
 }
 
+void resegment(Op& op, std::int64_t seq_begin, std::int64_t seq_end) {
+  const std::int64_t requests = op.req_end - op.req_begin;
+  const std::int64_t old_rows = op.tokens();
+  op.seq_begin = seq_begin;
+  op.seq_end = seq_end;
+  const std::int64_t rows = op.tokens();
+  switch (op.kind) {
+    case OpKind::Gemm:
+      set_gemm_work(op, rows, op.n, op.k, op.accumulate, op.bias);
+      break;
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+      set_rowwise_work(op, rows, op.n);
+      break;
+    case OpKind::Attention:
+      set_attention_work(op, requests, seq_end - seq_begin, seq_begin, op.n, op.kv_heads, op.k);
+      break;
+    case OpKind::AllReduce:  // a message of `width` values per row
+      if (old_rows > 0) {
+        set_allreduce_work(op, static_cast<std::int64_t>(op.bytes / 2.0) / old_rows * rows);
+      }
+      break;
+  }
+}
+
 }  // namespace tpo::sim

@@ -124,5 +124,9 @@ void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int6
                         std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim);
 // An all-reduce of `elements` bf16 values.
 void set_allreduce_work(Op& op, std::int64_t elements);
+// The same op over positions [seq_begin, seq_end) of its requests instead: shape, FLOPs and
+// bytes recomputed by the formulas above (the split search moves ISO chunk boundaries on one
+// graph; build_schedule at the new split gives the same op).
+void resegment(Op& op, std::int64_t seq_begin, std::int64_t seq_end);
 
 }  // namespace tpo::sim

@@ -1,0 +1,279 @@
+// The split search's scorer and lower bound (see split_scorer.h).
+#include "planner/split_scorer.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace tpo::planner {
+
+using sim::Op;
+using sim::StrategyKind;
+using sim::StrategySpec;
+
+namespace {
+
+// Everything that sets an op's cost: two ops equal here cost the same.
+auto shape_key(const Op& o) {
+  return std::make_tuple(o.code, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
+                         o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
+                         o.accumulate, o.bias);
+}
+
+}  // namespace
+
+SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, StrategyKind kind,
+                         std::int64_t k)
+    : cm_(cm), layers_(w.layers), context_(w.context) {
+  if (const sim::ContentionParams* p = cm.contention(); p && p->enabled) contention_ = p;
+  sim::Workload t = w;
+  t.layers = std::min<std::int64_t>(w.layers, 3);
+  std::vector<std::int64_t> even;
+  for (std::int64_t j = 0; j < k; ++j) even.push_back(w.seq * (j + 1) / k - w.seq * j / k);
+  template_ = sim::build_schedule(t, StrategySpec(kind, even));
+  const sim::Schedule& s = template_;
+  const std::size_t n = s.ops.size();
+
+  // Chunk ops, shape slots, and the predecessors (dependencies, stream order) of each op.
+  std::vector<std::int64_t> tb, te;
+  for (std::int64_t j = 0, at = w.context; j < k; ++j) {
+    tb.push_back(at);
+    te.push_back(at += even[static_cast<std::size_t>(j)]);
+  }
+  std::map<decltype(shape_key(s.ops[0])), std::int32_t> slots;
+  std::vector<std::int32_t> last_on_stream(
+      static_cast<std::size_t>(s.num_ranks) * sim::kStreamsPerRank, -1);
+  bool in_order = true;  // the bound's passes need every dependency earlier in the list
+  pred_offset_.assign(1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    const auto [it, added] = slots.emplace(shape_key(op), static_cast<std::int32_t>(slots.size()));
+    if (added) {
+      const auto c = static_cast<std::size_t>(op.chunk);
+      const bool chunk_op = op.chunk >= 0 && c < tb.size() && op.seq_begin == tb[c] &&
+                            op.seq_end == te[c] && op.req_begin == 0 && op.req_end == w.batch;
+      slot_op_.push_back(op);
+      slot_chunk_.push_back(chunk_op ? op.chunk : -1);
+    }
+    slot_.push_back(it->second);
+    comm_.push_back(op.stream == sim::StreamKind::Comm);
+    for (auto d : op.deps) {
+      if (d < 0 || static_cast<std::size_t>(d) >= i) in_order = false;
+      pred_.push_back(d);
+    }
+    const auto g = static_cast<std::size_t>(s.global_stream(op));
+    if (last_on_stream[g] >= 0) pred_.push_back(last_on_stream[g]);
+    last_on_stream[g] = static_cast<std::int32_t>(i);
+    pred_offset_.push_back(static_cast<std::int32_t>(pred_.size()));
+  }
+  const std::size_t nslots = slot_op_.size();
+  memo_.resize(nslots);
+  slot_costs_.resize(nslots);
+  d_.resize(n);
+  finish_.resize(n);
+  from1_.resize(n);
+
+  // What does not change with the split.
+  costs_.standalone_ns.resize(n);
+  costs_.slowdown.resize(n);
+  if (contention_) {
+    costs_.contention = *contention_;
+    costs_.resources.resize(n);
+    for (const Op& op : slot_op_) {
+      if (op.kind == sim::OpKind::AllReduce) comm_res_ = sim::op_resources(op, 1, *contention_);
+    }
+  }
+  costs_.release_ns = sim::release_times(s, cm.exec(), cm.launch());
+
+  work_ = s.num_ranks == 1;
+  all_count_.assign(nslots, 0);
+  step_count_.assign(nslots, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!comm_[i]) ++all_count_[static_cast<std::size_t>(slot_[i])];
+  }
+  // The step: the first ops of layers 1 and 2, as the surrogate takes them.
+  step_ = layers_ > 3;
+  in_step_comm_.assign(n, 0);
+  from_first_.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.ops[i].layer == 1 && first1_ < 0) first1_ = static_cast<std::int32_t>(i);
+    if (s.ops[i].layer == 2 && first2_ < 0) first2_ = static_cast<std::int32_t>(i);
+  }
+  if (!in_order) return;  // no bound
+  if (step_) {
+    if (first1_ < 0 || first2_ <= first1_) return;  // no bound for an unexpected graph
+    const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);
+    from_first_[f1] = 1;
+    for (std::size_t i = f1 + 1; i < n; ++i) {
+      for (std::int32_t q = pred_offset_[i]; q < pred_offset_[i + 1]; ++q) {
+        if (from_first_[static_cast<std::size_t>(pred_[static_cast<std::size_t>(q)])]) {
+          from_first_[i] = 1;
+        }
+      }
+    }
+    if (!from_first_[f2]) return;
+    std::vector<std::uint8_t> before2(n, 0);
+    before2[f2] = 1;
+    for (std::size_t i = f2 + 1; i-- > 0;) {
+      if (!before2[i]) continue;
+      for (std::int32_t q = pred_offset_[i]; q < pred_offset_[i + 1]; ++q) {
+        before2[static_cast<std::size_t>(pred_[static_cast<std::size_t>(q)])] = 1;
+      }
+    }
+    // The work argument for the step needs both ops on the compute stream.
+    const std::int32_t g1 = s.global_stream(s.ops[f1]);
+    if (!comm_[f1] && g1 == s.global_stream(s.ops[f2])) {
+      for (std::size_t i = f1; i < f2; ++i) {
+        if (s.global_stream(s.ops[i]) == g1) ++step_count_[static_cast<std::size_t>(slot_[i])];
+        if (comm_[i] && from_first_[i] && before2[i]) in_step_comm_[i] = 1;
+      }
+    }
+  }
+  bound_ = true;
+}
+
+const SplitScorer::Cost& SplitScorer::slot_cost(std::size_t slot, std::int64_t seq_begin,
+                                                std::int64_t seq_end) {
+  auto& m = memo_[slot];
+  const Range key{seq_begin, seq_end};
+  if (auto it = m.find(key); it != m.end()) return it->second;
+  Op op = slot_op_[slot];
+  if (op.seq_begin != seq_begin || op.seq_end != seq_end) sim::resegment(op, seq_begin, seq_end);
+  // As cost_schedule costs it.
+  Cost c;
+  c.ns = cm_.standalone_ns(op);
+  c.slowdown = {cm_.overlap_slowdown(op, sim::OpKind::Gemm),
+                cm_.overlap_slowdown(op, sim::OpKind::Attention),
+                cm_.overlap_slowdown(op, sim::OpKind::Elementwise)};
+  if (!contention_) {
+    c.lowest = std::min({c.slowdown[0], c.slowdown[1], c.slowdown[2]});
+    c.f = c.slowdown[2];  // beside an all-reduce (of class 2)
+  } else {
+    const sim::ContentionParams& p = *contention_;
+    c.resources = sim::op_resources(op, c.ns, p);
+    if (op.kind != sim::OpKind::AllReduce) {
+      // The engine's rates of a compute op and an all-reduce at work beside it.
+      const double demand =
+          static_cast<double>(c.resources.hbm_gbps) + static_cast<double>(comm_res_.hbm_gbps);
+      const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
+      c.f = std::max(sim::wave_factor(c.resources.waves, p.sms, p.comm_ctas, p.stream_k), mem) *
+            (1.0 + p.compute_extra);
+      c.g = mem * (1.0 + p.comm_extra);
+    }
+  }
+  return m.emplace(key, c).first->second;
+}
+
+void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
+  begin_.clear();
+  end_.clear();
+  for (std::int64_t at = context_; auto c : chunks) {
+    begin_.push_back(at);
+    end_.push_back(at += c);
+  }
+  scale_ = 1;
+  comm_g_.fill(1e300);
+  for (std::size_t s = 0; s < slot_op_.size(); ++s) {
+    const Op& t = slot_op_[s];
+    const auto j = static_cast<std::size_t>(slot_chunk_[s]);
+    const Cost& c = slot_chunk_[s] >= 0 ? slot_cost(s, begin_[j], end_[j])
+                                        : slot_cost(s, t.seq_begin, t.seq_end);
+    slot_costs_[s] = &c;
+    if (!contention_) {
+      scale_ = std::min(scale_, c.lowest);
+      if (t.kind == sim::OpKind::AllReduce) {
+        for (std::size_t cls = 0; cls < 3; ++cls)
+          comm_g_[cls] = std::min(comm_g_[cls], c.slowdown[cls]);
+      }
+    }
+  }
+}
+
+double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, sim::Engine& engine) {
+  resolve(chunks);
+  const std::size_t n = slot_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Cost& c = *slot_costs_[static_cast<std::size_t>(slot_[i])];
+    costs_.standalone_ns[i] = c.ns;
+    costs_.slowdown[i] = c.slowdown;
+    if (contention_) costs_.resources[i] = c.resources;
+  }
+  const sim::Timeline& tl = engine.run(template_, costs_);
+  if (layers_ <= 3) return static_cast<double>(tl.total_ns);
+  // As Evaluator::surrogate_ns: each further layer adds the step between layers 1 and 2.
+  const std::int64_t step = tl.start_ns[static_cast<std::size_t>(first2_)] -
+                            tl.start_ns[static_cast<std::size_t>(first1_)];
+  return static_cast<double>(tl.total_ns) +
+         static_cast<double>(layers_ - 3) * static_cast<double>(step);
+}
+
+double SplitScorer::knapsack(const std::vector<std::int32_t>& counts, double w) {
+  items_.clear();
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s] == 0) continue;
+    const Cost& c = *slot_costs_[s];
+    const double g = contention_ ? c.g : comm_g_[sim::slowdown_class(slot_op_[s].kind)];
+    const double unit = g * (1.0 - 1.0 / c.f);  // extra time per unit of all-reduce work
+    if (unit < 1.0) items_.emplace_back(unit, c.f * static_cast<double>(c.ns) * counts[s] / g);
+  }
+  std::sort(items_.begin(), items_.end());
+  double extra = 0;
+  for (const auto& [unit, capacity] : items_) {
+    const double used = std::min(w, capacity);
+    extra += unit * used;
+    w -= used;
+    if (w <= 0) return extra;
+  }
+  return extra + w;  // the rest with nothing beside it
+}
+
+double SplitScorer::lower_bound_ns(const std::vector<std::int64_t>& chunks) {
+  if (!bound_) return 0;
+  resolve(chunks);
+  const std::size_t n = slot_.size();
+  double c_all = 0, c_step = 0, w_all = 0, w_step = 0, total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto d = static_cast<double>(slot_costs_[static_cast<std::size_t>(slot_[i])]->ns);
+    d_[i] = d;
+    if (comm_[i]) {
+      w_all += d;
+      if (in_step_comm_[i]) w_step += d;
+    }
+    // Free flow: no op starts before its dependencies and its stream predecessor end.
+    double start = 0;
+    for (std::int32_t q = pred_offset_[i]; q < pred_offset_[i + 1]; ++q) {
+      start =
+          std::max(start, finish_[static_cast<std::size_t>(pred_[static_cast<std::size_t>(q)])]);
+    }
+    finish_[i] = start + d;
+    total = std::max(total, finish_[i]);
+  }
+  for (std::size_t s = 0; s < slot_op_.size(); ++s) {
+    const auto d = static_cast<double>(slot_costs_[s]->ns);
+    c_all += d * all_count_[s];
+    c_step += d * step_count_[s];
+  }
+  const bool work = work_ && scale_ >= 1;
+  const double path_scale = std::min(1.0, scale_);
+  double score = std::max(total * path_scale, work ? c_all + knapsack(all_count_, w_all) : 0.0);
+  if (step_) {
+    const auto f1 = static_cast<std::size_t>(first1_);
+    from1_[f1] = 0;
+    for (std::size_t i = f1 + 1; i < n; ++i) {
+      if (!from_first_[i]) continue;
+      double at = 0;
+      for (std::int32_t q = pred_offset_[i]; q < pred_offset_[i + 1]; ++q) {
+        const auto p = static_cast<std::size_t>(pred_[static_cast<std::size_t>(q)]);
+        if (from_first_[p]) at = std::max(at, from1_[p] + d_[p]);
+      }
+      from1_[i] = at;
+    }
+    const double step = std::max(from1_[static_cast<std::size_t>(first2_)] * path_scale,
+                                 work ? c_step + knapsack(step_count_, w_step) : 0.0);
+    score += static_cast<double>(layers_ - 3) * step;
+  }
+  // Slack for the engine's rounding of re-rated finish times.
+  return std::max(0.0, score * (1 - 1e-9) - 64.0);
+}
+
+}  // namespace tpo::planner

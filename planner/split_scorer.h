@@ -1,0 +1,108 @@
+// Scores ISO splits for the split search without rebuilding a graph per split, and bounds a
+// split's score from below without simulating it, so that the search skips splits that
+// cannot beat the best one in hand. Neither changes the answer: the score is the same number
+// as Evaluator::surrogate_ns (a test compares them), and a split is skipped only when its
+// bound proves its score is no better than a score already found.
+//
+// The graph's topology does not depend on where the chunk boundaries lie: one template graph
+// (the surrogate's 3 layers) is built per (strategy, chunk count), and a split only changes
+// its ops' costs. Ops of one shape (the same op of every layer) share a slot; each slot's
+// costs are memoised by the position range of its chunk (sim::resegment gives the op there).
+//
+// The bound is the larger of two arguments, each valid for every engine rule (fixed factors,
+// the contention model, eager and graph launches — all of which only lengthen ops or delay
+// their starts):
+//  - paths: an op starts no earlier than the longest chain of standalone durations before it,
+//    following dependencies and stream order. This bounds the 3-layer total, and the step
+//    between the starts of layers 1 and 2 (the longest chain from the one op to the other).
+//  - work: on the one rank a builder emits, the compute stream runs every compute op of an
+//    interval one after another, and while an all-reduce does its work beside compute op i
+//    the engine runs op i at 1/F_i of its rate and the all-reduce at 1/G_i (both >= 1; with
+//    the contention model F_i and G_i follow from op i's resources alone, as every all-reduce
+//    occupies the same; with fixed factors they are the profile's or hardware file's). An
+//    interval holding compute ops d_i and all-reduce work W is at least sum d_i plus the
+//    least extra time in which the all-reduces can get W done: a fractional knapsack — each
+//    unit of all-reduce work done beside op i costs G_i (1 - 1/F_i), done alone it costs 1,
+//    and op i can host at most F_i d_i / G_i of it. Applied to the whole 3-layer run, and to
+//    the step: its compute is the ops between the two starts on the compute stream, its
+//    all-reduces those that follow the first op and precede the second.
+// Where a factor below 1 is possible (a measured profile's ratio under 1), durations are
+// scaled by the smallest factor and the work argument is dropped.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/strategy.h"
+#include "sim/workload.h"
+
+namespace tpo::planner {
+
+class SplitScorer {
+ public:
+  // For `kind` cut into `k` chunks on `w` (w.seq >= k); `cm` must outlive the scorer.
+  SplitScorer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
+              std::int64_t k);
+  // Evaluator::surrogate_ns of the split (chunk token counts), simulated on `engine`.
+  double score_ns(const std::vector<std::int64_t>& chunks, sim::Engine& engine);
+  // A lower bound on score_ns (0 where no bound applies).
+  double lower_bound_ns(const std::vector<std::int64_t>& chunks);
+  bool bound_enabled() const { return bound_; }
+
+ private:
+  struct Cost {
+    std::int64_t ns = 0;
+    std::array<double, 3> slowdown{1, 1, 1};  // fixed factors beside a GEMM, attention, other
+    sim::OpResources resources;               // contention model
+    double f = 1, g = 1;                      // compute op: F_i and G_i beside an all-reduce's work
+    double lowest = 1;                        // the smallest fixed factor the op can be given
+  };
+  struct Range {
+    std::int64_t begin, end;
+    bool operator==(const Range&) const = default;
+  };
+  struct RangeHash {
+    std::size_t operator()(const Range& r) const {
+      return std::hash<std::int64_t>()(r.begin * 1000003 + r.end);
+    }
+  };
+  const Cost& slot_cost(std::size_t slot, std::int64_t seq_begin, std::int64_t seq_end);
+  void resolve(const std::vector<std::int64_t>& chunks);  // slot_costs_ for this split
+  // The least extra time for all-reduce work `w` beside compute with the slots' op counts.
+  double knapsack(const std::vector<std::int32_t>& counts, double w);
+
+  const sim::CostModel& cm_;
+  const sim::ContentionParams* contention_ = nullptr;  // null: fixed factors
+  std::int64_t layers_ = 0;  // of the workload (the surrogate extrapolates beyond 3)
+  std::int64_t context_ = 0;
+  sim::Schedule template_;
+  sim::OpCosts costs_;         // the template's, rewritten per split
+  bool bound_ = false;         // the bound applies to this graph
+  bool step_ = false;          // layers_ > 3: the score has a step term
+  bool work_ = false;          // one rank: the work argument applies
+  sim::OpResources comm_res_;  // what an all-reduce occupies (contention model)
+  // Per template op: its shape slot, and whether it is on a comm stream.
+  std::vector<std::int32_t> slot_;
+  std::vector<std::uint8_t> comm_, in_step_comm_, from_first_;
+  std::vector<std::int32_t> pred_offset_, pred_;  // dependencies and stream predecessor
+  std::int32_t first1_ = -1, first2_ = -1;        // first ops of layers 1 and 2
+  // Per slot: a template op of that shape, its chunk (-1: not a chunk op), its compute ops
+  // in the whole run and in the step, and its costs memoised by position range.
+  std::vector<sim::Op> slot_op_;
+  std::vector<std::int32_t> slot_chunk_, all_count_, step_count_;
+  std::vector<std::unordered_map<Range, Cost, RangeHash>> memo_;
+  // Scratch per split.
+  std::vector<std::int64_t> begin_, end_;
+  std::vector<const Cost*> slot_costs_;
+  std::vector<double> d_, finish_, from1_;
+  std::vector<std::pair<double, double>> items_;  // knapsack: (cost per unit, capacity)
+  double scale_ = 1;                              // fixed factors: the smallest of the split
+  std::array<double, 3> comm_g_{1, 1, 1};         // fixed factors: an all-reduce's least
+};
+
+}  // namespace tpo::planner

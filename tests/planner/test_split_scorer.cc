@@ -1,0 +1,190 @@
+// The split search's scorer and its lower bound (planner/split_scorer.h): the scorer gives
+// exactly the surrogate's number on every cost model and execution mode, the bound never
+// exceeds it, and the pruned search plans exactly what the unpruned one does.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <tuple>
+
+#include "planner/plan.h"
+#include "planner/split_scorer.h"
+#include "sim/config_paths.h"
+#include "sim/profile_cost.h"
+
+using namespace tpo;
+using namespace tpo::planner;
+using sim::StrategyKind;
+
+namespace {
+
+// Random splits of `seq` into `k` chunks of >= 1 token (some on a grid, some not).
+std::vector<std::vector<std::int64_t>> random_splits(std::int64_t seq, std::int64_t k, int count,
+                                                     std::mt19937& rng) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (int n = 0; n < count; ++n) {
+    std::vector<std::int64_t> cuts;
+    std::uniform_int_distribution<std::int64_t> at(1, seq - 1);
+    while (static_cast<std::int64_t>(cuts.size()) < k - 1) {
+      std::int64_t c = at(rng);
+      if (n % 2 == 0) c = std::max<std::int64_t>(1, c / 64 * 64);
+      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<std::int64_t> chunks;
+    std::int64_t prev = 0;
+    for (auto c : cuts) {
+      chunks.push_back(c - prev);
+      prev = c;
+    }
+    chunks.push_back(seq - prev);
+    out.push_back(chunks);
+  }
+  return out;
+}
+
+struct Case {
+  const char* model;
+  const char* hardware;
+  std::int64_t tp;
+  std::int64_t seq;
+  std::int64_t layers;  // 0: the model's
+  std::int64_t context;
+  std::int64_t batch;
+  const char* profile;  // under configs/profiles, or ""
+  sim::ExecMode exec;
+};
+
+}  // namespace
+
+TEST_CASE("the split scorer gives the surrogate's number, and its bound never exceeds it") {
+  const Case cases[] = {
+      // The contention model (H200), fixed factors (A100, RTX 4090), a measured profile with
+      // contention, one with a factor below 1, eager and graph launches, a cached prefix,
+      // two requests, and 2 layers (no step term).
+      {"llama3-70b", "h200x8", 8, 3000, 0, 0, 1, "", sim::ExecMode::Queued},
+      {"llama2-70b", "a100x8", 8, 5000, 0, 0, 1, "", sim::ExecMode::Queued},
+      {"qwen2.5-72b", "rtx4090x8", 8, 2000, 6, 0, 1, "", sim::ExecMode::Queued},
+      {"llama2-70b", "h200x8", 8, 4096, 0, 0, 1, "h200-llama2-70b-tp8.json", sim::ExecMode::Queued},
+      {"llama3.1-8b", "cpu-host", 2, 700, 5, 0, 1, "cpu-vm-llama3.1-8b-tp2.json",
+       sim::ExecMode::Queued},
+      {"llama3.1-8b", "h100x8", 8, 1500, 0, 0, 1, "", sim::ExecMode::Eager},
+      {"llama3.1-8b", "h200x8", 8, 1500, 0, 0, 1, "", sim::ExecMode::Graph},
+      {"llama3-70b", "a800x8", 8, 1024, 0, 3000, 2, "", sim::ExecMode::Queued},
+      {"llama3-70b", "h100x8-nop2p", 8, 900, 2, 0, 1, "", sim::ExecMode::Queued},
+  };
+  std::mt19937 rng(7);
+  int bounded = 0, checked = 0;
+  for (const Case& c : cases) {
+    sim::WorkloadOptions o;
+    o.model = c.model;
+    o.hardware = c.hardware;
+    o.tp = c.tp;
+    o.seq = c.seq;
+    o.layers = c.layers;
+    o.context = c.context;
+    o.batch = c.batch;
+    o.embed_head = false;
+    if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+    const sim::Workload w = sim::make_workload(o);
+    auto cm = sim::make_cost_model(w, o.profile);
+    cm->set_exec(c.exec);
+    Evaluator ev(w, *cm);
+    sim::Engine engine;
+    for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
+      for (std::int64_t k : {2, 3, 4}) {
+        SplitScorer scorer(w, *cm, kind, k);
+        for (const auto& chunks : random_splits(c.seq, k, 12, rng)) {
+          CAPTURE(c.model);
+          CAPTURE(c.hardware);
+          CAPTURE(c.profile);
+          CAPTURE(sim::strategy_name(kind));
+          CAPTURE(join_tokens(chunks));
+          const double want = ev.surrogate_ns(sim::StrategySpec(kind, chunks));
+          CHECK(scorer.score_ns(chunks, engine) == want);
+          const double bound = scorer.lower_bound_ns(chunks);
+          CHECK(bound <= want);
+          bounded += bound > 0.5 * want;
+          ++checked;
+        }
+      }
+    }
+  }
+  // The bound is not vacuous: most splits get one above half their score.
+  CHECK(bounded > checked * 3 / 4);
+}
+
+TEST_CASE("re-segmenting an op gives the op the builder makes at that split") {
+  sim::WorkloadOptions o;
+  o.model = "qwen2.5-72b";  // biases on qkv
+  o.hardware = "h200x8";
+  o.tp = 8;
+  o.seq = 1000;
+  o.layers = 2;
+  o.context = 77;
+  o.batch = 3;
+  const sim::Workload w = sim::make_workload(o);
+  const sim::Schedule a = sim::build_schedule(w, sim::StrategySpec(StrategyKind::Iso, {500, 500}));
+  const sim::Schedule b = sim::build_schedule(w, sim::StrategySpec(StrategyKind::Iso, {123, 877}));
+  REQUIRE(a.ops.size() == b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    sim::Op op = a.ops[i];
+    if (op.seq_begin != b.ops[i].seq_begin || op.seq_end != b.ops[i].seq_end) {
+      sim::resegment(op, b.ops[i].seq_begin, b.ops[i].seq_end);
+    }
+    CAPTURE(i);
+    CAPTURE(sim::op_code_name(op.code));
+    CHECK(op.m == b.ops[i].m);
+    CHECK(op.n == b.ops[i].n);
+    CHECK(op.k == b.ops[i].k);
+    CHECK(op.flops == b.ops[i].flops);
+    CHECK(op.bytes == b.ops[i].bytes);
+    CHECK(op.seq_begin == b.ops[i].seq_begin);
+  }
+}
+
+TEST_CASE("the pruned split search plans exactly what the unpruned one does") {
+  // Every shipped GPU machine with models of both attention kinds, at lengths where 3 chunks
+  // are searched exhaustively and where they are searched by descent, and 4 chunks.
+  const std::tuple<const char*, std::int64_t, const char*, std::int64_t> runs[] = {
+      {"llama3-70b", 8, "700,2600,9000", 3},
+      {"llama-30b", 4, "1500,6000", 3},
+      {"llama3.1-8b", 8, "3000,12000", 4},
+      {"qwen2.5-72b", 8, "2048", 3},
+  };
+  std::int64_t pruned_sims = 0, unpruned_sims = 0;
+  for (const char* hw : {"rtx4090x8", "a800x8", "a100x8", "h100x8", "h100x8-nop2p", "h200x8"}) {
+    for (const auto& [model, tp, seq, chunks] : runs) {
+      PlanOptions o;
+      o.workload.model = model;
+      o.workload.hardware = hw;
+      o.workload.tp = tp;
+      o.seq = seq;
+      o.max_chunks = chunks;
+      o.strategies = "iso,iso+ladder";
+      o.threads = 1;
+      o.quiet = true;
+      Plan a = make_plan(o);
+      run_plan(a);
+      o.prune = false;
+      Plan b = make_plan(o);
+      run_plan(b);
+      CAPTURE(model);
+      CAPTURE(hw);
+      REQUIRE(a.points.size() == b.points.size());
+      for (std::size_t i = 0; i < a.points.size(); ++i) {
+        const PlanPoint &p = a.points[i], &q = b.points[i];
+        CAPTURE(p.seq);
+        CHECK(p.best == q.best);
+        REQUIRE(p.candidates.size() == q.candidates.size());
+        for (std::size_t j = 0; j < p.candidates.size(); ++j) {
+          CHECK(p.candidates[j].detail == q.candidates[j].detail);
+          CHECK(p.candidates[j].total_ns == q.candidates[j].total_ns);
+        }
+        pruned_sims += p.simulations;
+        unpruned_sims += q.simulations;
+      }
+    }
+  }
+  MESSAGE("simulations: " << pruned_sims << " pruned, " << unpruned_sims << " unpruned");
+  CHECK(pruned_sims < unpruned_sims);
+}
