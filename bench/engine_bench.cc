@@ -52,6 +52,22 @@ void BM_EngineIso405B(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineIso405B)->Unit(benchmark::kMicrosecond);
 
+// The same runs on a graph loaded once (Engine::load), as the split search runs its template:
+// what one run costs beyond checking the graph and building its lists.
+void BM_EngineIso405BLoaded(benchmark::State& state) {
+  const Fixture& f = fixture();
+  Engine engine;
+  engine.load(f.schedule);
+  for (auto _ : state) {
+    const Timeline& tl = engine.run_loaded(f.costs);
+    benchmark::DoNotOptimize(tl.total_ns);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(f.schedule.ops.size()));
+  state.counters["ops"] = static_cast<double>(f.schedule.ops.size());
+}
+BENCHMARK(BM_EngineIso405BLoaded)->Unit(benchmark::kMicrosecond);
+
 // The same graph with the contention model on (h200x8's fitted parameters): SM and HBM
 // sharing, and comm kernels waiting for waves, re-rated at every change of the running set.
 void BM_EngineIso405BContention(benchmark::State& state) {

@@ -153,7 +153,7 @@ double Evaluator::surrogate_ns(const StrategySpec& spec) {
 
 double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks) {
   ++simulations_;
-  return scorer.score_ns(chunks, engine_);
+  return scorer.score_ns(chunks);
 }
 
 std::string join_tokens(const std::vector<std::int64_t>& v) {

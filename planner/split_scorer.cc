@@ -34,13 +34,16 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   const sim::Schedule& s = template_;
   const std::size_t n = s.ops.size();
 
-  // Chunk ops, shape slots, and the predecessors (dependencies, stream order) of each op.
+  // Shape slots, the chunk of each, and the predecessors (dependencies, stream order) of
+  // each op.
   std::vector<std::int64_t> tb, te;
   for (std::int64_t j = 0, at = w.context; j < k; ++j) {
     tb.push_back(at);
     te.push_back(at += even[static_cast<std::size_t>(j)]);
   }
   std::map<decltype(shape_key(s.ops[0])), std::int32_t> slots;
+  std::vector<std::int32_t> slot_chunk;
+  std::vector<std::uint8_t> comm(n, 0);
   std::vector<std::int32_t> last_on_stream(
       static_cast<std::size_t>(s.num_ranks) * sim::kStreamsPerRank, -1);
   bool in_order = true;  // the bound's passes need every dependency earlier in the list
@@ -53,10 +56,10 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
       const bool chunk_op = op.chunk >= 0 && c < tb.size() && op.seq_begin == tb[c] &&
                             op.seq_end == te[c] && op.req_begin == 0 && op.req_end == w.batch;
       slot_op_.push_back(op);
-      slot_chunk_.push_back(chunk_op ? op.chunk : -1);
+      slot_chunk.push_back(chunk_op ? op.chunk : -1);
     }
     slot_.push_back(it->second);
-    comm_.push_back(op.stream == sim::StreamKind::Comm);
+    comm[i] = op.stream == sim::StreamKind::Comm;
     for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= i) in_order = false;
       pred_.push_back(d);
@@ -67,7 +70,6 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     pred_offset_.push_back(static_cast<std::int32_t>(pred_.size()));
   }
   const std::size_t nslots = slot_op_.size();
-  memo_.resize(nslots);
   slot_costs_.resize(nslots);
   d_.resize(n);
   finish_.resize(n);
@@ -84,16 +86,30 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     }
   }
   costs_.release_ns = sim::release_times(s, cm.exec(), cm.launch());
+  engine_.load(template_);
+  chunk_slots_.resize(static_cast<std::size_t>(k));
+  memo_.resize(static_cast<std::size_t>(k));
+  fixed_costs_.resize(nslots);
+  for (std::size_t sl = 0; sl < nslots; ++sl) {
+    if (slot_chunk[sl] >= 0) {
+      chunk_slots_[static_cast<std::size_t>(slot_chunk[sl])].push_back(
+          static_cast<std::int32_t>(sl));
+    } else {
+      fixed_costs_[sl] = cost_of(sl, slot_op_[sl].seq_begin, slot_op_[sl].seq_end);
+      slot_costs_[sl] = &fixed_costs_[sl];
+    }
+  }
 
   work_ = s.num_ranks == 1;
   all_count_.assign(nslots, 0);
   step_count_.assign(nslots, 0);
+  comm_all_count_.assign(nslots, 0);
+  comm_step_count_.assign(nslots, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    if (!comm_[i]) ++all_count_[static_cast<std::size_t>(slot_[i])];
+    ++(comm[i] ? comm_all_count_ : all_count_)[static_cast<std::size_t>(slot_[i])];
   }
   // The step: the first ops of layers 1 and 2, as the surrogate takes them.
   step_ = layers_ > 3;
-  in_step_comm_.assign(n, 0);
   from_first_.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     if (s.ops[i].layer == 1 && first1_ < 0) first1_ = static_cast<std::int32_t>(i);
@@ -122,21 +138,19 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     }
     // The work argument for the step needs both ops on the compute stream.
     const std::int32_t g1 = s.global_stream(s.ops[f1]);
-    if (!comm_[f1] && g1 == s.global_stream(s.ops[f2])) {
+    if (!comm[f1] && g1 == s.global_stream(s.ops[f2])) {
       for (std::size_t i = f1; i < f2; ++i) {
-        if (s.global_stream(s.ops[i]) == g1) ++step_count_[static_cast<std::size_t>(slot_[i])];
-        if (comm_[i] && from_first_[i] && before2[i]) in_step_comm_[i] = 1;
+        const auto sl = static_cast<std::size_t>(slot_[i]);
+        if (s.global_stream(s.ops[i]) == g1) ++step_count_[sl];
+        if (comm[i] && from_first_[i] && before2[i]) ++comm_step_count_[sl];
       }
     }
   }
   bound_ = true;
 }
 
-const SplitScorer::Cost& SplitScorer::slot_cost(std::size_t slot, std::int64_t seq_begin,
-                                                std::int64_t seq_end) {
-  auto& m = memo_[slot];
-  const Range key{seq_begin, seq_end};
-  if (auto it = m.find(key); it != m.end()) return it->second;
+SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
+                                       std::int64_t seq_end) const {
   Op op = slot_op_[slot];
   if (op.seq_begin != seq_begin || op.seq_end != seq_end) sim::resegment(op, seq_begin, seq_end);
   // As cost_schedule costs it.
@@ -161,35 +175,39 @@ const SplitScorer::Cost& SplitScorer::slot_cost(std::size_t slot, std::int64_t s
       c.g = mem * (1.0 + p.comm_extra);
     }
   }
-  return m.emplace(key, c).first->second;
+  return c;
 }
 
 void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
-  begin_.clear();
-  end_.clear();
-  for (std::int64_t at = context_; auto c : chunks) {
-    begin_.push_back(at);
-    end_.push_back(at += c);
+  std::int64_t b = context_;
+  for (std::size_t j = 0; j < chunk_slots_.size(); ++j) {
+    const Range r{b, b + chunks[j]};
+    b = r.end;
+    const auto& ids = chunk_slots_[j];
+    auto [it, added] = memo_[j].try_emplace(r);
+    if (added) {
+      it->second.reserve(ids.size());
+      for (auto sl : ids)
+        it->second.push_back(cost_of(static_cast<std::size_t>(sl), r.begin, r.end));
+    }
+    for (std::size_t q = 0; q < ids.size(); ++q) {
+      slot_costs_[static_cast<std::size_t>(ids[q])] = &it->second[q];
+    }
   }
+  if (contention_) return;
   scale_ = 1;
   comm_g_.fill(1e300);
-  for (std::size_t s = 0; s < slot_op_.size(); ++s) {
-    const Op& t = slot_op_[s];
-    const auto j = static_cast<std::size_t>(slot_chunk_[s]);
-    const Cost& c = slot_chunk_[s] >= 0 ? slot_cost(s, begin_[j], end_[j])
-                                        : slot_cost(s, t.seq_begin, t.seq_end);
-    slot_costs_[s] = &c;
-    if (!contention_) {
-      scale_ = std::min(scale_, c.lowest);
-      if (t.kind == sim::OpKind::AllReduce) {
-        for (std::size_t cls = 0; cls < 3; ++cls)
-          comm_g_[cls] = std::min(comm_g_[cls], c.slowdown[cls]);
-      }
+  for (std::size_t sl = 0; sl < slot_op_.size(); ++sl) {
+    const Cost& c = *slot_costs_[sl];
+    scale_ = std::min(scale_, c.lowest);
+    if (slot_op_[sl].kind == sim::OpKind::AllReduce) {
+      for (std::size_t cls = 0; cls < 3; ++cls)
+        comm_g_[cls] = std::min(comm_g_[cls], c.slowdown[cls]);
     }
   }
 }
 
-double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, sim::Engine& engine) {
+double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks) {
   resolve(chunks);
   const std::size_t n = slot_.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -198,7 +216,7 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, sim::Engin
     costs_.slowdown[i] = c.slowdown;
     if (contention_) costs_.resources[i] = c.resources;
   }
-  const sim::Timeline& tl = engine.run(template_, costs_);
+  const sim::Timeline& tl = engine_.run_loaded(costs_);
   if (layers_ <= 3) return static_cast<double>(tl.total_ns);
   // As Evaluator::surrogate_ns: each further layer adds the step between layers 1 and 2.
   const std::int64_t step = tl.start_ns[static_cast<std::size_t>(first2_)] -
@@ -227,35 +245,45 @@ double SplitScorer::knapsack(const std::vector<std::int32_t>& counts, double w) 
   return extra + w;  // the rest with nothing beside it
 }
 
-double SplitScorer::lower_bound_ns(const std::vector<std::int64_t>& chunks) {
+double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) {
   if (!bound_) return 0;
   resolve(chunks);
+  // Slack for the engine's rounding of re-rated finish times.
+  auto done = [](double x) { return std::max(0.0, x * (1 - 1e-9) - 64.0); };
+  const double steps = step_ ? static_cast<double>(layers_ - 3) : 0.0;
+  // The compute stream's own chain (a path) over the run and over the step.
+  double c_all = 0, c_step = 0, w_all = 0, w_step = 0;
+  for (std::size_t sl = 0; sl < slot_op_.size(); ++sl) {
+    const auto d = static_cast<double>(slot_costs_[sl]->ns);
+    c_all += d * all_count_[sl];
+    c_step += d * step_count_[sl];
+    w_all += d * comm_all_count_[sl];
+    w_step += d * comm_step_count_[sl];
+  }
+  const double path_scale = contention_ ? 1.0 : std::min(1.0, scale_);
+  double total = c_all * path_scale, step = c_step * path_scale;
+  if (done(total + steps * step) >= stop) return done(total + steps * step);
+  // Work: compute plus the least all-reduce interference.
+  if (work_ && (contention_ || scale_ >= 1)) {
+    total = std::max(total, c_all + knapsack(all_count_, w_all));
+    if (step_) step = std::max(step, c_step + knapsack(step_count_, w_step));
+    if (done(total + steps * step) >= stop) return done(total + steps * step);
+  }
+  // Paths: no op starts before its dependencies and its stream predecessor end.
   const std::size_t n = slot_.size();
-  double c_all = 0, c_step = 0, w_all = 0, w_step = 0, total = 0;
+  double longest = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto d = static_cast<double>(slot_costs_[static_cast<std::size_t>(slot_[i])]->ns);
     d_[i] = d;
-    if (comm_[i]) {
-      w_all += d;
-      if (in_step_comm_[i]) w_step += d;
-    }
-    // Free flow: no op starts before its dependencies and its stream predecessor end.
     double start = 0;
     for (std::int32_t q = pred_offset_[i]; q < pred_offset_[i + 1]; ++q) {
       start =
           std::max(start, finish_[static_cast<std::size_t>(pred_[static_cast<std::size_t>(q)])]);
     }
     finish_[i] = start + d;
-    total = std::max(total, finish_[i]);
+    longest = std::max(longest, finish_[i]);
   }
-  for (std::size_t s = 0; s < slot_op_.size(); ++s) {
-    const auto d = static_cast<double>(slot_costs_[s]->ns);
-    c_all += d * all_count_[s];
-    c_step += d * step_count_[s];
-  }
-  const bool work = work_ && scale_ >= 1;
-  const double path_scale = std::min(1.0, scale_);
-  double score = std::max(total * path_scale, work ? c_all + knapsack(all_count_, w_all) : 0.0);
+  total = std::max(total, longest * path_scale);
   if (step_) {
     const auto f1 = static_cast<std::size_t>(first1_);
     from1_[f1] = 0;
@@ -268,12 +296,9 @@ double SplitScorer::lower_bound_ns(const std::vector<std::int64_t>& chunks) {
       }
       from1_[i] = at;
     }
-    const double step = std::max(from1_[static_cast<std::size_t>(first2_)] * path_scale,
-                                 work ? c_step + knapsack(step_count_, w_step) : 0.0);
-    score += static_cast<double>(layers_ - 3) * step;
+    step = std::max(step, from1_[static_cast<std::size_t>(first2_)] * path_scale);
   }
-  // Slack for the engine's rounding of re-rated finish times.
-  return std::max(0.0, score * (1 - 1e-9) - 64.0);
+  return done(total + steps * step);
 }
 
 }  // namespace tpo::planner

@@ -33,6 +33,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -48,10 +49,16 @@ class SplitScorer {
   // For `kind` cut into `k` chunks on `w` (w.seq >= k); `cm` must outlive the scorer.
   SplitScorer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
               std::int64_t k);
-  // Evaluator::surrogate_ns of the split (chunk token counts), simulated on `engine`.
-  double score_ns(const std::vector<std::int64_t>& chunks, sim::Engine& engine);
+  // Evaluator::surrogate_ns of the split (chunk token counts).
+  double score_ns(const std::vector<std::int64_t>& chunks);
   // A lower bound on score_ns (0 where no bound applies).
-  double lower_bound_ns(const std::vector<std::int64_t>& chunks);
+  double lower_bound_ns(const std::vector<std::int64_t>& chunks) {
+    return bound(chunks, std::numeric_limits<double>::infinity());
+  }
+  // Whether the split's score can be below `best` (false: the bound proves it cannot).
+  bool can_beat(const std::vector<std::int64_t>& chunks, double best) {
+    return bound(chunks, best) < best;
+  }
   bool bound_enabled() const { return bound_; }
 
  private:
@@ -71,7 +78,9 @@ class SplitScorer {
       return std::hash<std::int64_t>()(r.begin * 1000003 + r.end);
     }
   };
-  const Cost& slot_cost(std::size_t slot, std::int64_t seq_begin, std::int64_t seq_end);
+  // A lower bound on the score, cheapest arguments first; it stops once one reaches `stop`.
+  double bound(const std::vector<std::int64_t>& chunks, double stop);
+  Cost cost_of(std::size_t slot, std::int64_t seq_begin, std::int64_t seq_end) const;
   void resolve(const std::vector<std::int64_t>& chunks);  // slot_costs_ for this split
   // The least extra time for all-reduce work `w` beside compute with the slots' op counts.
   double knapsack(const std::vector<std::int32_t>& counts, double w);
@@ -82,20 +91,25 @@ class SplitScorer {
   std::int64_t context_ = 0;
   sim::Schedule template_;
   sim::OpCosts costs_;         // the template's, rewritten per split
+  sim::Engine engine_;         // the template loaded
   bool bound_ = false;         // the bound applies to this graph
   bool step_ = false;          // layers_ > 3: the score has a step term
   bool work_ = false;          // one rank: the work argument applies
   sim::OpResources comm_res_;  // what an all-reduce occupies (contention model)
   // Per template op: its shape slot, and whether it is on a comm stream.
   std::vector<std::int32_t> slot_;
-  std::vector<std::uint8_t> comm_, in_step_comm_, from_first_;
+  std::vector<std::uint8_t> from_first_;
   std::vector<std::int32_t> pred_offset_, pred_;  // dependencies and stream predecessor
   std::int32_t first1_ = -1, first2_ = -1;        // first ops of layers 1 and 2
-  // Per slot: a template op of that shape, its chunk (-1: not a chunk op), its compute ops
-  // in the whole run and in the step, and its costs memoised by position range.
+  // Per slot: a template op of that shape, its compute ops in the whole run and in the step,
+  // and whether it is an all-reduce.
   std::vector<sim::Op> slot_op_;
-  std::vector<std::int32_t> slot_chunk_, all_count_, step_count_;
-  std::vector<std::unordered_map<Range, Cost, RangeHash>> memo_;
+  std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
+  // Per chunk: its slots, and their costs memoised by the chunk's position range. Slots of
+  // no chunk (embedding, LM head) are costed once.
+  std::vector<std::vector<std::int32_t>> chunk_slots_;
+  std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_;
+  std::vector<Cost> fixed_costs_;  // per slot, for the slots of no chunk
   // Scratch per split.
   std::vector<std::int64_t> begin_, end_;
   std::vector<const Cost*> slot_costs_;

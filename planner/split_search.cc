@@ -62,7 +62,7 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
         trial[i] = p;
         // A split whose bound is no better than the current one cannot be taken.
         if (prune && cache.find(trial) == cache.end() &&
-            scorer.lower_bound_ns(chunks_from(trial, ev.workload().seq)) >= cur) {
+            !scorer.can_beat(chunks_from(trial, ev.workload().seq), cur)) {
           ev.count_pruned();
           continue;
         }
@@ -163,7 +163,7 @@ SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
     for (auto g : idx) b.push_back(g * align);
     // Splits are taken only when strictly better: one whose bound reaches the best is skipped.
     const std::vector<std::int64_t> chunks = chunks_from(b, seq);
-    const bool skip = prune && scorer.lower_bound_ns(chunks) >= best.score_ns;
+    const bool skip = prune && !scorer.can_beat(chunks, best.score_ns);
     if (skip) ev.count_pruned();
     const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks);
     if (t < best.score_ns) {

@@ -212,19 +212,12 @@ void Engine::rerate(std::int32_t rank, std::int64_t now) {
 
 // One pass for counts and the compact per-op fields the loop reads, one to fill the successor
 // and per-stream lists (CSR). Buffers keep their capacity between runs.
-void Engine::prepare(const Schedule& s, const OpCosts& costs) {
-  c_ = &costs;
+void Engine::load(const Schedule& s) {
+  s_ = &s;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
-  if (costs.standalone_ns.size() != n || costs.slowdown.size() != n ||
-      (!costs.release_ns.empty() && costs.release_ns.size() != n) ||
-      (!costs.resources.empty() && costs.resources.size() != n)) {
-    throw std::logic_error("engine: costs do not match the schedule");
-  }
-  tl_.start_ns.assign(n, -1);
-  tl_.end_ns.assign(n, -1);
   succ_offset_.assign(n + 1, 0);
-  st_.resize(n);
+  st_init_.resize(n);
   stream_offset_.assign(streams + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
@@ -235,7 +228,7 @@ void Engine::prepare(const Schedule& s, const OpCosts& costs) {
       }
       ++succ_offset_[static_cast<std::size_t>(d) + 1];
     }
-    OpState& x = st_[i];
+    OpState& x = st_init_[i];
     x = OpState{0, 0, 0, -1, 0, -1, static_cast<std::int32_t>(op.deps.size()), 0, 0, 0};
     const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
@@ -256,22 +249,43 @@ void Engine::prepare(const Schedule& s, const OpCosts& costs) {
       succ_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(d)]++)] =
           static_cast<std::int32_t>(i);
     }
-    const auto g = static_cast<std::size_t>(st_[i].stream);
+    const auto g = static_cast<std::size_t>(st_init_[i].stream);
     stream_ops_[static_cast<std::size_t>(stream_head_[g]++)] = static_cast<std::int32_t>(i);
   }
-  for (std::size_t g = 0; g < streams; ++g) stream_head_[g] = stream_offset_[g];
+  heap_.reserve(n + 16);
+}
+
+void Engine::reset(const OpCosts& costs) {
+  c_ = &costs;
+  const std::size_t n = st_init_.size();
+  const std::size_t streams = stream_offset_.size() - 1;
+  if (costs.standalone_ns.size() != n || costs.slowdown.size() != n ||
+      (!costs.release_ns.empty() && costs.release_ns.size() != n) ||
+      (!costs.resources.empty() && costs.resources.size() != n)) {
+    throw std::logic_error("engine: costs do not match the schedule");
+  }
+  tl_.start_ns.assign(n, -1);
+  tl_.end_ns.assign(n, -1);
+  st_ = st_init_;
+  stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
   running_.assign(streams, -1);
-  rank_dirty_.assign(static_cast<std::size_t>(s.num_ranks), 0);
+  rank_dirty_.assign(streams / kStreamsPerRank, 0);
   dirty_ranks_.clear();
   heap_.clear();
-  heap_.reserve(n + 16);
   seq_ = 0;
 }
 
 const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
-  prepare(s, costs);
+  load(s);
+  return run_loaded(costs);
+}
+
+const Timeline& Engine::run_loaded(const OpCosts& costs) {
+  if (!s_) throw std::logic_error("engine: run_loaded() before load()");
+  reset(costs);
+  const Schedule& s = *s_;
   const std::size_t n = s.ops.size();
-  const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
+  const std::size_t streams = stream_offset_.size() - 1;
   auto settle = [&](std::int64_t now) {
     for (auto r : dirty_ranks_) {
       rank_dirty_[static_cast<std::size_t>(r)] = 0;

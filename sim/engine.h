@@ -35,11 +35,16 @@ class Engine {
   // Throws std::logic_error if the graph deadlocks (a dependency cycle or a dependency on a
   // later op of the same stream), naming an op that never started.
   const Timeline& run(const Schedule& s, const OpCosts& costs);
+  // The same in two steps, for many runs of one graph with different costs (the split
+  // search): load() checks the graph and builds its lists once; run_loaded() runs the graph
+  // last loaded, which must still be alive and unchanged.
+  void load(const Schedule& s);
+  const Timeline& run_loaded(const OpCosts& costs);
   // Finish-time updates in the last run (one per op plus one per re-rating).
   std::uint64_t events_pushed() const { return seq_; }
 
  private:
-  void prepare(const Schedule& s, const OpCosts& costs);  // checks, CSR lists, fresh state
+  void reset(const OpCosts& costs);  // checks the costs, fresh state for a run
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
@@ -77,9 +82,10 @@ class Engine {
   // waits for its launch — negative, so every "is an op running" test skips it for free.
   static std::int32_t held(std::int32_t op) { return -2 - op; }
 
+  const Schedule* s_ = nullptr;  // the graph loaded
   const OpCosts* c_ = nullptr;
   Timeline tl_;
-  std::vector<OpState> st_;
+  std::vector<OpState> st_, st_init_;  // per op; as loaded
   std::vector<std::int32_t> heap_;
   std::uint32_t seq_ = 0;
   std::vector<std::int32_t> succ_offset_, succ_, fill_;

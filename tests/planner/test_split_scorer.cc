@@ -89,7 +89,6 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
     auto cm = sim::make_cost_model(w, o.profile);
     cm->set_exec(c.exec);
     Evaluator ev(w, *cm);
-    sim::Engine engine;
     for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
       for (std::int64_t k : {2, 3, 4}) {
         SplitScorer scorer(w, *cm, kind, k);
@@ -100,7 +99,7 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
           CAPTURE(sim::strategy_name(kind));
           CAPTURE(join_tokens(chunks));
           const double want = ev.surrogate_ns(sim::StrategySpec(kind, chunks));
-          CHECK(scorer.score_ns(chunks, engine) == want);
+          CHECK(scorer.score_ns(chunks) == want);
           const double bound = scorer.lower_bound_ns(chunks);
           CHECK(bound <= want);
           bounded += bound > 0.5 * want;

@@ -243,3 +243,24 @@ TEST_CASE(
   p.gemm_fill = false;
   CHECK(op_resources(g, 1000, p).waves == doctest::Approx(0.2));
 }
+
+TEST_CASE("engine: a graph loaded once runs with new costs as run() does") {
+  Schedule s;
+  s.ops = {make(OpCode::Qkv), make(OpCode::OProj), make(OpCode::AllReduce, {0}),
+           make(OpCode::ResidualAdd, {2})};
+  Engine loaded, fresh;
+  loaded.load(s);
+  for (const auto& [ns, slow] :
+       {std::pair{std::vector<std::int64_t>{100, 50, 80, 10}, std::vector<double>{1, 1, 1, 1}},
+        std::pair{std::vector<std::int64_t>{30, 500, 80, 7}, std::vector<double>{1.5, 1.2, 2, 1}},
+        std::pair{std::vector<std::int64_t>{1, 2, 3, 4}, std::vector<double>{3, 3, 3, 3}}}) {
+    const OpCosts c = costs(ns, slow);
+    const Timeline want = fresh.run(s, c);
+    const Timeline& got = loaded.run_loaded(c);
+    CHECK(got.start_ns == want.start_ns);
+    CHECK(got.end_ns == want.end_ns);
+    CHECK(got.total_ns == want.total_ns);
+  }
+  Engine unloaded;
+  CHECK_THROWS_AS(unloaded.run_loaded(costs({1, 1, 1, 1}, {1, 1, 1, 1})), std::logic_error);
+}
