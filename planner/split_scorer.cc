@@ -216,7 +216,7 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks) {
     costs_.slowdown[i] = c.slowdown;
     if (contention_) costs_.resources[i] = c.resources;
   }
-  const sim::Timeline& tl = engine_.run_loaded(costs_);
+  const sim::Timeline& tl = engine_.run_loaded(costs_, /*stats=*/false);
   if (layers_ <= 3) return static_cast<double>(tl.total_ns);
   // As Evaluator::surrogate_ns: each further layer adds the step between layers 1 and 2.
   const std::int64_t step = tl.start_ns[static_cast<std::size_t>(first2_)] -

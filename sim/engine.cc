@@ -9,43 +9,14 @@
 
 namespace tpo::sim {
 
-// The pending-finish heap is indexed: each running op has exactly one entry, whose key
-// (finish time, sequence number of its last update) is moved in place when the op is
-// re-rated, so no stale event is ever popped.
+// The pending finishes: one entry per running op (or op waiting for its launch), keyed on
+// (finish time, sequence number of its last update). A graph has a compute and a comm stream
+// per rank, so the set is as small as the number of streams: it is an unordered array,
+// scanned for the earliest on each pop, and a re-rated op's key changes in place.
 bool Engine::before(std::int32_t a, std::int32_t b) const {
   const OpState& x = st_[static_cast<std::size_t>(a)];
   const OpState& y = st_[static_cast<std::size_t>(b)];
   return x.finish_ns != y.finish_ns ? x.finish_ns < y.finish_ns : x.key_seq < y.key_seq;
-}
-
-void Engine::place(std::size_t at, std::int32_t op) {
-  heap_[at] = op;
-  st_[static_cast<std::size_t>(op)].heap_pos = static_cast<std::int32_t>(at);
-}
-
-void Engine::sift_up(std::size_t at) {
-  const std::int32_t op = heap_[at];
-  while (at > 0) {
-    const std::size_t parent = (at - 1) / 2;
-    if (!before(op, heap_[parent])) break;
-    place(at, heap_[parent]);
-    at = parent;
-  }
-  place(at, op);
-}
-
-void Engine::sift_down(std::size_t at) {
-  const std::int32_t op = heap_[at];
-  const std::size_t n = heap_.size();
-  for (;;) {
-    std::size_t child = 2 * at + 1;
-    if (child >= n) break;
-    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-    if (!before(heap_[child], op)) break;
-    place(at, heap_[child]);
-    at = child;
-  }
-  place(at, op);
 }
 
 void Engine::push(std::int64_t time_ns, std::int32_t op) {
@@ -53,22 +24,23 @@ void Engine::push(std::int64_t time_ns, std::int32_t op) {
   x.finish_ns = time_ns;
   x.key_seq = seq_++;
   if (x.heap_pos < 0) {
+    x.heap_pos = static_cast<std::int32_t>(heap_.size());
     heap_.push_back(op);
-    sift_up(heap_.size() - 1);
-  } else {
-    sift_up(static_cast<std::size_t>(x.heap_pos));
-    sift_down(static_cast<std::size_t>(x.heap_pos));
   }
 }
 
 std::int32_t Engine::pop() {
-  const std::int32_t top = heap_[0];
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < heap_.size(); ++k) {
+    if (before(heap_[k], heap_[best])) best = k;
+  }
+  const std::int32_t top = heap_[best];
   st_[static_cast<std::size_t>(top)].heap_pos = -1;
   const std::int32_t last = heap_.back();
   heap_.pop_back();
-  if (!heap_.empty()) {
-    heap_[0] = last;
-    sift_down(0);
+  if (last != top) {
+    heap_[best] = last;
+    st_[static_cast<std::size_t>(last)].heap_pos = static_cast<std::int32_t>(best);
   }
   return top;
 }
@@ -280,7 +252,7 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
   return run_loaded(costs);
 }
 
-const Timeline& Engine::run_loaded(const OpCosts& costs) {
+const Timeline& Engine::run_loaded(const OpCosts& costs, bool stats) {
   if (!s_) throw std::logic_error("engine: run_loaded() before load()");
   reset(costs);
   const Schedule& s = *s_;
@@ -352,7 +324,12 @@ const Timeline& Engine::run_loaded(const OpCosts& costs) {
   // so sorted and disjoint per stream.
   const Span comp{stream_ops_.data() + stream_offset_[0], stream_ops_.data() + stream_offset_[1]};
   const Span comm{stream_ops_.data() + stream_offset_[1], stream_ops_.data() + stream_offset_[2]};
-  overlap_stats(comp, comm, tl_);
+  if (stats) {
+    overlap_stats(comp, comm, tl_);
+  } else {
+    tl_.compute_busy_ns = tl_.comm_busy_ns = tl_.hidden_comm_ns = tl_.exposed_comm_ns = 0;
+    tl_.overlap_efficiency = 0;
+  }
   return tl_;
 }
 

@@ -37,9 +37,10 @@ class Engine {
   const Timeline& run(const Schedule& s, const OpCosts& costs);
   // The same in two steps, for many runs of one graph with different costs (the split
   // search): load() checks the graph and builds its lists once; run_loaded() runs the graph
-  // last loaded, which must still be alive and unchanged.
+  // last loaded, which must still be alive and unchanged. Without `stats` the timeline's
+  // busy, hidden and exposed times are left at zero (only starts, ends and the total).
   void load(const Schedule& s);
-  const Timeline& run_loaded(const OpCosts& costs);
+  const Timeline& run_loaded(const OpCosts& costs, bool stats = true);
   // Finish-time updates in the last run (one per op plus one per re-rating).
   std::uint64_t events_pushed() const { return seq_; }
 
@@ -54,9 +55,6 @@ class Engine {
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
   std::int32_t pop();                                // the op that finishes first
   bool before(std::int32_t a, std::int32_t b) const;
-  void place(std::size_t at, std::int32_t op);
-  void sift_up(std::size_t at);
-  void sift_down(std::size_t at);
   struct Span {
     const std::int32_t* begin;
     const std::int32_t* end;
