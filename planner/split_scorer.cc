@@ -88,12 +88,14 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   costs_.release_ns = sim::release_times(s, cm.exec(), cm.launch());
   engine_.load(template_);
   chunk_slots_.resize(static_cast<std::size_t>(k));
+  chunk_range_slots_.resize(static_cast<std::size_t>(k));
   memo_.resize(static_cast<std::size_t>(k));
+  memo_range_.resize(static_cast<std::size_t>(k));
   fixed_costs_.resize(nslots);
   for (std::size_t sl = 0; sl < nslots; ++sl) {
     if (slot_chunk[sl] >= 0) {
-      chunk_slots_[static_cast<std::size_t>(slot_chunk[sl])].push_back(
-          static_cast<std::int32_t>(sl));
+      auto& ids = slot_op_[sl].kind == sim::OpKind::Attention ? chunk_range_slots_ : chunk_slots_;
+      ids[static_cast<std::size_t>(slot_chunk[sl])].push_back(static_cast<std::int32_t>(sl));
     } else {
       fixed_costs_[sl] = cost_of(sl, slot_op_[sl].seq_begin, slot_op_[sl].seq_end);
       slot_costs_[sl] = &fixed_costs_[sl];
@@ -179,19 +181,28 @@ SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
 }
 
 void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
+  if (chunks == resolved_) return;
+  resolved_ = chunks;
   std::int64_t b = context_;
   for (std::size_t j = 0; j < chunk_slots_.size(); ++j) {
     const Range r{b, b + chunks[j]};
     b = r.end;
-    const auto& ids = chunk_slots_[j];
-    auto [it, added] = memo_[j].try_emplace(r);
-    if (added) {
-      it->second.reserve(ids.size());
-      for (auto sl : ids)
-        it->second.push_back(cost_of(static_cast<std::size_t>(sl), r.begin, r.end));
-    }
-    for (std::size_t q = 0; q < ids.size(); ++q) {
-      slot_costs_[static_cast<std::size_t>(ids[q])] = &it->second[q];
+    // Attention's cost depends on where its chunk lies (its prefix); every other op's only on
+    // the chunk's length.
+    for (const bool by_range : {false, true}) {
+      const auto& ids = by_range ? chunk_range_slots_[j] : chunk_slots_[j];
+      if (ids.empty()) continue;
+      auto& memo = by_range ? memo_range_[j] : memo_[j];
+      auto [it, added] = memo.try_emplace(by_range ? r : Range{0, r.end - r.begin});
+      if (added) {
+        it->second.reserve(ids.size());
+        for (auto sl : ids) {
+          it->second.push_back(cost_of(static_cast<std::size_t>(sl), r.begin, r.end));
+        }
+      }
+      for (std::size_t q = 0; q < ids.size(); ++q) {
+        slot_costs_[static_cast<std::size_t>(ids[q])] = &it->second[q];
+      }
     }
   }
   if (contention_) return;

@@ -107,8 +107,10 @@ class SplitScorer {
   std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
   // Per chunk: its slots, and their costs memoised by the chunk's position range. Slots of
   // no chunk (embedding, LM head) are costed once.
-  std::vector<std::vector<std::int32_t>> chunk_slots_;
-  std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_;
+  // Attention's slots are memoised by the range, the others by the length alone.
+  std::vector<std::vector<std::int32_t>> chunk_slots_, chunk_range_slots_;
+  std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_, memo_range_;
+  std::vector<std::int64_t> resolved_;  // the split slot_costs_ hold
   std::vector<Cost> fixed_costs_;  // per slot, for the slots of no chunk
   // Scratch per split.
   std::vector<std::int64_t> begin_, end_;
