@@ -151,9 +151,10 @@ double Evaluator::surrogate_ns(const StrategySpec& spec) {
          static_cast<double>(w_.layers - 3) * static_cast<double>(start2 - start1);
 }
 
-double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks) {
+double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks,
+                                 double best, bool* exact) {
   ++simulations_;
-  return scorer.score_ns(chunks);
+  return scorer.score_ns(chunks, best, exact);
 }
 
 std::string join_tokens(const std::vector<std::int64_t>& v) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -110,7 +111,11 @@ class Evaluator {
   std::int64_t pruned() const { return pruned_; }
   void count_pruned() { ++pruned_; }
   // surrogate_ns of a split of the scorer's strategy and chunk count (split_scorer.h).
-  double split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks);
+  // With a finite `best` the run may stop early, returning a lower bound >= best (see
+  // SplitScorer::score_ns).
+  double split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks,
+                        double best = std::numeric_limits<double>::infinity(),
+                        bool* exact = nullptr);
 
  private:
   std::int64_t time_ns(const sim::Workload& w, const sim::StrategySpec& spec,

@@ -140,6 +140,14 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     }
     // The work argument for the step needs both ops on the compute stream.
     const std::int32_t g1 = s.global_stream(s.ops[f1]);
+    if (!comm[f2]) {
+      const std::int32_t g2 = s.global_stream(s.ops[f2]);
+      tail_count_.assign(nslots, 0);
+      for (std::size_t i = f2; i < n; ++i) {
+        if (s.global_stream(s.ops[i]) == g2) ++tail_count_[static_cast<std::size_t>(slot_[i])];
+      }
+      tail_ = true;
+    }
     if (!comm[f1] && g1 == s.global_stream(s.ops[f2])) {
       for (std::size_t i = f1; i < f2; ++i) {
         const auto sl = static_cast<std::size_t>(slot_[i]);
@@ -218,7 +226,8 @@ void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
   }
 }
 
-double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks) {
+double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double best, bool* exact) {
+  if (exact) *exact = true;
   resolve(chunks);
   const std::size_t n = slot_.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -227,13 +236,33 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks) {
     costs_.slowdown[i] = c.slowdown;
     if (contention_) costs_.resources[i] = c.resources;
   }
-  const sim::Timeline& tl = engine_.run_loaded(costs_, /*stats=*/false);
-  if (layers_ <= 3) return static_cast<double>(tl.total_ns);
+  if (layers_ <= 3) return static_cast<double>(engine_.run_loaded(costs_, false).total_ns);
+  const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);
+  const auto steps = static_cast<double>(layers_ - 3);
+  if (tail_ && best < std::numeric_limits<double>::infinity() &&
+      engine_.run_until_started(costs_, first2_)) {
+    // Both starts are known: the score is at least layer 2's start, the compute chain from
+    // there to the end, and the steps.
+    const sim::Timeline& part = engine_.timeline();
+    const auto s1 = static_cast<double>(part.start_ns[f1]);
+    const auto s2 = static_cast<double>(part.start_ns[f2]);
+    double tail = 0;
+    for (std::size_t sl = 0; sl < slot_op_.size(); ++sl) {
+      tail += static_cast<double>(slot_costs_[sl]->ns) * tail_count_[sl];
+    }
+    tail *= contention_ ? 1.0 : std::min(1.0, scale_);
+    const double lower = s2 + std::max(0.0, tail * (1 - 1e-9) - 64.0) + steps * (s2 - s1);
+    if (lower >= best) {
+      if (exact) *exact = false;
+      return lower;
+    }
+  }
+  const sim::Timeline& tl = tail_ && best < std::numeric_limits<double>::infinity()
+                                ? engine_.run_on(false)
+                                : engine_.run_loaded(costs_, false);
   // As Evaluator::surrogate_ns: each further layer adds the step between layers 1 and 2.
-  const std::int64_t step = tl.start_ns[static_cast<std::size_t>(first2_)] -
-                            tl.start_ns[static_cast<std::size_t>(first1_)];
-  return static_cast<double>(tl.total_ns) +
-         static_cast<double>(layers_ - 3) * static_cast<double>(step);
+  const std::int64_t step = tl.start_ns[f2] - tl.start_ns[f1];
+  return static_cast<double>(tl.total_ns) + steps * static_cast<double>(step);
 }
 
 double SplitScorer::knapsack(const std::vector<std::int32_t>& counts, double w) {

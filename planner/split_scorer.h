@@ -49,8 +49,11 @@ class SplitScorer {
   // For `kind` cut into `k` chunks on `w` (w.seq >= k); `cm` must outlive the scorer.
   SplitScorer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
               std::int64_t k);
-  // Evaluator::surrogate_ns of the split (chunk token counts).
-  double score_ns(const std::vector<std::int64_t>& chunks);
+  // Evaluator::surrogate_ns of the split (chunk token counts). Given a finite `best`, the
+  // run may stop as soon as layer 2 has started, if the steps so far already show the score
+  // cannot be below `best`: it then returns a lower bound >= best and sets *exact false.
+  double score_ns(const std::vector<std::int64_t>& chunks,
+                  double best = std::numeric_limits<double>::infinity(), bool* exact = nullptr);
   // A lower bound on score_ns (0 where no bound applies).
   double lower_bound_ns(const std::vector<std::int64_t>& chunks) {
     return bound(chunks, std::numeric_limits<double>::infinity());
@@ -105,13 +108,16 @@ class SplitScorer {
   // and whether it is an all-reduce.
   std::vector<sim::Op> slot_op_;
   std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
+  // Compute ops from layer 2's first op to the end of its stream (a chain after its start).
+  std::vector<std::int32_t> tail_count_;
+  bool tail_ = false;  // the chain applies (the op is on the compute stream)
   // Per chunk: its slots, and their costs memoised by the chunk's position range. Slots of
   // no chunk (embedding, LM head) are costed once.
   // Attention's slots are memoised by the range, the others by the length alone.
   std::vector<std::vector<std::int32_t>> chunk_slots_, chunk_range_slots_;
   std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_, memo_range_;
   std::vector<std::int64_t> resolved_;  // the split slot_costs_ hold
-  std::vector<Cost> fixed_costs_;  // per slot, for the slots of no chunk
+  std::vector<Cost> fixed_costs_;       // per slot, for the slots of no chunk
   // Scratch per split.
   std::vector<std::int64_t> begin_, end_;
   std::vector<const Cost*> slot_costs_;

@@ -32,15 +32,22 @@ std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, s
 namespace {
 
 // Scores already computed in one search, by boundaries: the descent's later rounds and its
-// other starts revisit many splits, and a split's score never changes within a search.
-using ScoreCache = std::map<std::vector<std::int64_t>, double>;
+// other starts revisit many splits, and a split's score never changes within a search. A
+// run stopped early leaves only a lower bound, good against any best up to it.
+struct Scored {
+  double ns;
+  bool exact;
+};
+using ScoreCache = std::map<std::vector<std::int64_t>, Scored>;
 
+// The score of the split, exact when it is below `best` (else possibly a bound >= best).
 double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::int64_t>& bounds,
-                    ScoreCache& cache) {
+                    ScoreCache& cache, double best) {
   const auto it = cache.find(bounds);
-  if (it != cache.end()) return it->second;
-  const double s = ev.split_score_ns(scorer, chunks_from(bounds, ev.workload().seq));
-  cache.emplace(bounds, s);
+  if (it != cache.end() && (it->second.exact || it->second.ns >= best)) return it->second.ns;
+  bool exact = true;
+  const double s = ev.split_score_ns(scorer, chunks_from(bounds, ev.workload().seq), best, &exact);
+  cache[bounds] = {s, exact};
   return s;
 }
 
@@ -49,7 +56,7 @@ double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::i
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
   const bool prune = ev.pruning() && scorer.bound_enabled();
-  double cur = cached_score(ev, scorer, b, cache);
+  double cur = cached_score(ev, scorer, b, cache, std::numeric_limits<double>::infinity());
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (std::size_t i = 0; i < b.size(); ++i) {
@@ -66,7 +73,7 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
           ev.count_pruned();
           continue;
         }
-        const double t = cached_score(ev, scorer, trial, cache);
+        const double t = cached_score(ev, scorer, trial, cache, cur);
         if (t < cur) {
           cur = t;
           best_pos = p;
@@ -165,7 +172,7 @@ SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
     const std::vector<std::int64_t> chunks = chunks_from(b, seq);
     const bool skip = prune && !scorer.can_beat(chunks, best.score_ns);
     if (skip) ev.count_pruned();
-    const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks);
+    const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks, best.score_ns);
     if (t < best.score_ns) {
       best.score_ns = t;
       best.chunks = chunks;

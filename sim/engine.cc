@@ -253,33 +253,49 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
 }
 
 const Timeline& Engine::run_loaded(const OpCosts& costs, bool stats) {
-  if (!s_) throw std::logic_error("engine: run_loaded() before load()");
+  begin_run(costs);
+  advance(-1);
+  return end_run(stats);
+}
+
+bool Engine::run_until_started(const OpCosts& costs, std::int32_t op) {
+  begin_run(costs);
+  return advance(op);
+}
+
+const Timeline& Engine::run_on(bool stats) {
+  advance(-1);
+  return end_run(stats);
+}
+
+void Engine::settle(std::int64_t now) {
+  for (auto r : dirty_ranks_) {
+    rank_dirty_[static_cast<std::size_t>(r)] = 0;
+    rerate(r, now);
+  }
+  dirty_ranks_.clear();
+}
+
+void Engine::begin_run(const OpCosts& costs) {
+  if (!s_) throw std::logic_error("engine: run before load()");
   reset(costs);
-  const Schedule& s = *s_;
-  const std::size_t n = s.ops.size();
   const std::size_t streams = stream_offset_.size() - 1;
-  auto settle = [&](std::int64_t now) {
-    for (auto r : dirty_ranks_) {
-      rank_dirty_[static_cast<std::size_t>(r)] = 0;
-      rerate(r, now);
-    }
-    dirty_ranks_.clear();
-  };
   for (std::size_t g = 0; g < streams; ++g) try_start(static_cast<std::int32_t>(g), 0);
   settle(0);
+  done_ = 0;
+  now_ = 0;
+}
 
-  std::size_t done = 0;
-  std::int64_t now = 0;
+bool Engine::advance(std::int32_t stop) {
+  if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
   while (!heap_.empty()) {
     const auto i = static_cast<std::size_t>(pop());
-    now = st_[i].finish_ns;
+    const std::int64_t now = now_ = st_[i].finish_ns;
     if (st_[i].waiting == kUnlaunched) {  // launched now: it starts
       st_[i].waiting = 0;
       start(static_cast<std::int32_t>(i), now);
       settle(now);
-      continue;
-    }
-    if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
+    } else if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
       OpState& x = st_[i];
       x.waiting = 0;
       x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
@@ -292,24 +308,32 @@ const Timeline& Engine::run_loaded(const OpCosts& costs, bool stats) {
       }
       settle(now);
       continue;
+    } else {
+      tl_.end_ns[i] = now;
+      ++done_;
+      const std::int32_t g = st_[i].stream;
+      running_[static_cast<std::size_t>(g)] = -1;
+      const std::int32_t rank = g / kStreamsPerRank;
+      if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
+        rank_dirty_[static_cast<std::size_t>(rank)] = 1;
+        dirty_ranks_.push_back(rank);
+      }
+      for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
+        const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
+        if (--st_[sx].pending == 0) try_start(st_[sx].stream, now);
+      }
+      try_start(g, now);
+      settle(now);
     }
-    tl_.end_ns[i] = now;
-    ++done;
-    const std::int32_t g = st_[i].stream;
-    running_[static_cast<std::size_t>(g)] = -1;
-    const std::int32_t rank = g / kStreamsPerRank;
-    if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
-      rank_dirty_[static_cast<std::size_t>(rank)] = 1;
-      dirty_ranks_.push_back(rank);
-    }
-    for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
-      const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
-      if (--st_[sx].pending == 0) try_start(st_[sx].stream, now);
-    }
-    try_start(g, now);
-    settle(now);
+    if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
   }
-  if (done != n) {
+  return false;
+}
+
+const Timeline& Engine::end_run(bool stats) {
+  const Schedule& s = *s_;
+  const std::size_t n = s.ops.size();
+  if (done_ != n) {
     for (std::size_t i = 0; i < n; ++i) {
       if (tl_.start_ns[i] < 0) {
         throw std::logic_error("engine: schedule deadlocks: op " + std::to_string(i) + " (" +
@@ -319,7 +343,7 @@ const Timeline& Engine::run_loaded(const OpCosts& costs, bool stats) {
       }
     }
   }
-  tl_.total_ns = now;
+  tl_.total_ns = now_;
   // Busy and hidden time of rank 0 from its two streams' ops, which are in issue order and
   // so sorted and disjoint per stream.
   const Span comp{stream_ops_.data() + stream_offset_[0], stream_ops_.data() + stream_offset_[1]};

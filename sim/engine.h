@@ -41,11 +41,21 @@ class Engine {
   // busy, hidden and exposed times are left at zero (only starts, ends and the total).
   void load(const Schedule& s);
   const Timeline& run_loaded(const OpCosts& costs, bool stats = true);
+  // The same run in two parts, for a caller that may stop early: run_until_started() runs
+  // until `op` has started (true) or the run ends (false); timeline() then holds the starts
+  // and ends so far, and run_on() runs on to the end.
+  bool run_until_started(const OpCosts& costs, std::int32_t op);
+  const Timeline& run_on(bool stats = true);
+  const Timeline& timeline() const { return tl_; }
   // Finish-time updates in the last run (one per op plus one per re-rating).
   std::uint64_t events_pushed() const { return seq_; }
 
  private:
   void reset(const OpCosts& costs);  // checks the costs, fresh state for a run
+  void begin_run(const OpCosts& costs);
+  bool advance(std::int32_t stop);  // runs until op `stop` started (true) or the end (false)
+  const Timeline& end_run(bool stats);
+  void settle(std::int64_t now);  // re-rates the ranks whose running set changed
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
@@ -86,6 +96,8 @@ class Engine {
   std::vector<OpState> st_, st_init_;  // per op; as loaded
   std::vector<std::int32_t> heap_;
   std::uint32_t seq_ = 0;
+  std::size_t done_ = 0;  // ops finished in this run
+  std::int64_t now_ = 0;  // the time of the last event
   std::vector<std::int32_t> succ_offset_, succ_, fill_;
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
   std::vector<std::int32_t> running_;  // per stream: see held()

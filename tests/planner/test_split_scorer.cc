@@ -73,7 +73,7 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
       {"llama3-70b", "h100x8-nop2p", 8, 900, 2, 0, 1, "", sim::ExecMode::Queued},
   };
   std::mt19937 rng(7);
-  int bounded = 0, checked = 0;
+  int bounded = 0, checked = 0, stopped = 0;
   for (const Case& c : cases) {
     sim::WorkloadOptions o;
     o.model = c.model;
@@ -100,6 +100,16 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
           CAPTURE(join_tokens(chunks));
           const double want = ev.surrogate_ns(sim::StrategySpec(kind, chunks));
           CHECK(scorer.score_ns(chunks) == want);
+          // Stopped early against a best, it returns the score when below that best, else
+          // a bound between the best and the score.
+          for (const double best : {want * 0.97, want * 0.999, want, want * 1.01}) {
+            bool exact = false;
+            const double got = scorer.score_ns(chunks, best, &exact);
+            if (want < best) CHECK((exact && got == want));
+            if (!exact) CHECK((got >= best && got <= want));
+            if (exact) CHECK(got == want);
+            stopped += !exact;
+          }
           const double bound = scorer.lower_bound_ns(chunks);
           CHECK(bound <= want);
           bounded += bound > 0.5 * want;
@@ -110,6 +120,7 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
   }
   // The bound is not vacuous: most splits get one above half their score.
   CHECK(bounded > checked * 3 / 4);
+  CHECK(stopped > 0);  // runs do stop early
 }
 
 TEST_CASE("re-segmenting an op gives the op the builder makes at that split") {
