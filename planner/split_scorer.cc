@@ -156,6 +156,10 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
       }
     }
   }
+  for (std::size_t sl = 0; sl < nslots; ++sl) {
+    if (all_count_[sl]) all_slots_.push_back(static_cast<std::int32_t>(sl));
+    if (step_count_[sl]) step_slots_.push_back(static_cast<std::int32_t>(sl));
+  }
   bound_ = true;
 }
 
@@ -265,24 +269,34 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double bes
   return static_cast<double>(tl.total_ns) + steps * static_cast<double>(step);
 }
 
-double SplitScorer::knapsack(const std::vector<std::int32_t>& counts, double w) {
+double SplitScorer::knapsack(const std::vector<std::int32_t>& slots,
+                             const std::vector<std::int32_t>& counts, double w) {
   items_.clear();
-  for (std::size_t s = 0; s < counts.size(); ++s) {
-    if (counts[s] == 0) continue;
-    const Cost& c = *slot_costs_[s];
-    const double g = contention_ ? c.g : comm_g_[sim::slowdown_class(slot_op_[s].kind)];
+  for (const std::int32_t sl : slots) {
+    const Cost& c = *slot_costs_[static_cast<std::size_t>(sl)];
+    const double g =
+        contention_ ? c.g
+                    : comm_g_[static_cast<std::size_t>(
+                          sim::slowdown_class(slot_op_[static_cast<std::size_t>(sl)].kind))];
     const double unit = g * (1.0 - 1.0 / c.f);  // extra time per unit of all-reduce work
-    if (unit < 1.0) items_.emplace_back(unit, c.f * static_cast<double>(c.ns) * counts[s] / g);
+    if (unit < 1.0) {
+      items_.emplace_back(unit,
+                          c.f * static_cast<double>(c.ns) * counts[static_cast<std::size_t>(sl)] / g);
+    }
   }
-  std::sort(items_.begin(), items_.end());
+  // The cheapest items first; usually a few cover w, so they are picked rather than sorted.
   double extra = 0;
-  for (const auto& [unit, capacity] : items_) {
-    const double used = std::min(w, capacity);
-    extra += unit * used;
+  for (std::size_t left = items_.size(); left > 0 && w > 0; --left) {
+    std::size_t k = 0;
+    for (std::size_t q = 1; q < left; ++q) {
+      if (items_[q] < items_[k]) k = q;
+    }
+    const double used = std::min(w, items_[k].second);
+    extra += items_[k].first * used;
     w -= used;
-    if (w <= 0) return extra;
+    items_[k] = items_[left - 1];
   }
-  return extra + w;  // the rest with nothing beside it
+  return extra + std::max(0.0, w);  // the rest with nothing beside it
 }
 
 double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) {
@@ -305,8 +319,12 @@ double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) 
   if (done(total + steps * step) >= stop) return done(total + steps * step);
   // Work: compute plus the least all-reduce interference.
   if (work_ && (contention_ || scale_ >= 1)) {
-    total = std::max(total, c_all + knapsack(all_count_, w_all));
-    if (step_) step = std::max(step, c_step + knapsack(step_count_, w_step));
+    // The step first: it counts layers - 3 times.
+    if (step_) {
+      step = std::max(step, c_step + knapsack(step_slots_, step_count_, w_step));
+      if (done(total + steps * step) >= stop) return done(total + steps * step);
+    }
+    total = std::max(total, c_all + knapsack(all_slots_, all_count_, w_all));
     if (done(total + steps * step) >= stop) return done(total + steps * step);
   }
   // Paths: no op starts before its dependencies and its stream predecessor end.

@@ -92,7 +92,9 @@ class SplitScorer {
   Cost cost_of(std::size_t slot, std::int64_t seq_begin, std::int64_t seq_end) const;
   void resolve(const std::vector<std::int64_t>& chunks);  // slot_costs_ for this split
   // The least extra time for all-reduce work `w` beside compute with the slots' op counts.
-  double knapsack(const std::vector<std::int32_t>& counts, double w);
+  // (`slots` lists the slots with a nonzero count.)
+  double knapsack(const std::vector<std::int32_t>& slots, const std::vector<std::int32_t>& counts,
+                  double w);
 
   const sim::CostModel& cm_;
   const sim::ContentionParams* contention_ = nullptr;  // null: fixed factors
@@ -114,6 +116,7 @@ class SplitScorer {
   // and whether it is an all-reduce.
   std::vector<sim::Op> slot_op_;
   std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
+  std::vector<std::int32_t> all_slots_, step_slots_;  // the slots of nonzero count
   // Compute ops from layer 2's first op to the end of its stream (a chain after its start).
   std::vector<std::int32_t> tail_count_;
   bool tail_ = false;  // the chain applies (the op is on the compute stream)

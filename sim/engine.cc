@@ -158,7 +158,7 @@ void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now)
   if (b >= 0) set_factor(b, fb, now);
 }
 
-void Engine::rerate(std::int32_t rank, std::int64_t now) {
+inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
   static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
   const std::int32_t a = running_[base], b = running_[base + 1];  // held ops are < -1
@@ -268,7 +268,7 @@ const Timeline& Engine::run_on(bool stats) {
   return end_run(stats);
 }
 
-void Engine::settle(std::int64_t now) {
+inline void Engine::settle(std::int64_t now) {
   for (auto r : dirty_ranks_) {
     rank_dirty_[static_cast<std::size_t>(r)] = 0;
     rerate(r, now);
