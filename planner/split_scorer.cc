@@ -271,32 +271,35 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double bes
 
 double SplitScorer::knapsack(const std::vector<std::int32_t>& slots,
                              const std::vector<std::int32_t>& counts, double w) {
+  // Items of one unit cost are merged (ops of a kind mostly share their factors), so there
+  // are a few to order however many slots there are.
   items_.clear();
   for (const std::int32_t sl : slots) {
     const Cost& c = *slot_costs_[static_cast<std::size_t>(sl)];
-    const double g =
-        contention_ ? c.g
-                    : comm_g_[static_cast<std::size_t>(
-                          sim::slowdown_class(slot_op_[static_cast<std::size_t>(sl)].kind))];
+    const double g = contention_ ? c.g
+                                 : comm_g_[static_cast<std::size_t>(sim::slowdown_class(
+                                       slot_op_[static_cast<std::size_t>(sl)].kind))];
     const double unit = g * (1.0 - 1.0 / c.f);  // extra time per unit of all-reduce work
-    if (unit < 1.0) {
-      items_.emplace_back(unit,
-                          c.f * static_cast<double>(c.ns) * counts[static_cast<std::size_t>(sl)] / g);
+    if (unit >= 1.0) continue;
+    const double capacity =
+        c.f * static_cast<double>(c.ns) * counts[static_cast<std::size_t>(sl)] / g;
+    auto it = std::find_if(items_.begin(), items_.end(),
+                           [unit](const auto& item) { return item.first == unit; });
+    if (it == items_.end()) {
+      items_.emplace_back(unit, capacity);
+    } else {
+      it->second += capacity;
     }
   }
-  // The cheapest items first; usually a few cover w, so they are picked rather than sorted.
+  std::sort(items_.begin(), items_.end());
   double extra = 0;
-  for (std::size_t left = items_.size(); left > 0 && w > 0; --left) {
-    std::size_t k = 0;
-    for (std::size_t q = 1; q < left; ++q) {
-      if (items_[q] < items_[k]) k = q;
-    }
-    const double used = std::min(w, items_[k].second);
-    extra += items_[k].first * used;
+  for (const auto& [unit, capacity] : items_) {
+    const double used = std::min(w, capacity);
+    extra += unit * used;
     w -= used;
-    items_[k] = items_[left - 1];
+    if (w <= 0) return extra;
   }
-  return extra + std::max(0.0, w);  // the rest with nothing beside it
+  return extra + w;  // the rest with nothing beside it
 }
 
 double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) {

@@ -35,8 +35,9 @@ struct PendingResidual {
   std::int32_t due;  // emit before the compute of this module index
   std::int32_t module;
   std::size_t segment;
-  std::vector<std::int32_t> ars;
-  std::vector<Segment> rows;
+  // Its all-reduces (or row-parallel outputs) and their rows: [first, first + count) of the
+  // emitter's pools, so that a graph costs no allocation per module.
+  std::size_t first, count;
 };
 
 class GraphBuilder {
@@ -255,15 +256,15 @@ class Emitter {
         ++it;
         continue;
       }
-      std::vector<std::int32_t> writers;
+      std::vector<std::int32_t>& writers = residual_writers_[seg];
+      writers.clear();
       const Module& m = modules_[static_cast<std::size_t>(it->module)];
-      for (std::size_t p = 0; p < it->ars.size(); ++p) {
-        const auto id =
-            b_.rowwise(OpCode::ResidualAdd, it->rows[p], m.layer, m.index, d_.hidden, {it->ars[p]});
+      for (std::size_t p = it->first; p < it->first + it->count; ++p) {
+        const auto id = b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer, m.index, d_.hidden,
+                                   {pool_ars_[p]});
         s_.ops[static_cast<std::size_t>(id)].residual_of = m.index;
         writers.push_back(id);
       }
-      residual_writers_[seg] = writers;
       it = pending_.erase(it);
     }
   }
@@ -291,17 +292,16 @@ class Emitter {
   void emit(const Module& m, std::size_t j) {
     const Segment& g = segs_[j];
     const auto& in = residual_writers_[j];
-    std::vector<std::int32_t> outs;  // row-parallel GEMM outputs to all-reduce
-    std::vector<Segment> out_rows;
+    const std::size_t first = pool_ars_.size();  // row-parallel GEMM outputs to all-reduce
     auto last_gemm = [&](OpCode code, std::int64_t n, std::int64_t k, DepList deps, bool acc) {
       if (pieces_ <= 1) {
-        outs.push_back(b_.gemm(code, g, m.layer, m.index, n, k, deps, acc));
-        out_rows.push_back(g);
+        pool_ars_.push_back(b_.gemm(code, g, m.layer, m.index, n, k, deps, acc));
+        pool_rows_.push_back(g);
         return;
       }
       for (const Segment& p : split_rows(g, pieces_)) {
-        outs.push_back(b_.gemm(code, p, m.layer, m.index, n, k, deps, acc));
-        out_rows.push_back(p);
+        pool_ars_.push_back(b_.gemm(code, p, m.layer, m.index, n, k, deps, acc));
+        pool_rows_.push_back(p);
       }
     };
     const std::int64_t qd = d_.q_heads * d_.head_dim;
@@ -321,11 +321,13 @@ class Emitter {
       const auto act = b_.rowwise(OpCode::SiluMul, g, m.layer, m.index, d_.ffn, {gu});
       last_gemm(OpCode::Down, d_.hidden, d_.ffn, {act, o}, true);
     }
-    PendingResidual pr{m.index + 1 + m.delay, m.index, j, {}, out_rows};
-    for (std::size_t p = 0; p < outs.size(); ++p) {
-      pr.ars.push_back(w_.tp > 1 ? b_.allreduce(out_rows[p], m.layer, m.index, outs[p]) : outs[p]);
+    const std::size_t count = pool_ars_.size() - first;
+    if (w_.tp > 1) {
+      for (std::size_t p = first; p < first + count; ++p) {
+        pool_ars_[p] = b_.allreduce(pool_rows_[p], m.layer, m.index, pool_ars_[p]);
+      }
     }
-    pending_.push_back(std::move(pr));
+    pending_.push_back({m.index + 1 + m.delay, m.index, j, first, count});
   }
 
   const Workload& w_;
@@ -338,6 +340,8 @@ class Emitter {
   // Per segment: the ops that last wrote its residual stream (what the next norm reads).
   std::vector<std::vector<std::int32_t>> residual_writers_;
   std::vector<PendingResidual> pending_;
+  std::vector<std::int32_t> pool_ars_;  // see PendingResidual
+  std::vector<Segment> pool_rows_;
   // qkv ops of the current layer per segment, for attention's KV dependencies.
   std::vector<std::int32_t> layer_qkv_;
   std::int32_t qkv_layer_ = -1;
