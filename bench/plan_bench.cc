@@ -46,4 +46,34 @@ BENCHMARK(BM_PlanSweep5x6x16)
     ->UseRealTime();
 
 }  // namespace
+// How planning one point grows with the prompt length, the chunk count searched and the layer
+// count: Llama-3-70B on h200x8 (the contention model, where the split search's bound prunes
+// least), every strategy, on one thread. Up to 3 chunks (and 4 up to 4096 tokens on the
+// 64-token grid) the split search is exhaustive; beyond, coordinate descent.
+void BM_PlanGrowth(benchmark::State& state) {
+  PlanOptions o;
+  o.workload.model = "llama3-70b";
+  o.workload.hardware = "h200x8";
+  o.workload.tp = 8;
+  o.workload.layers = state.range(2);
+  o.seq = std::to_string(state.range(0));
+  o.max_chunks = state.range(1);
+  o.threads = 1;
+  o.quiet = true;
+  std::int64_t sims = 0;
+  for (auto _ : state) {
+    Plan p = make_plan(o);
+    run_plan(p);
+    sims = p.points.front().simulations;
+  }
+  state.counters["simulations"] = static_cast<double>(sims);
+}
+BENCHMARK(BM_PlanGrowth)
+    ->ArgNames({"seq", "chunks", "layers"})
+    ->ArgsProduct({{1024, 4096, 16384, 65536, 131072}, {2, 3, 4, 6}, {80}})
+    ->ArgsProduct({{16384}, {3}, {8, 20, 40}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
 BENCHMARK_MAIN();
