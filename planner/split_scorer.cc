@@ -101,6 +101,20 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
       slot_costs_[sl] = &fixed_costs_[sl];
     }
   }
+  // Ops of no chunk get their costs now; a chunk's, when its range is first resolved.
+  chunk_ops_.resize(static_cast<std::size_t>(k));
+  chunk_range_.assign(static_cast<std::size_t>(k), Range{-1, -1});
+  chunk_dirty_.assign(static_cast<std::size_t>(k), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto sl = static_cast<std::size_t>(slot_[i]);
+    if (slot_chunk[sl] >= 0) {
+      chunk_ops_[static_cast<std::size_t>(slot_chunk[sl])].push_back(static_cast<std::int32_t>(i));
+    } else {
+      costs_.standalone_ns[i] = fixed_costs_[sl].ns;
+      costs_.slowdown[i] = fixed_costs_[sl].slowdown;
+      if (contention_) costs_.resources[i] = fixed_costs_[sl].resources;
+    }
+  }
 
   work_ = s.num_ranks == 1;
   all_count_.assign(nslots, 0);
@@ -184,8 +198,7 @@ SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
       const double demand =
           static_cast<double>(c.resources.hbm_gbps) + static_cast<double>(comm_res_.hbm_gbps);
       const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
-      c.f = std::max(sim::wave_factor(c.resources.waves, p.sms, p.comm_ctas, p.stream_k), mem) *
-            (1.0 + p.compute_extra);
+      c.f = std::max(c.resources.beside_comm, mem) * (1.0 + p.compute_extra);
       c.g = mem * (1.0 + p.comm_extra);
     }
   }
@@ -195,10 +208,15 @@ SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
 void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
   if (chunks == resolved_) return;
   resolved_ = chunks;
+  bool changed = false;
   std::int64_t b = context_;
   for (std::size_t j = 0; j < chunk_slots_.size(); ++j) {
     const Range r{b, b + chunks[j]};
     b = r.end;
+    if (r == chunk_range_[j]) continue;  // as in the last split: its costs are in place
+    chunk_range_[j] = r;
+    chunk_dirty_[j] = 1;
+    changed = true;
     // Attention's cost depends on where its chunk lies (its prefix); every other op's only on
     // the chunk's length.
     for (const bool by_range : {false, true}) {
@@ -217,6 +235,7 @@ void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
       }
     }
   }
+  if (!changed) return;
   if (contention_) return;
   scale_ = 1;
   comm_g_.fill(1e300);
@@ -233,12 +252,17 @@ void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
 double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double best, bool* exact) {
   if (exact) *exact = true;
   resolve(chunks);
-  const std::size_t n = slot_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Cost& c = *slot_costs_[static_cast<std::size_t>(slot_[i])];
-    costs_.standalone_ns[i] = c.ns;
-    costs_.slowdown[i] = c.slowdown;
-    if (contention_) costs_.resources[i] = c.resources;
+  // The engine's costs of the ops of every chunk whose range changed since they were set.
+  for (std::size_t j = 0; j < chunk_ops_.size(); ++j) {
+    if (!chunk_dirty_[j]) continue;
+    chunk_dirty_[j] = 0;
+    for (const std::int32_t i : chunk_ops_[j]) {
+      const auto op = static_cast<std::size_t>(i);
+      const Cost& c = *slot_costs_[static_cast<std::size_t>(slot_[op])];
+      costs_.standalone_ns[op] = c.ns;
+      costs_.slowdown[op] = c.slowdown;
+      if (contention_) costs_.resources[op] = c.resources;
+    }
   }
   if (layers_ <= 3) return static_cast<double>(engine_.run_loaded(costs_, false).total_ns);
   const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);

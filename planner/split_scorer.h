@@ -126,7 +126,12 @@ class SplitScorer {
   std::vector<std::vector<std::int32_t>> chunk_slots_, chunk_range_slots_;
   std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_, memo_range_;
   std::vector<std::int64_t> resolved_;  // the split slot_costs_ hold
-  std::vector<Cost> fixed_costs_;       // per slot, for the slots of no chunk
+  // Per chunk: its ops, the range its slot costs were resolved at, and whether costs_ still
+  // holds its ops' costs at an older range.
+  std::vector<std::vector<std::int32_t>> chunk_ops_;
+  std::vector<Range> chunk_range_;
+  std::vector<std::uint8_t> chunk_dirty_;
+  std::vector<Cost> fixed_costs_;  // per slot, for the slots of no chunk
   // Scratch per split.
   std::vector<std::int64_t> begin_, end_;
   std::vector<const Cost*> slot_costs_;

@@ -52,8 +52,8 @@ double AnalyticalCostModel::rowwise_ns(const Op& op) const {
                  : memory_ns(op.bytes);
   if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {
     // One row per thread block: too few rows leave SMs, and so bandwidth, unused.
-    const double fill = static_cast<double>(op.m) /
-                        (static_cast<double>(hw_.sms) * hw_.norm_blocks_per_sm);
+    const double fill =
+        static_cast<double>(op.m) / (static_cast<double>(hw_.sms) * hw_.norm_blocks_per_sm);
     if (fill > 0 && fill < 1) t /= fill;
   }
   return t;
@@ -138,7 +138,8 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
   }
-  const double overhead_us = op.kind == OpKind::Gemm ? hw_.gemm_overhead_us : hw_.kernel_overhead_us;
+  const double overhead_us =
+      op.kind == OpKind::Gemm ? hw_.gemm_overhead_us : hw_.kernel_overhead_us;
   return checked_ns(t + overhead_us * 1e3, op);
 }
 

@@ -61,6 +61,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
       break;
   }
+  if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k);
   return r;
 }
 

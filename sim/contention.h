@@ -44,6 +44,10 @@ struct OpResources {
   float waves = 0;     // SM-bound kernels: thread blocks / SMs (>= 1); 0 for memory-bound ops
   float hbm_gbps = 0;  // bandwidth it draws alone
   bool comm = false;   // holds comm_ctas SMs for its whole run
+  // wave_factor(waves, sms, comm_ctas, stream_k) under the parameters it was made with: its
+  // slowdown beside a comm kernel, kept so the engine need not recompute it at each re-rating
+  // (0: not computed; the engine then computes it).
+  double beside_comm = 0;
 };
 
 OpResources op_resources(const Op& op, std::int64_t standalone_ns, const ContentionParams& p);

@@ -60,8 +60,7 @@ std::vector<HardwareConfig::GemmTile> parse_tiles(const JsonObject& eff, const H
     }
     HardwareConfig::GemmTile g{t.at(0).get<std::int64_t>(), t.at(1).get<std::int64_t>(),
                                t.at(2).get<double>()};
-    if (g.m < 1 || g.m > 1024 || g.n < 1 || g.n > 1024 || !(g.efficiency > 0) ||
-        g.efficiency > 1) {
+    if (g.m < 1 || g.m > 1024 || g.n < 1 || g.n > 1024 || !(g.efficiency > 0) || g.efficiency > 1) {
       throw InputError(eff.file(), f,
                        "rows and cols must be in [1, 1024] and the efficiency in (0, 1]");
     }
