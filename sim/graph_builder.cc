@@ -44,13 +44,9 @@ class GraphBuilder {
  public:
   GraphBuilder(const Workload& w, const ShardDims& d, Schedule& s) : w_(w), d_(d), s_(s) {}
 
-  std::int32_t add(Op op) {
-    s_.ops.push_back(std::move(op));
-    return static_cast<std::int32_t>(s_.ops.size() - 1);
-  }
-
-  Op base(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module) const {
-    Op op;
+  // A new op at the end of the schedule with its segment's fields, built in place.
+  Op& base(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module) {
+    Op& op = s_.ops.emplace_back();
     op.code = code;
     op.kind = op_code_kind(code);
     op.stream = code == OpCode::AllReduce ? StreamKind::Comm : StreamKind::Compute;
@@ -64,10 +60,11 @@ class GraphBuilder {
     op.seq_end = g.seq_end;
     return op;
   }
+  std::int32_t last() const { return static_cast<std::int32_t>(s_.ops.size() - 1); }
 
   std::int32_t gemm(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
                     std::int64_t n, std::int64_t k, DepList deps, bool accumulate = false) {
-    Op op = base(code, g, layer, module);
+    Op& op = base(code, g, layer, module);
     // Biases where the model has them. A row-parallel GEMM's bias is added by one rank
     // before the all-reduce (as vLLM's RowParallelLinear does on rank 0): the rank simulated.
     const ModelConfig& mc = w_.model;
@@ -76,32 +73,32 @@ class GraphBuilder {
                       ((code == OpCode::GateUp || code == OpCode::Down) && mc.mlp_bias);
     set_gemm_work(op, g.tokens(), n, k, accumulate, bias);
     op.deps = std::move(deps);
-    return add(std::move(op));
+    return last();
   }
 
   // Norms and elementwise ops over `width` columns of every row of the segment.
   std::int32_t rowwise(OpCode code, const Segment& g, std::int32_t layer, std::int32_t module,
                        std::int64_t width, DepList deps) {
-    Op op = base(code, g, layer, module);
+    Op& op = base(code, g, layer, module);
     set_rowwise_work(op, g.tokens(), width);
     op.deps = std::move(deps);
-    return add(std::move(op));
+    return last();
   }
 
   std::int32_t attention(const Segment& g, std::int32_t layer, std::int32_t module, DepList deps) {
-    Op op = base(OpCode::Attention, g, layer, module);
+    Op& op = base(OpCode::Attention, g, layer, module);
     set_attention_work(op, g.req_end - g.req_begin, g.seq_end - g.seq_begin, g.seq_begin,
                        d_.q_heads, d_.kv_heads, d_.head_dim);
     op.deps = std::move(deps);
-    return add(std::move(op));
+    return last();
   }
 
   std::int32_t allreduce(const Segment& g, std::int32_t layer, std::int32_t module,
                          std::int32_t producer) {
-    Op op = base(OpCode::AllReduce, g, layer, module);
+    Op& op = base(OpCode::AllReduce, g, layer, module);
     set_allreduce_work(op, g.tokens() * d_.hidden);
     op.deps = {producer};
-    return add(std::move(op));
+    return last();
   }
 
   const Workload& w_;
