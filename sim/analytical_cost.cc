@@ -46,8 +46,11 @@ double AnalyticalCostModel::memory_ns(double bytes) const {
 }
 
 double AnalyticalCostModel::rowwise_ns(const Op& op) const {
-  // Bytes that fit in the part of L2 an op can keep are served at L2 bandwidth.
-  double t = hw_.l2_resident_mib > 0 && op.bytes <= hw_.l2_resident_mib * 1048576.0
+  // Bytes that fit in the part of L2 an op can keep are served at L2 bandwidth (with
+  // l2_in_place_only, only for an op that updates its operand in place: the residual add).
+  const bool l2 = hw_.l2_resident_mib > 0 && op.bytes <= hw_.l2_resident_mib * 1048576.0 &&
+                  (!hw_.l2_in_place_only || op.code == OpCode::ResidualAdd);
+  double t = l2
                  ? op.bytes / hw_.l2_gbps
                  : memory_ns(op.bytes);
   if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {

@@ -118,6 +118,12 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   if (h.l2_resident_mib > 0 && h.l2_gbps <= 0) {
     throw InputError(path, eff.field("l2_gbps"), "must be given (> 0) with l2_resident_mib");
   }
+  if (eff.has("l2_in_place_only")) {
+    if (!eff.raw().at("l2_in_place_only").is_boolean()) {
+      throw InputError(path, eff.field("l2_in_place_only"), "must be true or false");
+    }
+    h.l2_in_place_only = eff.raw().at("l2_in_place_only").get<bool>();
+  }
   h.norm_blocks_per_sm = eff.number_or("norm_blocks_per_sm", 0, /*positive=*/false);
   const JsonObject node = o.object("node");
   h.gpus_per_node = node.integer("gpus_per_node");

@@ -62,6 +62,9 @@ struct HardwareConfig {
   // Memory-bound ops whose bytes fit in l2_resident_mib run at l2_gbps (0: not modelled).
   double l2_resident_mib = 0;
   double l2_gbps = 0;
+  // Only ops that update their operand in place (the residual add) get L2 speed: an op that
+  // writes a separate output runs at HBM speed at any size (measured on the H200).
+  bool l2_in_place_only = false;
   // Norms run one row per thread block: fewer rows than SMs x this leave bandwidth unused
   // (0: not modelled).
   double norm_blocks_per_sm = 0;

@@ -86,6 +86,14 @@ TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed; too few no
   CHECK(cm.standalone_ns(norm) == 4 * 4194304 + 1000);
   norm.m = 8;
   CHECK(cm.standalone_ns(norm) == 4194304 + 1000);
+  // With l2_in_place_only only the in-place residual add is served from L2.
+  hw.l2_in_place_only = true;
+  const AnalyticalCostModel in_place(hw, 2);
+  norm.bytes = 1048576;
+  CHECK(cm.standalone_ns(norm) == 1048576 / 4 + 1000);
+  CHECK(in_place.standalone_ns(norm) == 1048576 + 1000);
+  add.bytes = 1048576;
+  CHECK(in_place.standalone_ns(add) == 1048576 / 4 + 1000);
   Op g;
   g.code = OpCode::Qkv;
   g.kind = OpKind::Gemm;
