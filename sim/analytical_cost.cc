@@ -50,9 +50,7 @@ double AnalyticalCostModel::rowwise_ns(const Op& op) const {
   // l2_in_place_only, only for an op that updates its operand in place: the residual add).
   const bool l2 = hw_.l2_resident_mib > 0 && op.bytes <= hw_.l2_resident_mib * 1048576.0 &&
                   (!hw_.l2_in_place_only || op.code == OpCode::ResidualAdd);
-  double t = l2
-                 ? op.bytes / hw_.l2_gbps
-                 : memory_ns(op.bytes);
+  double t = l2 ? op.bytes / hw_.l2_gbps : memory_ns(op.bytes);
   if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {
     // One row per thread block: too few rows leave SMs, and so bandwidth, unused.
     const double fill =

@@ -116,8 +116,9 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(37000));
 }
 
-TEST_CASE("the GPU-side kernel overhead is added once per kernel, the host launch cost never; "
-          "slowdowns come from the hardware file") {
+TEST_CASE(
+    "the GPU-side kernel overhead is added once per kernel, the host launch cost never; "
+    "slowdowns come from the hardware file") {
   auto hw = tpo::test::toy_hardware();
   hw.kernel_overhead_us = 3;
   hw.launch_overhead_us = 7;  // host-side: charged by the eager execution mode, not here
