@@ -104,12 +104,10 @@ class Evaluator {
   std::int64_t simulations() const { return simulations_; }
   const sim::Workload& workload() const { return w_; }
   const sim::CostModel& cost_model() const { return cm_; }
-  // The split search skips splits whose lower bound (split_bound.h) shows they cannot win;
+  // The split search skips splits whose lower bound (split_scorer.h) shows they cannot win;
   // off, it simulates every split it visits (the same answer, for tests and benchmarks).
   bool pruning() const { return pruning_; }
   void set_pruning(bool on) { pruning_ = on; }
-  std::int64_t pruned() const { return pruned_; }
-  void count_pruned() { ++pruned_; }
   // surrogate_ns of a split of the scorer's strategy and chunk count (split_scorer.h).
   // With a finite `best` the run may stop early, returning a lower bound >= best (see
   // SplitScorer::score_ns).
@@ -125,7 +123,6 @@ class Evaluator {
   sim::Engine engine_;
   std::int64_t simulations_ = 0;
   bool pruning_ = true;
-  std::int64_t pruned_ = 0;
 };
 
 struct SplitResult {

@@ -206,8 +206,6 @@ SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
 }
 
 void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
-  if (chunks == resolved_) return;
-  resolved_ = chunks;
   bool changed = false;
   std::int64_t b = context_;
   for (std::size_t j = 0; j < chunk_slots_.size(); ++j) {

@@ -107,13 +107,13 @@ class SplitScorer {
   bool step_ = false;          // layers_ > 3: the score has a step term
   bool work_ = false;          // one rank: the work argument applies
   sim::OpResources comm_res_;  // what an all-reduce occupies (contention model)
-  // Per template op: its shape slot, and whether it is on a comm stream.
+  // Per template op: its shape slot.
   std::vector<std::int32_t> slot_;
-  std::vector<std::uint8_t> from_first_;
+  std::vector<std::uint8_t> from_first_;          // per op: reached from layer 1's first op
   std::vector<std::int32_t> pred_offset_, pred_;  // dependencies and stream predecessor
   std::int32_t first1_ = -1, first2_ = -1;        // first ops of layers 1 and 2
-  // Per slot: a template op of that shape, its compute ops in the whole run and in the step,
-  // and whether it is an all-reduce.
+  // Per slot: a template op of that shape, and how many of its ops are compute and comm ops
+  // in the whole run and in the step.
   std::vector<sim::Op> slot_op_;
   std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
   std::vector<std::int32_t> all_slots_, step_slots_;  // the slots of nonzero count
@@ -125,7 +125,6 @@ class SplitScorer {
   // Attention's slots are memoised by the range, the others by the length alone.
   std::vector<std::vector<std::int32_t>> chunk_slots_, chunk_range_slots_;
   std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_, memo_range_;
-  std::vector<std::int64_t> resolved_;  // the split slot_costs_ hold
   // Per chunk: its ops, the range its slot costs were resolved at, and whether costs_ still
   // holds its ops' costs at an older range.
   std::vector<std::vector<std::int32_t>> chunk_ops_;
@@ -133,7 +132,6 @@ class SplitScorer {
   std::vector<std::uint8_t> chunk_dirty_;
   std::vector<Cost> fixed_costs_;  // per slot, for the slots of no chunk
   // Scratch per split.
-  std::vector<std::int64_t> begin_, end_;
   std::vector<const Cost*> slot_costs_;
   std::vector<double> d_, finish_, from1_;
   std::vector<std::pair<double, double>> items_;  // knapsack: (cost per unit, capacity)

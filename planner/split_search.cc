@@ -27,10 +27,6 @@ std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, s
   return c;
 }
 
-}  // namespace
-
-namespace {
-
 // Scores already computed in one search, by boundaries: the descent's later rounds and its
 // other starts revisit many splits, and a split's score never changes within a search. A
 // run stopped early leaves only a lower bound, good against any best up to it.
@@ -70,7 +66,6 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
         // A split whose bound is no better than the current one cannot be taken.
         if (prune && cache.find(trial) == cache.end() &&
             !scorer.can_beat(chunks_from(trial, ev.workload().seq), cur)) {
-          ev.count_pruned();
           continue;
         }
         const double t = cached_score(ev, scorer, trial, cache, cur);
@@ -171,7 +166,6 @@ SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
     // Splits are taken only when strictly better: one whose bound reaches the best is skipped.
     const std::vector<std::int64_t> chunks = chunks_from(b, seq);
     const bool skip = prune && !scorer.can_beat(chunks, best.score_ns);
-    if (skip) ev.count_pruned();
     const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks, best.score_ns);
     if (t < best.score_ns) {
       best.score_ns = t;

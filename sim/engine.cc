@@ -1,5 +1,5 @@
-// Event engine. The heap holds one finish event per running op, keyed on (time, sequence of
-// its last update); re-rating an op moves its event in place.
+// Event engine. One pending finish event per running op, keyed on (time, sequence of its
+// last update); re-rating an op changes its key in place.
 #include "sim/engine.h"
 
 #include <algorithm>
@@ -23,24 +23,24 @@ void Engine::push(std::int64_t time_ns, std::int32_t op) {
   OpState& x = st_[static_cast<std::size_t>(op)];
   x.finish_ns = time_ns;
   x.key_seq = seq_++;
-  if (x.heap_pos < 0) {
-    x.heap_pos = static_cast<std::int32_t>(heap_.size());
-    heap_.push_back(op);
+  if (x.pending_pos < 0) {
+    x.pending_pos = static_cast<std::int32_t>(pending_.size());
+    pending_.push_back(op);
   }
 }
 
 std::int32_t Engine::pop() {
   std::size_t best = 0;
-  for (std::size_t k = 1; k < heap_.size(); ++k) {
-    if (before(heap_[k], heap_[best])) best = k;
+  for (std::size_t k = 1; k < pending_.size(); ++k) {
+    if (before(pending_[k], pending_[best])) best = k;
   }
-  const std::int32_t top = heap_[best];
-  st_[static_cast<std::size_t>(top)].heap_pos = -1;
-  const std::int32_t last = heap_.back();
-  heap_.pop_back();
+  const std::int32_t top = pending_[best];
+  st_[static_cast<std::size_t>(top)].pending_pos = -1;
+  const std::int32_t last = pending_.back();
+  pending_.pop_back();
   if (last != top) {
-    heap_[best] = last;
-    st_[static_cast<std::size_t>(last)].heap_pos = static_cast<std::int32_t>(best);
+    pending_[best] = last;
+    st_[static_cast<std::size_t>(last)].pending_pos = static_cast<std::int32_t>(best);
   }
   return top;
 }
@@ -225,7 +225,7 @@ void Engine::load(const Schedule& s) {
     const auto g = static_cast<std::size_t>(st_init_[i].stream);
     stream_ops_[static_cast<std::size_t>(stream_head_[g]++)] = static_cast<std::int32_t>(i);
   }
-  heap_.reserve(n + 16);
+  pending_.reserve(n + 16);
 }
 
 void Engine::reset(const OpCosts& costs) {
@@ -244,7 +244,7 @@ void Engine::reset(const OpCosts& costs) {
   running_.assign(streams, -1);
   rank_dirty_.assign(streams / kStreamsPerRank, 0);
   dirty_ranks_.clear();
-  heap_.clear();
+  pending_.clear();
   seq_ = 0;
 }
 
@@ -289,7 +289,7 @@ void Engine::begin_run(const OpCosts& costs) {
 
 bool Engine::advance(std::int32_t stop) {
   if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
-  while (!heap_.empty()) {
+  while (!pending_.empty()) {
     const auto i = static_cast<std::size_t>(pop());
     const std::int64_t now = now_ = st_[i].finish_ns;
     if (st_[i].waiting == kUnlaunched) {  // launched now: it starts

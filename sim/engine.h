@@ -76,14 +76,14 @@ class Engine {
     double remaining_ns;  // standalone-time work left
     double factor;        // current slowdown (0 before the op starts)
     std::int64_t last_update_ns;
-    std::int64_t finish_ns;  // heap key
-    std::uint32_t key_seq;   // heap tie-break: sequence number of the last key update
-    std::int32_t heap_pos;   // -1 when not in the heap
-    std::int32_t pending;    // dependencies not yet finished
-    std::int32_t stream;     // global stream index
-    std::uint8_t cls;        // slowdown_class of its kind
-    std::uint8_t waiting;    // contention: a comm kernel waiting for SMs (its "work" is the wait),
-                             // or kUnlaunched: holding its stream until its launch
+    std::int64_t finish_ns;    // key in pending_
+    std::uint32_t key_seq;     // tie-break: sequence number of the last key update
+    std::int32_t pending_pos;  // its index in pending_, -1 when not there
+    std::int32_t pending;      // dependencies not yet finished
+    std::int32_t stream;       // global stream index
+    std::uint8_t cls;          // slowdown_class of its kind
+    std::uint8_t waiting;  // contention: a comm kernel waiting for SMs (its "work" is the wait),
+                           // or kUnlaunched: holding its stream until its launch
   };
   static constexpr std::uint8_t kUnlaunched = 2;
   // running_[stream]: the op running on it (>= 0), -1 for none, or held(op) (< -1) while op
@@ -94,7 +94,7 @@ class Engine {
   const OpCosts* c_ = nullptr;
   Timeline tl_;
   std::vector<OpState> st_, st_init_;  // per op; as loaded
-  std::vector<std::int32_t> heap_;
+  std::vector<std::int32_t> pending_;  // ops with a finish (or launch) event, unordered
   std::uint32_t seq_ = 0;
   std::size_t done_ = 0;  // ops finished in this run
   std::int64_t now_ = 0;  // the time of the last event

@@ -2,6 +2,8 @@
 // bad input, each reported with the file and the field.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "sim/config_paths.h"
@@ -124,6 +126,20 @@ TEST_CASE("bad hardware files name the field") {
   CHECK(e.find("'interference.comm_slowdown_under_compute.gemm'") != std::string::npos);
   e = error_of([] { load_hardware("dgx-9000"); });
   CHECK(e.find("hardware") != std::string::npos);
+  // A switch that is not true or false.
+  auto j = tpo::read_json_file(resolve_config("hardware", "h200x8", "hardware"));
+  j["efficiency"]["l2_in_place_only"] = "yes";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tpo_test_bad_hw_l2.json").string();
+  std::ofstream(path) << j.dump();
+  e = error_of([&] { load_hardware(path); });
+  CHECK(e.find("'efficiency.l2_in_place_only'") != std::string::npos);
+  CHECK(e.find("true or false") != std::string::npos);
+  std::filesystem::remove(path);
+  j["efficiency"]["l2_in_place_only"] = true;
+  std::ofstream(path) << j.dump();
+  CHECK(load_hardware(path).l2_in_place_only);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 biases, refusals") {
