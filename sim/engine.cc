@@ -19,7 +19,7 @@ bool Engine::before(std::int32_t a, std::int32_t b) const {
   return x.finish_ns != y.finish_ns ? x.finish_ns < y.finish_ns : x.key_seq < y.key_seq;
 }
 
-void Engine::push(std::int64_t time_ns, std::int32_t op) {
+inline void Engine::push(std::int64_t time_ns, std::int32_t op) {
   OpState& x = st_[static_cast<std::size_t>(op)];
   x.finish_ns = time_ns;
   x.key_seq = seq_++;
@@ -45,35 +45,41 @@ std::int32_t Engine::pop() {
   return top;
 }
 
-void Engine::start(std::int32_t op, std::int64_t now) {
+// Marks the rank for re-rating at the end of the event.
+inline void Engine::mark_dirty(std::int32_t rank) {
+  if (rank_dirty_[static_cast<std::size_t>(rank)]) return;
+  rank_dirty_[static_cast<std::size_t>(rank)] = 1;
+  dirty_ranks_.push_back(rank);
+}
+
+inline void Engine::start(std::int32_t op, std::int64_t now) {
   const auto i = static_cast<std::size_t>(op);
   tl_.start_ns[i] = now;
   OpState& x = st_[i];
   x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
   x.last_update_ns = now;
   x.factor = 0;  // forces rerate() to schedule the finish
-  const std::int32_t g = x.stream;
+  const std::int32_t g = op_stream_[i];
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = g / kStreamsPerRank;
   if (!c_->resources.empty() && c_->resources[i].comm) {
     const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
     if (other >= 0) wait_for_sms(op, other, now);
   }
-  if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
-    rank_dirty_[static_cast<std::size_t>(rank)] = 1;
-    dirty_ranks_.push_back(rank);
-  }
+  mark_dirty(rank);
 }
 
-void Engine::try_start(std::int32_t stream, std::int64_t now) {
+inline void Engine::try_start(std::int32_t stream, std::int64_t now) {
   const auto st = static_cast<std::size_t>(stream);
   if (running_[st] != -1) return;  // an op runs, or one waits for its launch
   const std::int32_t h = stream_head_[st];
   if (h >= stream_offset_[st + 1]) return;
   const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
-  OpState& x = st_[static_cast<std::size_t>(op)];
-  if (x.pending != 0) return;
+  if (deps_left_[static_cast<std::size_t>(op)] != 0) return;
   stream_head_[st] = h + 1;
+  OpState& x = st_[static_cast<std::size_t>(op)];
+  x.pending_pos = -1;
+  x.waiting = 0;
   if (!c_->release_ns.empty() && c_->release_ns[static_cast<std::size_t>(op)] > now) {
     // Not launched yet (eager or graph execution): it holds its stream and waits, running
     // nothing, until its launch; its finish event is the launch.
@@ -87,7 +93,7 @@ void Engine::try_start(std::int32_t stream, std::int64_t now) {
 
 // Sets the op's rate factor; when it changes, carries the remaining work over and schedules
 // the new finish time (rounded up to whole nanoseconds).
-void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
+inline void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
   OpState& x = st_[static_cast<std::size_t>(op)];
   if (f == x.factor) return;
   if (x.factor > 0) {
@@ -170,67 +176,85 @@ inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
   if (a >= 0) {
     set_factor(a,
                b >= 0
-                   ? c_->slowdown[static_cast<std::size_t>(a)][st_[static_cast<std::size_t>(b)].cls]
+                   ? c_->slowdown[static_cast<std::size_t>(a)][op_cls_[static_cast<std::size_t>(b)]]
                    : 1.0,
                now);
   }
   if (b >= 0) {
     set_factor(b,
                a >= 0
-                   ? c_->slowdown[static_cast<std::size_t>(b)][st_[static_cast<std::size_t>(a)].cls]
+                   ? c_->slowdown[static_cast<std::size_t>(b)][op_cls_[static_cast<std::size_t>(a)]]
                    : 1.0,
                now);
   }
 }
 
-// One pass for counts and the compact per-op fields the loop reads, one to fill the successor
-// and per-stream lists (CSR). Buffers keep their capacity between runs.
+// One pass over the ops for the compact per-op fields the loop reads and a flat copy of their
+// dependencies, then one over that copy to fill the successor and per-stream lists (CSR).
+// Buffers keep their capacity between runs.
 void Engine::load(const Schedule& s) {
   s_ = &s;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
   succ_offset_.assign(n + 1, 0);
-  st_init_.resize(n);
+  op_stream_.resize(n);
+  op_cls_.resize(n);
+  deps_init_.resize(n);
   stream_offset_.assign(streams + 1, 0);
+  if (dep_flat_.size() < 2 * n) dep_flat_.resize(2 * n);
+  // Locals, not members, in the loops: the stores through the int arrays would otherwise make
+  // the compiler reload every member vector's pointers after each one.
+  std::int32_t* succ_count = succ_offset_.data() + 1;
+  std::int32_t* stream_count = stream_offset_.data() + 1;
+  std::size_t k = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
+    const std::size_t nd = op.deps.size();
+    if (k + nd > dep_flat_.size()) dep_flat_.resize(2 * (k + nd));
+    std::int32_t* out = dep_flat_.data() + k;
     for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= n) {
         throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
                                std::to_string(d));
       }
-      ++succ_offset_[static_cast<std::size_t>(d) + 1];
+      ++succ_count[d];
+      *out++ = d;
     }
-    OpState& x = st_init_[i];
-    x = OpState{0, 0, 0, -1, 0, -1, static_cast<std::int32_t>(op.deps.size()), 0, 0, 0};
+    k += nd;
+    deps_init_[i] = static_cast<std::int32_t>(nd);
     const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
       throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
     }
-    x.stream = g;
-    x.cls = static_cast<std::uint8_t>(slowdown_class(op.kind));
-    ++stream_offset_[static_cast<std::size_t>(g) + 1];
+    op_stream_[i] = g;
+    op_cls_[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
+    ++stream_count[g];
   }
   for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
   for (std::size_t g = 0; g < streams; ++g) stream_offset_[g + 1] += stream_offset_[g];
   succ_.resize(static_cast<std::size_t>(succ_offset_[n]));
   stream_ops_.resize(n);
+  st_.resize(n);
   fill_.assign(succ_offset_.begin(), succ_offset_.end() - 1);
   stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
+  std::int32_t* fill = fill_.data();
+  std::int32_t* succ = succ_.data();
+  std::int32_t* next = stream_head_.data();  // scratch here; reset() sets the heads
+  std::int32_t* by_stream = stream_ops_.data();
+  const std::int32_t* dep = dep_flat_.data();
+  const std::int32_t* nds = deps_init_.data();
+  const std::int32_t* op_stream = op_stream_.data();
   for (std::size_t i = 0; i < n; ++i) {
-    for (auto d : s.ops[i].deps) {
-      succ_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(d)]++)] =
-          static_cast<std::int32_t>(i);
-    }
-    const auto g = static_cast<std::size_t>(st_init_[i].stream);
-    stream_ops_[static_cast<std::size_t>(stream_head_[g]++)] = static_cast<std::int32_t>(i);
+    const auto me = static_cast<std::int32_t>(i);
+    for (const std::int32_t* e = dep + nds[i]; dep != e; ++dep) succ[fill[*dep]++] = me;
+    by_stream[next[op_stream[i]]++] = me;
   }
-  pending_.reserve(n + 16);
+  pending_.reserve(streams);
 }
 
 void Engine::reset(const OpCosts& costs) {
   c_ = &costs;
-  const std::size_t n = st_init_.size();
+  const std::size_t n = op_stream_.size();
   const std::size_t streams = stream_offset_.size() - 1;
   if (costs.standalone_ns.size() != n || costs.slowdown.size() != n ||
       (!costs.release_ns.empty() && costs.release_ns.size() != n) ||
@@ -239,7 +263,7 @@ void Engine::reset(const OpCosts& costs) {
   }
   tl_.start_ns.assign(n, -1);
   tl_.end_ns.assign(n, -1);
-  st_ = st_init_;
+  deps_left_ = deps_init_;
   stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
   running_.assign(streams, -1);
   rank_dirty_.assign(streams / kStreamsPerRank, 0);
@@ -302,26 +326,20 @@ bool Engine::advance(std::int32_t stop) {
       x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
       x.factor = 0;
       x.last_update_ns = now;
-      const std::int32_t rank = x.stream / kStreamsPerRank;
-      if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
-        rank_dirty_[static_cast<std::size_t>(rank)] = 1;
-        dirty_ranks_.push_back(rank);
-      }
+      const std::int32_t rank = op_stream_[i] / kStreamsPerRank;
+      mark_dirty(rank);
       settle(now);
       continue;
     } else {
       tl_.end_ns[i] = now;
       ++done_;
-      const std::int32_t g = st_[i].stream;
+      const std::int32_t g = op_stream_[i];
       running_[static_cast<std::size_t>(g)] = -1;
       const std::int32_t rank = g / kStreamsPerRank;
-      if (!rank_dirty_[static_cast<std::size_t>(rank)]) {
-        rank_dirty_[static_cast<std::size_t>(rank)] = 1;
-        dirty_ranks_.push_back(rank);
-      }
+      mark_dirty(rank);
       for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
         const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
-        if (--st_[sx].pending == 0) try_start(st_[sx].stream, now);
+        if (--deps_left_[sx] == 0) try_start(op_stream_[sx], now);
       }
       try_start(g, now);
       settle(now);

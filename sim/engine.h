@@ -56,6 +56,7 @@ class Engine {
   bool advance(std::int32_t stop);  // runs until op `stop` started (true) or the end (false)
   const Timeline& end_run(bool stats);
   void settle(std::int64_t now);  // re-rates the ranks whose running set changed
+  void mark_dirty(std::int32_t rank);
   void start(std::int32_t op, std::int64_t now);
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
@@ -71,7 +72,8 @@ class Engine {
   };
   static void overlap_stats(Span compute, Span comm, Timeline& tl);
 
-  // Everything the event loop touches for one op, in one cache line.
+  // The fluid state of one op, in half a cache line. A run sets it when the op leaves its
+  // stream's queue (try_start), so nothing of it is reset between runs.
   struct OpState {
     double remaining_ns;  // standalone-time work left
     double factor;        // current slowdown (0 before the op starts)
@@ -79,13 +81,13 @@ class Engine {
     std::int64_t finish_ns;    // key in pending_
     std::uint32_t key_seq;     // tie-break: sequence number of the last key update
     std::int32_t pending_pos;  // its index in pending_, -1 when not there
-    std::int32_t pending;      // dependencies not yet finished
-    std::int32_t stream;       // global stream index
-    std::uint8_t cls;          // slowdown_class of its kind
-    std::uint8_t waiting;  // contention: a comm kernel waiting for SMs (its "work" is the wait),
-                           // or kUnlaunched: holding its stream until its launch
+    // Contention: a comm kernel waiting for SMs (its "work" is the wait), or kUnlaunched:
+    // holding its stream until its launch. Not a char type, as the loop's other stores are
+    // not: a store through a char may alias anything, and the compiler would then reload
+    // every member's pointers after it.
+    std::int32_t waiting;
   };
-  static constexpr std::uint8_t kUnlaunched = 2;
+  static constexpr std::int32_t kUnlaunched = 2;
   // running_[stream]: the op running on it (>= 0), -1 for none, or held(op) (< -1) while op
   // waits for its launch — negative, so every "is an op running" test skips it for free.
   static std::int32_t held(std::int32_t op) { return -2 - op; }
@@ -93,15 +95,20 @@ class Engine {
   const Schedule* s_ = nullptr;  // the graph loaded
   const OpCosts* c_ = nullptr;
   Timeline tl_;
-  std::vector<OpState> st_, st_init_;  // per op; as loaded
-  std::vector<std::int32_t> pending_;  // ops with a finish (or launch) event, unordered
+  std::vector<OpState> st_;  // per op
+  // Per op, as loaded: its global stream, slowdown class and dependency count; and its
+  // dependencies not yet finished in this run.
+  std::vector<std::int32_t> op_stream_, deps_init_, deps_left_;
+  std::vector<std::uint8_t> op_cls_;
+  std::vector<std::int32_t> dep_flat_;  // every op's dependencies in op order (load only)
+  std::vector<std::int32_t> pending_;   // ops with a finish (or launch) event, unordered
   std::uint32_t seq_ = 0;
   std::size_t done_ = 0;  // ops finished in this run
   std::int64_t now_ = 0;  // the time of the last event
   std::vector<std::int32_t> succ_offset_, succ_, fill_;
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
-  std::vector<std::int32_t> running_;  // per stream: see held()
-  std::vector<std::uint8_t> rank_dirty_;
+  std::vector<std::int32_t> running_;     // per stream: see held()
+  std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting
   std::vector<std::int32_t> dirty_ranks_;
 };
 
