@@ -11,17 +11,6 @@ using sim::Op;
 using sim::StrategyKind;
 using sim::StrategySpec;
 
-namespace {
-
-// Everything that sets an op's cost: two ops equal here cost the same.
-auto shape_key(const Op& o) {
-  return std::make_tuple(o.code, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
-                         o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
-                         o.accumulate, o.bias);
-}
-
-}  // namespace
-
 SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, StrategyKind kind,
                          std::int64_t k)
     : cm_(cm), layers_(w.layers), context_(w.context) {
@@ -41,7 +30,7 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     tb.push_back(at);
     te.push_back(at += even[static_cast<std::size_t>(j)]);
   }
-  std::map<decltype(shape_key(s.ops[0])), std::int32_t> slots;
+  std::map<decltype(sim::op_cost_key(s.ops[0])), std::int32_t> slots;
   std::vector<std::int32_t> slot_chunk;
   std::vector<std::uint8_t> comm(n, 0);
   std::vector<std::int32_t> last_on_stream(
@@ -50,7 +39,8 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   pred_offset_.assign(1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
-    const auto [it, added] = slots.emplace(shape_key(op), static_cast<std::int32_t>(slots.size()));
+    const auto [it, added] =
+        slots.emplace(sim::op_cost_key(op), static_cast<std::int32_t>(slots.size()));
     if (added) {
       const auto c = static_cast<std::size_t>(op.chunk);
       const bool chunk_op = op.chunk >= 0 && c < tb.size() && op.seq_begin == tb[c] &&

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <unordered_map>
 
 #include "planner/plan.h"
 #include "planner/split_scorer.h"
@@ -16,14 +16,21 @@ using sim::StrategySpec;
 
 namespace {
 
-std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, std::int64_t seq) {
-  std::vector<std::int64_t> c;
+// Chunk lengths from the boundaries, into `c` (reused: the searches score many splits).
+void chunks_into(const std::vector<std::int64_t>& bounds, std::int64_t seq,
+                 std::vector<std::int64_t>& c) {
+  c.clear();
   std::int64_t prev = 0;
   for (auto b : bounds) {
     c.push_back(b - prev);
     prev = b;
   }
   c.push_back(seq - prev);
+}
+
+std::vector<std::int64_t> chunks_from(const std::vector<std::int64_t>& bounds, std::int64_t seq) {
+  std::vector<std::int64_t> c;
+  chunks_into(bounds, seq, c);
   return c;
 }
 
@@ -34,16 +41,28 @@ struct Scored {
   double ns;
   bool exact;
 };
-using ScoreCache = std::map<std::vector<std::int64_t>, Scored>;
+struct BoundsHash {
+  std::size_t operator()(const std::vector<std::int64_t>& b) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (auto x : b) h = (h ^ static_cast<std::uint64_t>(x)) * 0x100000001b3ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+using ScoreCache = std::unordered_map<std::vector<std::int64_t>, Scored, BoundsHash>;
 
 // The score of the split, exact when it is below `best` (else possibly a bound >= best).
 double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::int64_t>& bounds,
-                    ScoreCache& cache, double best) {
+                    ScoreCache& cache, double best, std::vector<std::int64_t>& chunks) {
   const auto it = cache.find(bounds);
   if (it != cache.end() && (it->second.exact || it->second.ns >= best)) return it->second.ns;
   bool exact = true;
-  const double s = ev.split_score_ns(scorer, chunks_from(bounds, ev.workload().seq), best, &exact);
-  cache[bounds] = {s, exact};
+  chunks_into(bounds, ev.workload().seq, chunks);
+  const double s = ev.split_score_ns(scorer, chunks, best, &exact);
+  if (it != cache.end()) {
+    it->second = {s, exact};
+  } else {
+    cache.emplace(bounds, Scored{s, exact});
+  }
   return s;
 }
 
@@ -52,23 +71,25 @@ double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::i
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
   const bool prune = ev.pruning() && scorer.bound_enabled();
-  double cur = cached_score(ev, scorer, b, cache, std::numeric_limits<double>::infinity());
+  std::vector<std::int64_t> chunks;
+  double cur = cached_score(ev, scorer, b, cache, std::numeric_limits<double>::infinity(), chunks);
+  std::vector<std::int64_t> trial;
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (std::size_t i = 0; i < b.size(); ++i) {
       const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
       const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
       std::int64_t best_pos = b[i];
+      trial = b;
       for (std::int64_t p = lo; p <= hi; p += align) {
         if (p == b[i]) continue;
-        auto trial = b;
         trial[i] = p;
         // A split whose bound is no better than the current one cannot be taken.
-        if (prune && cache.find(trial) == cache.end() &&
-            !scorer.can_beat(chunks_from(trial, ev.workload().seq), cur)) {
-          continue;
+        if (prune && cache.find(trial) == cache.end()) {
+          chunks_into(trial, ev.workload().seq, chunks);
+          if (!scorer.can_beat(chunks, cur)) continue;
         }
-        const double t = cached_score(ev, scorer, trial, cache, cur);
+        const double t = cached_score(ev, scorer, trial, cache, cur, chunks);
         if (t < cur) {
           cur = t;
           best_pos = p;
@@ -160,11 +181,12 @@ SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,
   const bool prune = ev.pruning() && scorer.bound_enabled();
   std::vector<std::int64_t> idx(static_cast<std::size_t>(k - 1));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i) + 1;
+  std::vector<std::int64_t> b, chunks;
   for (;;) {
-    std::vector<std::int64_t> b;
+    b.clear();
     for (auto g : idx) b.push_back(g * align);
     // Splits are taken only when strictly better: one whose bound reaches the best is skipped.
-    const std::vector<std::int64_t> chunks = chunks_from(b, seq);
+    chunks_into(b, seq, chunks);
     const bool skip = prune && !scorer.can_beat(chunks, best.score_ns);
     const double t = skip ? best.score_ns : ev.split_score_ns(scorer, chunks, best.score_ns);
     if (t < best.score_ns) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tpo::sim {
@@ -96,6 +97,15 @@ struct Op {
   std::int64_t kv_prefix() const { return seq_begin; }
   std::int64_t tokens() const { return (req_end - req_begin) * (seq_end - seq_begin); }
 };
+
+// Everything that sets an op's cost — its work and the stream and rank it runs on — without
+// its place in the graph (layer, module, dependencies): two ops equal here cost the same
+// under every cost model.
+inline auto op_cost_key(const Op& o) {
+  return std::make_tuple(o.code, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
+                         o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
+                         o.accumulate, o.bias);
+}
 
 struct Schedule {
   std::vector<Op> ops;
