@@ -51,13 +51,14 @@ struct BoundsHash {
 using ScoreCache = std::unordered_map<std::vector<std::int64_t>, Scored, BoundsHash>;
 
 // The score of the split, exact when it is below `best` (else possibly a bound >= best).
+// `scratch` is a buffer for the chunk lengths; what it holds afterwards is unspecified.
 double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::int64_t>& bounds,
-                    ScoreCache& cache, double best, std::vector<std::int64_t>& chunks) {
+                    ScoreCache& cache, double best, std::vector<std::int64_t>& scratch) {
   const auto it = cache.find(bounds);
   if (it != cache.end() && (it->second.exact || it->second.ns >= best)) return it->second.ns;
   bool exact = true;
-  chunks_into(bounds, ev.workload().seq, chunks);
-  const double s = ev.split_score_ns(scorer, chunks, best, &exact);
+  chunks_into(bounds, ev.workload().seq, scratch);
+  const double s = ev.split_score_ns(scorer, scratch, best, &exact);
   if (it != cache.end()) {
     it->second = {s, exact};
   } else {

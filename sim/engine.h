@@ -72,8 +72,10 @@ class Engine {
   };
   static void overlap_stats(Span compute, Span comm, Timeline& tl);
 
-  // The fluid state of one op, in half a cache line. A run sets it when the op leaves its
-  // stream's queue (try_start), so nothing of it is reset between runs.
+  // The fluid state of one op (48 bytes). A run writes each field before it reads it:
+  // pending_pos and waiting when the op leaves its stream's queue (try_start), the work, rate
+  // and update time when it starts (start), the key when its finish is pushed (push); so
+  // nothing of it is reset between runs.
   struct OpState {
     double remaining_ns;  // standalone-time work left
     double factor;        // current slowdown (0 before the op starts)

@@ -99,10 +99,10 @@ struct Op {
 };
 
 // Everything that sets an op's cost — its work and the stream and rank it runs on — without
-// its place in the graph (layer, module, dependencies): two ops equal here cost the same
-// under every cost model.
+// its place in the graph (layer, module, dependencies, residual_of): two ops equal here cost
+// the same under the analytical and the profile cost model, which read none of those.
 inline auto op_cost_key(const Op& o) {
-  return std::make_tuple(o.code, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
+  return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
                          o.accumulate, o.bias);
 }
