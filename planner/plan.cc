@@ -114,7 +114,11 @@ std::vector<StrategyKind> parse_strategy_list(const std::string& text) {
   return out;
 }
 
-Evaluator::Evaluator(const sim::Workload& w, const sim::CostModel& cm) : w_(w), cm_(cm) {}
+Evaluator::Evaluator(const sim::Workload& w, const sim::CostModel& cm) : w_(w), cm_(cm) {
+  // Full-length candidates repeat one layer many times: the engine skips the steady state
+  // (exactly the full run's timeline; see Engine::set_skip_steady_state).
+  engine_.set_skip_steady_state(true);
+}
 
 std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec,
                                 std::int64_t* exposed) {

@@ -3,7 +3,9 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -250,6 +252,31 @@ void Engine::load(const Schedule& s) {
     by_stream[next[op_stream[i]]++] = me;
   }
   pending_.reserve(streams);
+  // For steady-state skipping: each layer's first op, where each op's dependencies start, and
+  // its largest successor (and the largest of all ops before it).
+  layer_first_.clear();
+  if (!skip_) return;
+  dep_offset_.resize(n + 1);
+  succ_max_.resize(n);
+  succ_max_before_.resize(n + 1);
+  dep_offset_[0] = 0;
+  succ_max_before_[0] = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t layer = s.ops[i].layer;
+    if (layer >= 0) {
+      if (static_cast<std::size_t>(layer) >= layer_first_.size()) {
+        layer_first_.resize(static_cast<std::size_t>(layer) + 1, -1);
+      }
+      if (layer_first_[static_cast<std::size_t>(layer)] < 0) {
+        layer_first_[static_cast<std::size_t>(layer)] = static_cast<std::int32_t>(i);
+      }
+    }
+    dep_offset_[i + 1] = dep_offset_[i] + deps_init_[i];
+    succ_max_[i] = succ_offset_[i + 1] > succ_offset_[i]
+                       ? succ_[static_cast<std::size_t>(succ_offset_[i + 1] - 1)]
+                       : -1;
+    succ_max_before_[i + 1] = std::max(succ_max_before_[i], succ_max_[i]);
+  }
 }
 
 void Engine::reset(const OpCosts& costs) {
@@ -279,6 +306,10 @@ const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
 
 const Timeline& Engine::run_loaded(const OpCosts& costs, bool stats) {
   begin_run(costs);
+  if (skip_ && costs.release_ns.empty() && layer_first_.size() > 2) {
+    next_layer_ = 1;
+    watch_ = layer_first_[1];
+  }
   advance(-1);
   return end_run(stats);
 }
@@ -309,6 +340,10 @@ void Engine::begin_run(const OpCosts& costs) {
   settle(0);
   done_ = 0;
   now_ = 0;
+  watch_ = -1;
+  prev_.base = cur_.base = -1;
+  skips_.clear();
+  skipped_ops_ = 0;
 }
 
 bool Engine::advance(std::int32_t stop) {
@@ -344,6 +379,7 @@ bool Engine::advance(std::int32_t stop) {
       try_start(g, now);
       settle(now);
     }
+    if (watch_ >= 0 && tl_.start_ns[static_cast<std::size_t>(watch_)] >= 0) on_layer_start(now);
     if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
   }
   return false;
@@ -352,6 +388,7 @@ bool Engine::advance(std::int32_t stop) {
 const Timeline& Engine::end_run(bool stats) {
   const Schedule& s = *s_;
   const std::size_t n = s.ops.size();
+  fill_skipped();
   if (done_ != n) {
     for (std::size_t i = 0; i < n; ++i) {
       if (tl_.start_ns[i] < 0) {
@@ -374,6 +411,183 @@ const Timeline& Engine::end_run(bool stats) {
     tl_.overlap_efficiency = 0;
   }
   return tl_;
+}
+
+// Steady-state skipping (engine.h, set_skip_steady_state).
+
+// Whether op i is op i - period one layer on: the same stream, and dependencies and successors
+// shifted by the period (dependencies earlier in the list, as builders emit); and the same
+// costs.
+bool Engine::repeats_shape(std::size_t i, std::size_t period) const {
+  if (i < period) return false;
+  const std::size_t j = i - period;
+  const auto p = static_cast<std::int32_t>(period);
+  if (op_stream_[i] != op_stream_[j] || op_cls_[i] != op_cls_[j] ||
+      deps_init_[i] != deps_init_[j]) {
+    return false;
+  }
+  for (std::int32_t k = 0; k < deps_init_[i]; ++k) {
+    const std::int32_t d = dep_flat_[static_cast<std::size_t>(dep_offset_[i] + k)];
+    if (d >= static_cast<std::int32_t>(i) ||
+        d != dep_flat_[static_cast<std::size_t>(dep_offset_[j] + k)] + p) {
+      return false;
+    }
+  }
+  const std::int32_t ns = succ_offset_[i + 1] - succ_offset_[i];
+  if (ns != succ_offset_[j + 1] - succ_offset_[j]) return false;
+  for (std::int32_t k = 0; k < ns; ++k) {
+    if (succ_[static_cast<std::size_t>(succ_offset_[i] + k)] !=
+        succ_[static_cast<std::size_t>(succ_offset_[j] + k)] + p) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Engine::repeats_costs(std::size_t i, std::size_t period) const {
+  const std::size_t j = i - period;
+  if (c_->standalone_ns[i] != c_->standalone_ns[j] || c_->slowdown[i] != c_->slowdown[j]) {
+    return false;
+  }
+  if (!c_->resources.empty()) {
+    const OpResources& a = c_->resources[i];
+    const OpResources& b = c_->resources[j];
+    if (a.waves != b.waves || a.hbm_gbps != b.hbm_gbps || a.comm != b.comm ||
+        a.beside_comm != b.beside_comm) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// At the start of a layer (its first op has just started and the event is settled): the
+// state relative to that op and time, compared with the previous layer's; when equal, a jump
+// over the layers the graph repeats for.
+void Engine::on_layer_start(std::int64_t now) {
+  const std::int32_t base = watch_;
+  ++next_layer_;
+  watch_ = static_cast<std::size_t>(next_layer_) < layer_first_.size()
+               ? layer_first_[static_cast<std::size_t>(next_layer_)]
+               : -1;
+  const auto n = static_cast<std::int32_t>(op_stream_.size());
+  const std::size_t streams = stream_offset_.size() - 1;
+  std::swap(prev_, cur_);
+  Snapshot& c = cur_;
+  c.base = base;
+  c.t = now;
+  c.seq = seq_;
+  c.state.clear();
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  auto head_op = [&](std::size_t g) {
+    return stream_head_[g] < stream_offset_[g + 1]
+               ? stream_ops_[static_cast<std::size_t>(stream_head_[g])]
+               : n;
+  };
+  // The frontier: below lo every op is done; from hi on no op has started or lost a
+  // dependency.
+  std::int32_t lo = n;
+  for (std::size_t g = 0; g < streams; ++g) {
+    lo = std::min(lo, running_[g] >= 0 ? running_[g] : head_op(g));
+  }
+  std::int32_t hi = std::max(lo, succ_max_before_[static_cast<std::size_t>(lo)] + 1);
+  for (std::size_t g = 0; g < streams; ++g) {
+    hi = std::max({hi, running_[g] + 1, std::min(n, head_op(g) + 1)});
+  }
+  for (std::int32_t i = lo; i < hi; ++i) {
+    if (tl_.end_ns[static_cast<std::size_t>(i)] >= 0) {
+      hi = std::max(hi, succ_max_[static_cast<std::size_t>(i)] + 1);
+    }
+  }
+  c.lo = lo;
+  c.hi = hi;
+  auto rel = [&](std::int64_t x) { return x >= 0 ? x - now : kNone; };
+  auto bits = [](double x) { return std::bit_cast<std::int64_t>(x); };
+  c.state.push_back(lo - base);
+  c.state.push_back(hi - base);
+  for (std::size_t g = 0; g < streams; ++g) {
+    const std::int32_t h = head_op(g);
+    c.state.push_back(running_[g] >= 0 ? running_[g] - base : kNone);
+    c.state.push_back(h < n ? h - base : kNone);
+  }
+  for (std::int32_t i = lo; i < hi; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    c.state.push_back(deps_left_[u]);
+    c.state.push_back(rel(tl_.start_ns[u]));
+    c.state.push_back(rel(tl_.end_ns[u]));
+    if (running_[static_cast<std::size_t>(op_stream_[u])] == i) {
+      const OpState& x = st_[u];
+      c.state.push_back(bits(x.remaining_ns));
+      c.state.push_back(bits(x.factor));
+      c.state.push_back(x.last_update_ns - now);
+      c.state.push_back(x.finish_ns - now);
+      c.state.push_back(x.waiting);
+    }
+  }
+  std::vector<std::int32_t> order(pending_);
+  std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    return st_[static_cast<std::size_t>(a)].key_seq < st_[static_cast<std::size_t>(b)].key_seq;
+  });
+  for (auto op : order) c.state.push_back(op - base);
+
+  const Snapshot& p = prev_;
+  if (p.base < 0 || c.base <= p.base || p.state != c.state) return;
+  const std::int32_t period = c.base - p.base;
+  const std::int64_t delta = c.t - p.t;
+  // How far the graph repeats from the frontier on.
+  std::int32_t end = lo;
+  const auto per = static_cast<std::size_t>(period);
+  for (; end < n; ++end) {
+    const auto u = static_cast<std::size_t>(end);
+    if (!repeats_costs(u, per) || !repeats_shape(u, per)) break;
+  }
+  const std::int32_t layers = (end - hi) / period;
+  if (layers < 1) return;
+  const std::int32_t q = layers * period;
+  const std::int64_t d = static_cast<std::int64_t>(layers) * delta;
+  // Move the frontier's state q ops on and d later (from the top: the ranges may overlap).
+  for (std::int32_t i = hi - 1; i >= lo; --i) {
+    const auto u = static_cast<std::size_t>(i);
+    const auto v = static_cast<std::size_t>(i + q);
+    tl_.start_ns[v] = tl_.start_ns[u] >= 0 ? tl_.start_ns[u] + d : -1;
+    tl_.end_ns[v] = tl_.end_ns[u] >= 0 ? tl_.end_ns[u] + d : -1;
+    deps_left_[v] = deps_left_[u];
+    st_[v] = st_[u];
+    st_[v].last_update_ns += d;
+    st_[v].finish_ns += d;
+  }
+  for (std::int32_t i = lo; i < std::min(hi, lo + q); ++i) {
+    tl_.start_ns[static_cast<std::size_t>(i)] = tl_.end_ns[static_cast<std::size_t>(i)] = -1;
+  }
+  for (std::size_t g = 0; g < streams; ++g) {
+    const std::int32_t h = head_op(g);
+    if (running_[g] >= 0) running_[g] += q;
+    if (h < n) {  // the head's place in the stream's (ascending) list
+      const auto* first = stream_ops_.data() + stream_offset_[g];
+      const auto* last = stream_ops_.data() + stream_offset_[g + 1];
+      stream_head_[g] =
+          static_cast<std::int32_t>(std::lower_bound(first, last, h + q) - stream_ops_.data());
+    }
+  }
+  for (auto& op : pending_) op += q;
+  done_ += static_cast<std::size_t>(q);
+  now_ += d;
+  seq_ += (c.seq - p.seq) * static_cast<std::uint32_t>(layers);
+  skips_.push_back({lo, lo + q, period, delta});
+  skipped_ops_ += static_cast<std::size_t>(q);
+  watch_ = -1;  // one jump per run: the rest is the graph's last layers
+}
+
+// The skipped ops' times: each is the op one layer before, one layer's time later.
+void Engine::fill_skipped() {
+  for (const Skip& k : skips_) {
+    for (std::int32_t i = k.from; i < k.to; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const auto w = static_cast<std::size_t>(i - k.period);
+      tl_.start_ns[u] = tl_.start_ns[w] + k.delta;
+      tl_.end_ns[u] = tl_.end_ns[w] + k.delta;
+    }
+  }
+  skips_.clear();
 }
 
 void Engine::overlap_stats(Span comp, Span comm, Timeline& tl) {

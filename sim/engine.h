@@ -50,6 +50,22 @@ class Engine {
   // Finish-time updates in the last run (one per op plus one per re-rating).
   std::uint64_t events_pushed() const { return seq_; }
 
+  // Steady-state skipping, for runs of many identical layers (off by default). At the start of
+  // each layer the engine compares its whole state — what runs, with how much work left at
+  // which rate, the pending events in their order, every started or partly released op of
+  // the frontier, relative to the layer's first op and its start time — with the state at
+  // the previous layer's start. Where the two are equal and the graph and its costs repeat op
+  // for op one layer further on (same streams, costs, dependencies and successors, shifted by
+  // the layer's op count), the run from there is the previous layer's run shifted in time:
+  // the engine moves its state as many layers ahead as the repetition lasts and fills in
+  // the skipped ops' times from the layer before. The timeline, the statistics and
+  // events_pushed() are exactly those of the full run (a test compares them). Applies to
+  // full runs (run, run_loaded) without launch times (queued execution).
+  // Set before load() (run() loads): loading prepares what the comparison needs.
+  void set_skip_steady_state(bool on) { skip_ = on; }
+  // Ops whose times the last run filled in instead of simulating.
+  std::size_t ops_skipped() const { return skipped_ops_; }
+
  private:
   void reset(const OpCosts& costs);  // checks the costs, fresh state for a run
   void begin_run(const OpCosts& costs);
@@ -66,6 +82,12 @@ class Engine {
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
   std::int32_t pop();                                // the op that finishes first
   bool before(std::int32_t a, std::int32_t b) const;
+  void on_layer_start(std::int64_t now);  // steady-state skipping: compare, maybe jump
+  // Op i is op i - period one layer on: the same stream and place in the graph, shifted
+  // (`shape`), and the same costs (`costs`).
+  bool repeats_shape(std::size_t i, std::size_t period) const;
+  bool repeats_costs(std::size_t i, std::size_t period) const;
+  void fill_skipped();
   struct Span {
     const std::int32_t* begin;
     const std::int32_t* end;
@@ -112,6 +134,29 @@ class Engine {
   std::vector<std::int32_t> running_;     // per stream: see held()
   std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting
   std::vector<std::int32_t> dirty_ranks_;
+
+  // Steady-state skipping (see set_skip_steady_state).
+  bool skip_ = false;
+  std::vector<std::int32_t> layer_first_;      // per layer: its first op (-1: none)
+  std::vector<std::int32_t> dep_offset_;       // per op: where its dependencies start in dep_flat_
+  std::vector<std::int32_t> succ_max_;         // per op: its largest successor (-1: none)
+  std::vector<std::int32_t> succ_max_before_;  // per op i: the largest successor of ops < i
+  std::int32_t watch_ = -1;      // the op whose start triggers the next comparison (-1: off)
+  std::int32_t next_layer_ = 0;  // the layer watch_ begins
+  struct Snapshot {
+    std::int32_t base = -1;  // the layer's first op
+    std::int64_t t = 0;      // its start
+    std::uint32_t seq = 0;
+    std::int32_t lo = 0, hi = 0;      // the frontier: every op below lo is done, above hi untouched
+    std::vector<std::int64_t> state;  // relative to base and t, bit for bit
+  };
+  Snapshot prev_, cur_;
+  struct Skip {
+    std::int32_t from, to, period;
+    std::int64_t delta;
+  };
+  std::vector<Skip> skips_;
+  std::size_t skipped_ops_ = 0;
 };
 
 }  // namespace tpo::sim

@@ -6,6 +6,8 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/launch.h"
+#include "sim/simulate.h"
+#include "sim/workload.h"
 
 using namespace tpo::sim;
 
@@ -263,4 +265,66 @@ TEST_CASE("engine: a graph loaded once runs with new costs as run() does") {
   }
   Engine unloaded;
   CHECK_THROWS_AS(unloaded.run_loaded(costs({1, 1, 1, 1}, {1, 1, 1, 1})), std::logic_error);
+}
+
+TEST_CASE("engine: steady-state skipping gives exactly the full run's timeline") {
+  // Every strategy on several machines, models and prompts, with fixed factors and with the
+  // contention model: starts, ends, totals, statistics and event counts must be identical,
+  // and the skipping must have skipped ops somewhere (so this test can fail on both counts).
+  struct Case {
+    const char* model;
+    const char* hardware;
+    std::int64_t tp, seq, batch, context;
+    bool embed_head = false;
+  };
+  const Case cases[] = {{"llama2-70b", "rtx4090x8", 8, 4096, 1, -1},
+                        {"llama3-70b", "h200x8", 8, 8192, 1, -1},
+                        {"llama3.1-8b", "a800x8", 8, 2048, 2, -1},
+                        {"qwen2.5-72b", "h100x8", 8, 3000, 1, 1024},
+                        {"llama-30b", "h100x8-nop2p", 4, 16384, 1, -1, true}};
+  std::size_t skipped = 0, runs = 0;
+  for (const Case& c : cases) {
+    WorkloadOptions o;
+    o.model = c.model;
+    o.hardware = c.hardware;
+    o.tp = c.tp;
+    o.seq = c.seq;
+    o.batch = c.batch;
+    o.context = c.context;
+    o.embed_head = c.embed_head;
+    const Workload w = make_workload(o);
+    const AnalyticalCostModel cm(w.hardware, w.tp);
+    for (const StrategyKind kind : all_strategies()) {
+      for (std::int64_t chunks : {2, 3}) {
+        StrategyOptions so;
+        so.chunks = chunks;
+        const StrategySpec spec = make_spec(so, w, kind);
+        if (!not_applicable_reason(w, spec).empty()) continue;
+        const Schedule s = build_schedule(w, spec);
+        const OpCosts costs = cost_schedule(s, cm);
+        Engine full, fast;
+        fast.set_skip_steady_state(true);
+        const Timeline a = full.run(s, costs);
+        const Timeline& b = fast.run(s, costs);
+        CAPTURE(c.model);
+        CAPTURE(c.hardware);
+        CAPTURE(s.strategy);
+        CHECK(a.start_ns == b.start_ns);
+        CHECK(a.end_ns == b.end_ns);
+        CHECK(a.total_ns == b.total_ns);
+        CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
+        CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+        CHECK(a.compute_busy_ns == b.compute_busy_ns);
+        CHECK(full.events_pushed() == fast.events_pushed());
+        CHECK(full.ops_skipped() == 0);
+        skipped += fast.ops_skipped();
+        ++runs;
+        // Run again on the same engine: nothing of the first run may leak into the second.
+        const Timeline& again = fast.run(s, costs);
+        CHECK(again.end_ns == a.end_ns);
+      }
+    }
+  }
+  CHECK(runs > 40);
+  CHECK(skipped > runs * 1000);
 }
