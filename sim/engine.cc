@@ -11,10 +11,10 @@
 
 namespace tpo::sim {
 
-// The pending finishes: one entry per running op (or op waiting for its launch), keyed on
-// (finish time, sequence number of its last update). A graph has a compute and a comm stream
-// per rank, so the set is as small as the number of streams: it is an unordered array,
-// scanned for the earliest on each pop, and a re-rated op's key changes in place.
+// The pending events: each stream has at most one, that of the op it runs (its finish, or
+// the end of a comm kernel's wait for SMs) or holds (its launch), keyed on (time, sequence
+// number of its last update). So the set is running_ itself: a pop scans the streams for the
+// earliest key, and a re-rated op's key changes in place.
 bool Engine::before(std::int32_t a, std::int32_t b) const {
   const OpState& x = st_[static_cast<std::size_t>(a)];
   const OpState& y = st_[static_cast<std::size_t>(b)];
@@ -25,24 +25,17 @@ inline void Engine::push(std::int64_t time_ns, std::int32_t op) {
   OpState& x = st_[static_cast<std::size_t>(op)];
   x.finish_ns = time_ns;
   x.key_seq = seq_++;
-  if (x.pending_pos < 0) {
-    x.pending_pos = static_cast<std::int32_t>(pending_.size());
-    pending_.push_back(op);
-  }
 }
 
-std::int32_t Engine::pop() {
-  std::size_t best = 0;
-  for (std::size_t k = 1; k < pending_.size(); ++k) {
-    if (before(pending_[k], pending_[best])) best = k;
-  }
-  const std::int32_t top = pending_[best];
-  st_[static_cast<std::size_t>(top)].pending_pos = -1;
-  const std::int32_t last = pending_.back();
-  pending_.pop_back();
-  if (last != top) {
-    pending_[best] = last;
-    st_[static_cast<std::size_t>(last)].pending_pos = static_cast<std::int32_t>(best);
+inline std::int32_t Engine::pop() const {
+  std::int32_t top = -1;
+  const std::int32_t* run = running_.data();
+  const std::size_t streams = running_.size();
+  for (std::size_t g = 0; g < streams; ++g) {
+    const std::int32_t v = run[g];
+    if (v == -1) continue;
+    const std::int32_t op = v >= 0 ? v : held(v);  // held() is its own inverse
+    if (top < 0 || before(op, top)) top = op;
   }
   return top;
 }
@@ -58,13 +51,13 @@ inline void Engine::start(std::int32_t op, std::int64_t now) {
   const auto i = static_cast<std::size_t>(op);
   tl_.start_ns[i] = now;
   OpState& x = st_[i];
-  x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
+  x.remaining_ns = static_cast<double>(alone_[i]);
   x.last_update_ns = now;
   x.factor = 0;  // forces rerate() to schedule the finish
   const std::int32_t g = op_stream_[i];
   running_[static_cast<std::size_t>(g)] = op;
-  const std::int32_t rank = g / kStreamsPerRank;
-  if (!c_->resources.empty() && c_->resources[i].comm) {
+  const std::int32_t rank = rank_of(g);
+  if (res_ != nullptr && res_[i].comm) {
     const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
     if (other >= 0) wait_for_sms(op, other, now);
   }
@@ -80,14 +73,13 @@ inline void Engine::try_start(std::int32_t stream, std::int64_t now) {
   if (deps_left_[static_cast<std::size_t>(op)] != 0) return;
   stream_head_[st] = h + 1;
   OpState& x = st_[static_cast<std::size_t>(op)];
-  x.pending_pos = -1;
   x.waiting = 0;
-  if (!c_->release_ns.empty() && c_->release_ns[static_cast<std::size_t>(op)] > now) {
+  if (release_ != nullptr && release_[static_cast<std::size_t>(op)] > now) {
     // Not launched yet (eager or graph execution): it holds its stream and waits, running
     // nothing, until its launch; its finish event is the launch.
     running_[st] = held(op);
     x.waiting = kUnlaunched;
-    push(c_->release_ns[static_cast<std::size_t>(op)], op);
+    push(release_[static_cast<std::size_t>(op)], op);
     return;
   }
   start(op, now);
@@ -114,7 +106,7 @@ inline void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
 // SMs when that kernel's current wave retires: until then it only waits.
 void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now) {
   const auto ci = static_cast<std::size_t>(compute);
-  const OpResources& r = c_->resources[ci];
+  const OpResources& r = res_[ci];
   const OpState& a = st_[ci];
   if (r.waves <= 0 || tl_.start_ns[ci] >= now || a.factor <= 0) return;
   // A kernel of fewer blocks than the SMs the comm kernel leaves free never blocks it.
@@ -123,7 +115,7 @@ void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t 
       static_cast<double>(p.sms - p.comm_ctas)) {
     return;
   }
-  const double alone = static_cast<double>(c_->standalone_ns[ci]);
+  const double alone = static_cast<double>(alone_[ci]);
   const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
   const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
   const double into = std::fmod(std::max(0.0, alone - left), wave);
@@ -136,14 +128,14 @@ void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t 
 }
 
 // Rates of a compute op `a` and a comm op `b` overlapping on one GPU (either may be -1).
-void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now) {
+inline void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now) {
   const ContentionParams& p = c_->contention;
   if (b >= 0 && st_[static_cast<std::size_t>(b)].waiting) {
     OpState& x = st_[static_cast<std::size_t>(b)];
     // The kernel it waited for is gone (or never held every SM): it starts its work now.
-    if (a < 0 || c_->resources[static_cast<std::size_t>(a)].waves <= 0) {
+    if (a < 0 || res_[static_cast<std::size_t>(a)].waves <= 0) {
       x.waiting = 0;
-      x.remaining_ns = static_cast<double>(c_->standalone_ns[static_cast<std::size_t>(b)]);
+      x.remaining_ns = static_cast<double>(alone_[static_cast<std::size_t>(b)]);
       x.factor = 0;
       x.last_update_ns = now;
     } else {
@@ -154,8 +146,8 @@ void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now)
   }
   double fa = 1.0, fb = 1.0;
   if (a >= 0 && b >= 0) {
-    const OpResources& ra = c_->resources[static_cast<std::size_t>(a)];
-    const OpResources& rb = c_->resources[static_cast<std::size_t>(b)];
+    const OpResources& ra = res_[static_cast<std::size_t>(a)];
+    const OpResources& rb = res_[static_cast<std::size_t>(b)];
     const double demand = static_cast<double>(ra.hbm_gbps) + static_cast<double>(rb.hbm_gbps);
     const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
     const double waves =
@@ -171,23 +163,19 @@ inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
   static_assert(kStreamsPerRank == 2, "rerate assumes a compute and a comm stream per rank");
   const auto base = static_cast<std::size_t>(rank * kStreamsPerRank);
   const std::int32_t a = running_[base], b = running_[base + 1];  // held ops are < -1
-  if (!c_->resources.empty()) {
+  if (res_ != nullptr) {
     rerate_contention(a, b, now);
     return;
   }
   if (a >= 0) {
-    set_factor(a,
-               b >= 0
-                   ? c_->slowdown[static_cast<std::size_t>(a)][op_cls_[static_cast<std::size_t>(b)]]
-                   : 1.0,
-               now);
+    set_factor(
+        a, b >= 0 ? slow_[static_cast<std::size_t>(a)][op_cls_[static_cast<std::size_t>(b)]] : 1.0,
+        now);
   }
   if (b >= 0) {
-    set_factor(b,
-               a >= 0
-                   ? c_->slowdown[static_cast<std::size_t>(b)][op_cls_[static_cast<std::size_t>(a)]]
-                   : 1.0,
-               now);
+    set_factor(
+        b, a >= 0 ? slow_[static_cast<std::size_t>(b)][op_cls_[static_cast<std::size_t>(a)]] : 1.0,
+        now);
   }
 }
 
@@ -251,7 +239,6 @@ void Engine::load(const Schedule& s) {
     for (const std::int32_t* e = dep + nds[i]; dep != e; ++dep) succ[fill[*dep]++] = me;
     by_stream[next[op_stream[i]]++] = me;
   }
-  pending_.reserve(streams);
   // For steady-state skipping: each layer's first op, where each op's dependencies start, and
   // its largest successor (and the largest of all ops before it).
   layer_first_.clear();
@@ -295,8 +282,11 @@ void Engine::reset(const OpCosts& costs) {
   running_.assign(streams, -1);
   rank_dirty_.assign(streams / kStreamsPerRank, 0);
   dirty_ranks_.clear();
-  pending_.clear();
   seq_ = 0;
+  alone_ = costs.standalone_ns.data();
+  slow_ = costs.slowdown.data();
+  res_ = costs.resources.empty() ? nullptr : costs.resources.data();
+  release_ = costs.release_ns.empty() ? nullptr : costs.release_ns.data();
 }
 
 const Timeline& Engine::run(const Schedule& s, const OpCosts& costs) {
@@ -348,8 +338,8 @@ void Engine::begin_run(const OpCosts& costs) {
 
 bool Engine::advance(std::int32_t stop) {
   if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
-  while (!pending_.empty()) {
-    const auto i = static_cast<std::size_t>(pop());
+  for (std::int32_t top; (top = pop()) >= 0;) {
+    const auto i = static_cast<std::size_t>(top);
     const std::int64_t now = now_ = st_[i].finish_ns;
     if (st_[i].waiting == kUnlaunched) {  // launched now: it starts
       st_[i].waiting = 0;
@@ -358,10 +348,10 @@ bool Engine::advance(std::int32_t stop) {
     } else if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
       OpState& x = st_[i];
       x.waiting = 0;
-      x.remaining_ns = static_cast<double>(c_->standalone_ns[i]);
+      x.remaining_ns = static_cast<double>(alone_[i]);
       x.factor = 0;
       x.last_update_ns = now;
-      const std::int32_t rank = op_stream_[i] / kStreamsPerRank;
+      const std::int32_t rank = rank_of(op_stream_[i]);
       mark_dirty(rank);
       settle(now);
       continue;
@@ -370,7 +360,7 @@ bool Engine::advance(std::int32_t stop) {
       ++done_;
       const std::int32_t g = op_stream_[i];
       running_[static_cast<std::size_t>(g)] = -1;
-      const std::int32_t rank = g / kStreamsPerRank;
+      const std::int32_t rank = rank_of(g);
       mark_dirty(rank);
       for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
         const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
@@ -523,7 +513,10 @@ void Engine::on_layer_start(std::int64_t now) {
       c.state.push_back(x.waiting);
     }
   }
-  std::vector<std::int32_t> order(pending_);
+  std::vector<std::int32_t> order;  // the ops with a pending event
+  for (std::size_t g = 0; g < streams; ++g) {
+    if (running_[g] != -1) order.push_back(running_[g] >= 0 ? running_[g] : held(running_[g]));
+  }
   std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
     return st_[static_cast<std::size_t>(a)].key_seq < st_[static_cast<std::size_t>(b)].key_seq;
   });
@@ -568,7 +561,6 @@ void Engine::on_layer_start(std::int64_t now) {
           static_cast<std::int32_t>(std::lower_bound(first, last, h + q) - stream_ops_.data());
     }
   }
-  for (auto& op : pending_) op += q;
   done_ += static_cast<std::size_t>(q);
   now_ += d;
   seq_ += (c.seq - p.seq) * static_cast<std::uint32_t>(layers);

@@ -80,7 +80,7 @@ class Engine {
   void wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now);
   void set_factor(std::int32_t op, double f, std::int64_t now);
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
-  std::int32_t pop();                                // the op that finishes first
+  std::int32_t pop() const;                          // the op whose event comes first (-1: none)
   bool before(std::int32_t a, std::int32_t b) const;
   void on_layer_start(std::int64_t now);  // steady-state skipping: compare, maybe jump
   // Op i is op i - period one layer on: the same stream and place in the graph, shifted
@@ -94,17 +94,16 @@ class Engine {
   };
   static void overlap_stats(Span compute, Span comm, Timeline& tl);
 
-  // The fluid state of one op (48 bytes). A run writes each field before it reads it:
-  // pending_pos and waiting when the op leaves its stream's queue (try_start), the work, rate
-  // and update time when it starts (start), the key when its finish is pushed (push); so
-  // nothing of it is reset between runs.
+  // The fluid state of one op (40 bytes). A run writes each field before it reads it:
+  // waiting when the op leaves its stream's queue (try_start), the work, rate and update time
+  // when it starts (start), the key when its event is pushed (push); so nothing of it is
+  // reset between runs.
   struct OpState {
     double remaining_ns;  // standalone-time work left
     double factor;        // current slowdown (0 before the op starts)
     std::int64_t last_update_ns;
-    std::int64_t finish_ns;    // key in pending_
-    std::uint32_t key_seq;     // tie-break: sequence number of the last key update
-    std::int32_t pending_pos;  // its index in pending_, -1 when not there
+    std::int64_t finish_ns;  // the time of its pending event
+    std::uint32_t key_seq;   // tie-break: sequence number of the last key update
     // Contention: a comm kernel waiting for SMs (its "work" is the wait), or kUnlaunched:
     // holding its stream until its launch. Not a char type, as the loop's other stores are
     // not: a store through a char may alias anything, and the compiler would then reload
@@ -115,9 +114,17 @@ class Engine {
   // running_[stream]: the op running on it (>= 0), -1 for none, or held(op) (< -1) while op
   // waits for its launch — negative, so every "is an op running" test skips it for free.
   static std::int32_t held(std::int32_t op) { return -2 - op; }
+  static std::int32_t rank_of(std::int32_t stream) {  // stream >= 0
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(stream) / kStreamsPerRank);
+  }
 
   const Schedule* s_ = nullptr;  // the graph loaded
   const OpCosts* c_ = nullptr;
+  // The run's costs, as raw pointers (null: that vector is empty).
+  const std::int64_t* alone_ = nullptr;
+  const std::array<double, 3>* slow_ = nullptr;
+  const OpResources* res_ = nullptr;
+  const std::int64_t* release_ = nullptr;
   Timeline tl_;
   std::vector<OpState> st_;  // per op
   // Per op, as loaded: its global stream, slowdown class and dependency count; and its
@@ -125,13 +132,12 @@ class Engine {
   std::vector<std::int32_t> op_stream_, deps_init_, deps_left_;
   std::vector<std::uint8_t> op_cls_;
   std::vector<std::int32_t> dep_flat_;  // every op's dependencies in op order (load only)
-  std::vector<std::int32_t> pending_;   // ops with a finish (or launch) event, unordered
   std::uint32_t seq_ = 0;
   std::size_t done_ = 0;  // ops finished in this run
   std::int64_t now_ = 0;  // the time of the last event
   std::vector<std::int32_t> succ_offset_, succ_, fill_;
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
-  std::vector<std::int32_t> running_;     // per stream: see held()
+  std::vector<std::int32_t> running_;     // per stream: see held(); also the pending events
   std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting
   std::vector<std::int32_t> dirty_ranks_;
 
