@@ -99,7 +99,12 @@ class SplitScorer;
 class Evaluator {
  public:
   Evaluator(const sim::Workload& w, const sim::CostModel& cm);
+  // Timed in full. A deep model is timed from two shorter graphs of the same workload when
+  // the engine shows both in a steady state (see time_ns): exactly the full run's numbers.
   Candidate full(const sim::StrategySpec& spec);
+  // The same without that shortcut (for tests), and how many full() calls took it.
+  Candidate full_unshortened(const sim::StrategySpec& spec);
+  std::int64_t shortened() const { return shortened_; }
   double surrogate_ns(const sim::StrategySpec& spec);
   std::int64_t simulations() const { return simulations_; }
   const sim::Workload& workload() const { return w_; }
@@ -118,10 +123,14 @@ class Evaluator {
  private:
   std::int64_t time_ns(const sim::Workload& w, const sim::StrategySpec& spec,
                        std::int64_t* exposed);
+  // One run of the graph; `skipped`: the ops the engine skipped, `ops`: the graph's.
+  std::int64_t run_graph(const sim::Workload& w, const sim::StrategySpec& spec,
+                         std::int64_t* exposed, std::size_t* skipped, std::size_t* ops);
   sim::Workload w_;
   const sim::CostModel& cm_;
   sim::Engine engine_;
   std::int64_t simulations_ = 0;
+  std::int64_t shortened_ = 0;
   bool pruning_ = true;
 };
 

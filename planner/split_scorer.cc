@@ -195,6 +195,47 @@ SplitScorer::Cost SplitScorer::cost_of(std::size_t slot, std::int64_t seq_begin,
   return c;
 }
 
+std::size_t SplitScorer::Memo::cell(const Range& r) const {
+  const std::size_t mask = cells_.size() - 1;
+  std::uint64_t h = static_cast<std::uint64_t>(r.begin) * 0x9e3779b97f4a7c15ULL ^
+                    static_cast<std::uint64_t>(r.end);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  for (std::size_t c = static_cast<std::size_t>(h >> 32) & mask;; c = (c + 1) & mask) {
+    if (cells_[c].first.begin < 0 || cells_[c].first == r) return c;
+  }
+}
+
+SplitScorer::Cost* SplitScorer::Memo::find(const Range& r) const {
+  if (cells_.empty()) return nullptr;
+  const auto& c = cells_[cell(r)];
+  return c.first.begin < 0 ? nullptr : c.second;
+}
+
+void SplitScorer::Memo::insert(const Range& r, Cost* costs) {
+  if (2 * (used_ + 1) > cells_.size()) {  // grow: at most half full
+    std::vector<std::pair<Range, Cost*>> old(std::max<std::size_t>(64, 2 * cells_.size()),
+                                             {Range{-1, -1}, nullptr});
+    old.swap(cells_);
+    for (const auto& c : old) {
+      if (c.first.begin >= 0) cells_[cell(c.first)] = c;
+    }
+  }
+  cells_[cell(r)] = {r, costs};
+  ++used_;
+}
+
+SplitScorer::Cost* SplitScorer::pool_take(std::size_t count) {
+  if (pool_left_ < count) {
+    pool_left_ = std::max<std::size_t>(1024, count);
+    pool_.push_back(std::make_unique<Cost[]>(pool_left_));
+    pool_next_ = pool_.back().get();
+  }
+  Cost* out = pool_next_;
+  pool_next_ += count;
+  pool_left_ -= count;
+  return out;
+}
+
 void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
   bool changed = false;
   std::int64_t b = context_;
@@ -211,15 +252,17 @@ void SplitScorer::resolve(const std::vector<std::int64_t>& chunks) {
       const auto& ids = by_range ? chunk_range_slots_[j] : chunk_slots_[j];
       if (ids.empty()) continue;
       auto& memo = by_range ? memo_range_[j] : memo_[j];
-      auto [it, added] = memo.try_emplace(by_range ? r : Range{0, r.end - r.begin});
-      if (added) {
-        it->second.reserve(ids.size());
-        for (auto sl : ids) {
-          it->second.push_back(cost_of(static_cast<std::size_t>(sl), r.begin, r.end));
+      const Range key = by_range ? r : Range{0, r.end - r.begin};
+      Cost* costs = memo.find(key);
+      if (costs == nullptr) {
+        costs = pool_take(ids.size());
+        for (std::size_t q = 0; q < ids.size(); ++q) {
+          costs[q] = cost_of(static_cast<std::size_t>(ids[q]), r.begin, r.end);
         }
+        memo.insert(key, costs);
       }
       for (std::size_t q = 0; q < ids.size(); ++q) {
-        slot_costs_[static_cast<std::size_t>(ids[q])] = &it->second[q];
+        slot_costs_[static_cast<std::size_t>(ids[q])] = &costs[q];
       }
     }
   }

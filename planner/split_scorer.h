@@ -32,9 +32,8 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <limits>
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -82,11 +81,22 @@ class SplitScorer {
     std::int64_t begin, end;
     bool operator==(const Range&) const = default;
   };
-  struct RangeHash {
-    std::size_t operator()(const Range& r) const {
-      return std::hash<std::int64_t>()(r.begin * 1000003 + r.end);
-    }
+  // Costs memoised by range: an open-addressing table (linear probing, at most half full)
+  // of ranges and where their costs lie in the scorer's pool, so that a miss allocates
+  // nothing beyond amortised growth (a search misses once per split).
+  class Memo {
+   public:
+    // The costs stored for `r`; else null, after which insert(r, ...) may be called.
+    Cost* find(const Range& r) const;
+    void insert(const Range& r, Cost* costs);
+
+   private:
+    std::size_t cell(const Range& r) const;       // r's cell, or the empty one where it would go
+    std::vector<std::pair<Range, Cost*>> cells_;  // begin -1: empty
+    std::size_t used_ = 0;
   };
+  // Room for `count` costs that stays put (the memos point into it).
+  Cost* pool_take(std::size_t count);
   // A lower bound on the score, cheapest arguments first; it stops once one reaches `stop`.
   double bound(const std::vector<std::int64_t>& chunks, double stop);
   Cost cost_of(std::size_t slot, std::int64_t seq_begin, std::int64_t seq_end) const;
@@ -124,7 +134,10 @@ class SplitScorer {
   // no chunk (embedding, LM head) are costed once.
   // Attention's slots are memoised by the range, the others by the length alone.
   std::vector<std::vector<std::int32_t>> chunk_slots_, chunk_range_slots_;
-  std::vector<std::unordered_map<Range, std::vector<Cost>, RangeHash>> memo_, memo_range_;
+  std::vector<Memo> memo_, memo_range_;
+  std::vector<std::unique_ptr<Cost[]>> pool_;  // blocks
+  Cost* pool_next_ = nullptr;                  // the last block's first free cost
+  std::size_t pool_left_ = 0;                  // and how many are free
   // Per chunk: its ops, the range its slot costs were resolved at, and whether costs_ still
   // holds its ops' costs at an older range.
   std::vector<std::vector<std::int32_t>> chunk_ops_;

@@ -19,20 +19,53 @@ namespace tpo::sim {
 
 OpCosts cost_schedule(const Schedule& s, const CostModel& cm) {
   OpCosts c;
-  c.standalone_ns.reserve(s.ops.size());
-  c.slowdown.reserve(s.ops.size());
-  for (const auto& op : s.ops) {
-    c.standalone_ns.push_back(cm.standalone_ns(op));
-    c.slowdown.push_back({cm.overlap_slowdown(op, OpKind::Gemm),
-                          cm.overlap_slowdown(op, OpKind::Attention),
-                          cm.overlap_slowdown(op, OpKind::Elementwise)});
-  }
-  if (const ContentionParams* p = cm.contention(); p && p->enabled) {
+  const std::size_t n = s.ops.size();
+  c.standalone_ns.resize(n);
+  c.slowdown.resize(n);
+  const ContentionParams* p = cm.contention();
+  if (p && !p->enabled) p = nullptr;
+  if (p) {
     c.contention = *p;
-    c.resources.reserve(s.ops.size());
-    for (std::size_t i = 0; i < s.ops.size(); ++i) {
-      c.resources.push_back(op_resources(s.ops[i], c.standalone_ns[i], *p));
+    c.resources.resize(n);
+  }
+  // Layers repeat: an op with the cost key of the op at the same place one layer before (the
+  // same ordinal among its layer's ops) costs what that op costs (cost models read nothing
+  // else, see op_cost_key), so only the ops that differ are costed. A layer's ops need not be
+  // contiguous (overlap strategies interleave layers): each layer's ops are listed in order.
+  std::int32_t layers = 0;
+  for (const Op& op : s.ops) layers = std::max(layers, op.layer + 1);
+  std::vector<std::int32_t> offset(static_cast<std::size_t>(layers) + 1, 0), by_layer, ordinal(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.ops[i].layer >= 0) ordinal[i] = offset[static_cast<std::size_t>(s.ops[i].layer) + 1]++;
+  }
+  for (std::size_t l = 0; l < static_cast<std::size_t>(layers); ++l) offset[l + 1] += offset[l];
+  by_layer.resize(static_cast<std::size_t>(offset.back()));
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t l = s.ops[i].layer;
+    if (l >= 0)
+      by_layer[static_cast<std::size_t>(offset[static_cast<std::size_t>(l)] + ordinal[i])] =
+          static_cast<std::int32_t>(i);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    if (op.layer >= 1) {
+      const auto l = static_cast<std::size_t>(op.layer);
+      const std::int32_t at = offset[l - 1] + ordinal[i];
+      if (at < offset[l]) {
+        const auto j = static_cast<std::size_t>(by_layer[static_cast<std::size_t>(at)]);
+        if (j < i && op_cost_key(s.ops[j]) == op_cost_key(op)) {  // j costed already
+          c.standalone_ns[i] = c.standalone_ns[j];
+          c.slowdown[i] = c.slowdown[j];
+          if (p) c.resources[i] = c.resources[j];
+          continue;
+        }
+      }
     }
+    c.standalone_ns[i] = cm.standalone_ns(op);
+    c.slowdown[i] = {cm.overlap_slowdown(op, OpKind::Gemm),
+                     cm.overlap_slowdown(op, OpKind::Attention),
+                     cm.overlap_slowdown(op, OpKind::Elementwise)};
+    if (p) c.resources[i] = op_resources(op, c.standalone_ns[i], *p);
   }
   c.release_ns = release_times(s, cm.exec(), cm.launch());
   return c;

@@ -8,9 +8,11 @@
 #include "../sim/toy.h"
 #include "planner/plan.h"
 #include "planner/plan_report.h"
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/plan_file.h"
+#include "sim/profile_cost.h"
 #include "sim/simulate.h"
 
 using namespace tpo;
@@ -217,4 +219,65 @@ TEST_CASE("prompt-length lists and ranges, and their errors") {
   CHECK_THROWS_AS(parse_seq_list("abc", 64), InputError);
   CHECK_THROWS_AS(parse_seq_list("1:2:3:4", 64), InputError);
   CHECK_THROWS_AS(parse_seq_list("100.5", 64), InputError);
+}
+
+TEST_CASE("a deep model's full-length time from two short graphs is exactly the full run's") {
+  // Every strategy and its variants, ISO at 2 and 3 chunks, on machines with fixed factors
+  // and with the contention model, a measured profile, two requests, a cached prefix, the
+  // embedding and head, and several depths: total and exposed communication must equal the
+  // full graph's run, and the shortcut must have been taken (so the test can fail both ways).
+  struct Case {
+    const char* model;
+    const char* hardware;
+    std::int64_t tp, seq, batch, context, layers;
+    bool embed_head;
+    const char* profile;  // under configs/profiles, or ""
+  };
+  const Case cases[] = {
+      {"llama2-70b", "rtx4090x8", 8, 4096, 1, -1, 0, false, ""},
+      {"llama3-70b", "h200x8", 8, 8192, 1, -1, 0, false, ""},
+      {"llama3.1-8b", "a800x8", 8, 2048, 2, -1, 0, true, ""},
+      {"qwen2.5-72b", "h100x8", 8, 3000, 1, 1024, 19, false, ""},
+      {"llama-30b", "h100x8-nop2p", 4, 16384, 1, -1, 33, true, ""},
+      {"llama2-70b", "h200x8", 8, 4096, 1, -1, 21, false, "h200-llama2-70b-tp8.json"},
+  };
+  std::int64_t compared = 0, shortened = 0;
+  for (const Case& c : cases) {
+    sim::WorkloadOptions o;
+    o.model = c.model;
+    o.hardware = c.hardware;
+    o.tp = c.tp;
+    o.seq = c.seq;
+    o.batch = c.batch;
+    o.context = c.context;
+    o.layers = c.layers;
+    o.embed_head = c.embed_head;
+    if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+    const sim::Workload w = sim::make_workload(o);
+    auto cm = sim::make_cost_model(w, o.profile);
+    Evaluator ev(w, *cm);
+    for (const StrategyKind kind : sim::all_strategies()) {
+      std::vector<sim::StrategySpec> specs = sim::strategy(kind).variants(w);
+      for (std::int64_t chunks : {2, 3}) {
+        sim::StrategyOptions so;
+        so.chunks = chunks;
+        specs.push_back(sim::make_spec(so, w, kind));
+      }
+      for (const sim::StrategySpec& spec : specs) {
+        if (!sim::not_applicable_reason(w, spec).empty()) continue;
+        CAPTURE(c.model);
+        CAPTURE(c.hardware);
+        CAPTURE(sim::strategy_name(kind));
+        CAPTURE(sim::variant_text(spec));
+        const Candidate a = ev.full(spec);
+        const Candidate b = ev.full_unshortened(spec);
+        CHECK(a.total_ns == b.total_ns);
+        CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+        ++compared;
+      }
+    }
+    shortened += ev.shortened();
+  }
+  CHECK(compared > 60);
+  CHECK(shortened > compared / 2);
 }
