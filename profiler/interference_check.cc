@@ -136,6 +136,26 @@ std::optional<InterferencePair> fragment_pair(const sim::InterferencePoint& x,
   return pair;
 }
 
+// How long the profiler's copy of an m x n bf16 output on `workers` CTAs lasts alone, from the
+// profile's copy beside the GEMM on the same CTAs (the victim "comm" of the smallest time: the
+// series' first point copies one chunk's m x k activations, k the GEMM's inner dimension);
+// scaled by bytes (a copy on a fixed number of CTAs runs at a fixed rate). 0 when unmeasured.
+double copy_us(const sim::Profile& p, std::int64_t workers, std::int64_t m, std::int64_t n) {
+  double best = 0, scale = 0;
+  for (const auto& y : p.interference) {
+    if (y.victim != "comm" || y.beside != "gemm" || y.workers != workers || y.alone_us <= 0) {
+      continue;
+    }
+    const auto d = dims_of(y.shape);
+    if (d.size() != 3 || d[0] <= 0 || d[2] <= 0) continue;
+    if (best == 0 || y.alone_us < best) {
+      best = y.alone_us;
+      scale = static_cast<double>(m * n) / static_cast<double>(d[0] * d[2]);
+    }
+  }
+  return best * scale;
+}
+
 }  // namespace
 
 double predict_pair(InterferencePair& pair, const sim::ContentionParams& params, bool rules) {
@@ -174,13 +194,16 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
     sim::Op aggressor = comm_victim ? other : make_op(sim::OpCode::AllReduce);
     if (!comm_victim) sim::set_allreduce_work(aggressor, victim.m * victim.n);
     const std::int64_t b = batch_of(x.alone_us);
-    // The aggressor alone: the copy outlasts the run (one long kernel); a compute aggressor is
-    // the profile's time for its shape, launched back to back.
+    // The aggressor, as the profiler ran it: launches back to back until it outlasts the
+    // victim's batch. A compute aggressor lasts the profile's time for its shape; the copy
+    // beside a GEMM victim copies the GEMM's output (m x n) per launch, and lasts what the
+    // profile measured for the copy on the same CTAs (see copy_us). Only where no such
+    // measurement exists is the copy taken as one kernel outlasting the run.
     const double victim_batch_us = static_cast<double>(b) * x.alone_us;
-    double aggressor_us = 0;
+    double aggressor_us = comm_victim ? static_cast<double>(cm.standalone_ns(aggressor)) / 1e3
+                                      : copy_us(p, x.workers, victim.m, victim.n);
     std::int64_t na = 1;
-    if (comm_victim) {
-      aggressor_us = static_cast<double>(cm.standalone_ns(aggressor)) / 1e3;
+    if (aggressor_us > 0) {
       na = static_cast<std::int64_t>(
           std::clamp(std::ceil((8 * victim_batch_us + kHeadStartUs) / std::max(aggressor_us, 1e-3)),
                      4.0, 4096.0));

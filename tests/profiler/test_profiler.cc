@@ -387,3 +387,49 @@ TEST_CASE("interference check: a measured pair rebuilt as a schedule, predicted 
   p.interference = {f};
   CHECK(tpo::profiler::check_interference(p, hw, c).empty());
 }
+
+TEST_CASE("interference check: the copy beside a GEMM victim is the profiler's train of copies") {
+  // The profiler runs the copy as back-to-back launches, each copying the GEMM's m x n output;
+  // the profile's copy beside the GEMM on the same CTAs (m x k per launch, 40 us alone) gives
+  // each launch's time: 40 us here (n = k). The one-wave GEMM (16 tiles of 256 x 256 filling
+  // 132 SMs; 100 us alone, 2 launches) from 30 us:
+  //   copy 1 runs 0-40; GEMM 1 arrives at 30 beside it: 2 waves, half rate, 5 us done by 40;
+  //   copy 2 arrives at 40 while GEMM 1 holds every SM: it waits for the wave (95 us), so
+  //   GEMM 1 runs alone and ends at 135; copy 2 then runs 135-175 and GEMM 2 beside it at
+  //   half rate (20 us done); copy 3 waits for GEMM 2's wave: GEMM 2 ends at 255.
+  // Per launch (255 - 30) / 2 = 112.5 us, against 200 us beside one copy that never ends.
+  tpo::sim::Profile p;
+  p.model = "toy";
+  p.tp = 2;
+  tpo::sim::InterferencePoint g;
+  g.victim = "gemm";
+  g.beside = "copy";
+  g.workers = 16;
+  g.shape = "1024x1024x1024";
+  g.alone_us = 100;
+  g.beside_us = 110;
+  tpo::sim::InterferencePoint cp = g;
+  cp.victim = "comm";
+  cp.beside = "gemm";
+  cp.alone_us = 40;
+  cp.beside_us = 140;
+  tpo::sim::InterferencePoint longer = cp;  // a longer copy of the series: not the launch's
+  longer.alone_us = 320;
+  longer.beside_us = 400;
+  p.interference = {g, cp, longer};
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 132;
+  tpo::sim::ContentionParams c;
+  c.enabled = true;
+  c.sms = 132;
+  c.gemm_cta_m = 256;
+  c.gemm_cta_n = 256;
+  const auto rows = tpo::profiler::check_interference(p, hw, c);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].label == "gemm beside copy p16 1024x1024x1024");
+  CHECK(rows[0].contention_us == doctest::Approx(112.5));
+  // Another CTA count's copy is not this one's: one long copy again (2 waves throughout).
+  p.interference[1].workers = 8;
+  p.interference[2].workers = 8;
+  CHECK(tpo::profiler::check_interference(p, hw, c)[0].contention_us == doctest::Approx(200));
+}
