@@ -34,15 +34,21 @@ std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
   return v;
 }
 
+// A GEMM; with kv_width > 0 (qkv) followed by the KV-cache write the runtime's qkv op does
+// (K and V of its m rows, after q_width values, into two caches).
 class GemmRunner : public Runner {
  public:
-  GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk) : m_(m), n_(n), k_(kk) {
+  GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk, std::int64_t q_width = 0,
+             std::int64_t kv_width = 0)
+      : m_(m), n_(n), k_(kk), q_width_(q_width), kv_width_(kv_width) {
     sets_ = rotation_sets(4 * (m * kk + kk * n));
     for (int s = 0; s < sets_; ++s) {
       a_.push_back(random_buffer(m * kk, 1u + static_cast<unsigned>(s)));
       b_.push_back(random_buffer(kk * n, 100u + static_cast<unsigned>(s)));
     }
     c_.resize(static_cast<std::size_t>(m * n));
+    kc_.resize(static_cast<std::size_t>(m * kv_width));
+    vc_.resize(static_cast<std::size_t>(m * kv_width));
   }
   double run_once() override {
     const auto t0 = Clock::now();
@@ -52,13 +58,14 @@ class GemmRunner : public Runner {
   void run_untimed() {
     const auto s = static_cast<std::size_t>(next_++ % sets_);
     k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+    if (kv_width_ > 0) k::store_kv(c_.data(), n_, q_width_, kv_width_, m_, kc_.data(), vc_.data());
   }
 
  private:
-  std::int64_t m_, n_, k_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> a_, b_;
-  std::vector<float> c_;
+  std::vector<float> c_, kc_, vc_;
 };
 
 class AttentionRunner : public Runner {
@@ -281,7 +288,8 @@ class CpuBackend : public Backend {
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
       case ItemKind::Gemm:
-        return std::make_unique<GemmRunner>(it.m, it.n, it.k);
+        return std::make_unique<GemmRunner>(it.m, it.n, it.k, it.q_heads * it.head_dim,
+                                            it.kv_heads * it.head_dim);
       case ItemKind::Attention:
         return std::make_unique<AttentionRunner>(it);
       case ItemKind::Rowwise:

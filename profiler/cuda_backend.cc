@@ -119,28 +119,40 @@ cu::Buffer random_buffer(std::size_t n, std::uint64_t seed, void* stream) {
   return b;
 }
 
+// A GEMM; with kv_width > 0 (qkv) followed by the KV-cache write the runtime's qkv op does
+// (K and V of its m rows, after q_width values, into two caches).
 class GemmRunner : public Batched {
  public:
-  GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k)
+  GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k,
+             std::int64_t q_width = 0, std::int64_t kv_width = 0)
       : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (m * k + k * n))),
         m_(m),
         n_(n),
-        k_(k) {
+        k_(k),
+        q_width_(q_width),
+        kv_width_(kv_width) {
     for (int s = 0; s < sets(); ++s) {
       a_.push_back(random_buffer(std::size_t(m * k), 1 + s, stream_));
       b_.push_back(random_buffer(std::size_t(k * n), 100 + s, stream_));
     }
     c_ = cu::Buffer(std::size_t(m * n) * 2);
+    if (kv_width_ > 0) {
+      kc_ = cu::Buffer(std::size_t(m * kv_width_) * 2);
+      vc_ = cu::Buffer(std::size_t(m * kv_width_) * 2);
+    }
   }
   void launch(int s) override {
     cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m_, n_, k_,
                   false, stream_);
+    if (kv_width_ > 0) {
+      cu::store_kv_bf16(c_.get(), n_, q_width_, kv_width_, m_, kc_.get(), vc_.get(), stream_);
+    }
   }
 
  private:
-  std::int64_t m_, n_, k_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_;
   std::vector<cu::Buffer> a_, b_;
-  cu::Buffer c_;
+  cu::Buffer c_, kc_, vc_;
 };
 
 class AttentionRunner : public Batched {
@@ -371,7 +383,8 @@ class CudaBackend : public Backend {
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
       case ItemKind::Gemm:
-        return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k);
+        return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k, it.q_heads * it.head_dim,
+                                            it.kv_heads * it.head_dim);
       case ItemKind::Attention:
         return std::make_unique<AttentionRunner>(ctx_, it, fused_);
       case ItemKind::Rowwise:

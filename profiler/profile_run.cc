@@ -40,6 +40,7 @@ sim::Op op_of(const Item& it) {
       op.code = sim::OpCode::Qkv;
       op.kind = sim::OpKind::Gemm;
       sim::set_gemm_work(op, it.m, it.n, it.k, false);
+      if (it.name == "qkv") op.kv_width = it.kv_heads * it.head_dim;  // its KV-cache write
       break;
     case ItemKind::Attention:
       op.code = sim::OpCode::Attention;
@@ -108,6 +109,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
     switch (it.kind) {
       case ItemKind::Gemm:
         p.gemm.push_back({it.name, it.m, it.n, it.k, m.t});
+        if (it.name == "qkv") p.qkv_kv_store_width = it.kv_heads * it.head_dim;
         break;
       case ItemKind::Attention:
         p.attention.push_back({it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
@@ -236,6 +238,10 @@ std::vector<Measurement> measurements_of(const sim::Profile& p) {
     m.item.m = g.m;
     m.item.n = g.n;
     m.item.k = g.k;
+    if (g.name == "qkv" && p.qkv_kv_store_width > 0) {  // timed with its KV-cache write
+      m.item.kv_heads = 1;
+      m.item.head_dim = p.qkv_kv_store_width;
+    }
     m.item.key = g.name + " " + std::to_string(g.m);
     m.t = g.t;
     ms.push_back(m);

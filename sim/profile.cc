@@ -49,6 +49,7 @@ ojson profile_to_json(const Profile& p) {
   j["device"] = p.device;
   j["options"] = p.options;
   j["dtype"] = p.dtype;
+  j["qkv_kv_store_width"] = p.qkv_kv_store_width;
   j["model"] = p.model;
   j["tp"] = p.tp;
   ojson g = ojson::array();
@@ -133,6 +134,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.dtype = o.string_or("dtype", "fp32");
   p.model = o.string_or("model", "");
   p.tp = o.integer_or("tp", 1);
+  p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
   each(j, file, "gemm", [&](const JsonObject& e) {
     p.gemm.push_back(
         {e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e)});

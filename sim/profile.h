@@ -69,6 +69,10 @@ struct Profile {
   std::string model;
   std::int64_t tp = 1;
   std::vector<GemmPoint> gemm;
+  // When the qkv times include the KV-cache write that the runtime's qkv op does after its
+  // GEMM: the elements per row of K (and of V) written (local KV heads x head dim). 0: the GEMM
+  // alone (profiles made before 2026-12-02); the cost model then adds the analytical write.
+  std::int64_t qkv_kv_store_width = 0;
   std::vector<AttentionPoint> attention;
   std::vector<RowwisePoint> rowwise;
   std::vector<AllReducePoint> allreduce;

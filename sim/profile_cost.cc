@@ -118,7 +118,16 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
       if (auto it = gemm_.find({op.n, op.k}); it != gemm_.end()) {
-        return on_curve(it->second, static_cast<double>(op.m), op);
+        if (p_.qkv_kv_store_width > 0 || kv_store_bytes(op) <= 0) {
+          return on_curve(it->second, static_cast<double>(op.m), op);
+        }
+        // A profile that timed qkv's GEMM alone: the GEMM from its curve (extrapolated as a
+        // GEMM alone), its KV-cache write from the analytical model.
+        Op gemm = op;
+        gemm.kv_width = 0;
+        Estimate e = on_curve(it->second, static_cast<double>(op.m), gemm);
+        e.us += a_.kv_store_ns(op) / 1e3;
+        return e;
       }
       break;
     case OpKind::Attention:

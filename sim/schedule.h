@@ -91,6 +91,9 @@ struct Op {
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
   bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
   bool bias = false;              // GEMM adds a bias vector in its epilogue (Qwen2's qkv)
+  // Qkv: elements per row of K (and of V) that the op also writes into the KV cache after its
+  // GEMM (local KV heads x head dim; the runtime's store_kv, a serving engine's cache write).
+  std::int64_t kv_width = 0;
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -104,7 +107,7 @@ struct Op {
 inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
-                         o.accumulate, o.bias);
+                         o.accumulate, o.bias, o.kv_width);
 }
 
 struct Schedule {
@@ -134,6 +137,13 @@ void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int6
                         std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim);
 // An all-reduce of `elements` bf16 values.
 void set_allreduce_work(Op& op, std::int64_t elements);
+// Bytes a qkv op's KV-cache write moves (op.kv_width: K and V of each of its op.m rows read
+// from the GEMM's output and written to the cache, bf16); 0 for every other op.
+inline double kv_store_bytes(const Op& op) {
+  return op.code == OpCode::Qkv && op.kv_width > 0
+             ? 2.0 * 2.0 * 2.0 * static_cast<double>(op.m) * static_cast<double>(op.kv_width)
+             : 0.0;
+}
 // The same op over positions [seq_begin, seq_end) of its requests instead: shape, FLOPs and
 // bytes recomputed by the formulas above (the split search moves ISO chunk boundaries on one
 // graph; build_schedule at the new split gives the same op).

@@ -120,11 +120,9 @@ class CpuKernels final : public RankKernels {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     const auto L = static_cast<std::size_t>(layer);
-    for (std::int64_t t = 0; t < len; ++t) {
-      const float* src = s_.qkv.data() + (row + t) * d.qkv_n() + qd;
-      std::copy_n(src, kvd, s_.k[L].data() + (request * m_.cap + pos + t) * kvd);
-      std::copy_n(src + kvd, kvd, s_.v[L].data() + (request * m_.cap + pos + t) * kvd);
-    }
+    const std::int64_t dst = (request * m_.cap + pos) * kvd;
+    cpu::store_kv(s_.qkv.data() + row * d.qkv_n(), d.qkv_n(), qd, kvd, len, s_.k[L].data() + dst,
+                  s_.v[L].data() + dst);
   }
 
   void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,

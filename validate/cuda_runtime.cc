@@ -97,12 +97,10 @@ class CudaKernels final : public RankKernels {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     const std::int64_t dst = (request * m_.cap + pos) * kvd;
-    cu::copy_rows(at(r_.k[std::size_t(layer)], dst), std::size_t(kvd) * kB,
-                  at(r_.qkv, row * d.qkv_n() + qd), std::size_t(d.qkv_n()) * kB,
-                  std::size_t(kvd) * kB, std::size_t(len), st_);
-    cu::copy_rows(at(r_.v[std::size_t(layer)], dst), std::size_t(kvd) * kB,
-                  at(r_.qkv, row * d.qkv_n() + qd + kvd), std::size_t(d.qkv_n()) * kB,
-                  std::size_t(kvd) * kB, std::size_t(len), st_);
+    // One kernel for K and V (two strided cudaMemcpy2DAsync calls until 2026-12-02 cost the
+    // H200 runs 6-12 us per qkv, results/h200/inschedule-gemms-2026-12-02.txt).
+    cu::store_kv_bf16(at(r_.qkv, row * d.qkv_n()), d.qkv_n(), qd, kvd, len,
+                      at(r_.k[std::size_t(layer)], dst), at(r_.v[std::size_t(layer)], dst), st_);
   }
 
   void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,

@@ -296,6 +296,8 @@ TEST_CASE("profile: an interrupted run resumes where it stopped") {
   CHECK(r.out.find("5 of") != std::string::npos);  // the 5 finished ones were not redone
   CHECK(fs::exists(prof));
   CHECK_FALSE(fs::exists(prof.string() + ".partial"));
+  // qkv was timed as the runtime runs it, with its KV-cache write (1 KV head of 32 per rank).
+  CHECK(nlohmann::json::parse(slurp(prof)).at("qkv_kv_store_width") == 32);
   // A leftover log from other options is refused, not mixed in.
   std::ofstream(prof.string() + ".partial") << "{\"fingerprint\": \"other\"}\n";
   r = tpo(cmd);

@@ -105,6 +105,27 @@ int main() {
   ctx.synchronize();
   expect_close("gemm@off", device_values(c2, (m - skip) * n),
                std::vector<float>(ref.begin() + skip * n, ref.end()));
+  // The KV-cache write after qkv: 8-value loads (widths multiples of 8) and single values
+  // (odd widths), against the CPU kernel; a copy, so exactly.
+  struct KvShape {
+    const char* name;
+    std::int64_t q, kv, rows;
+  };
+  for (const KvShape& ks : {KvShape{"store_kv8", 64, 32, 37}, KvShape{"store_kv1", 12, 6, 5}}) {
+    const std::int64_t qkv_n = ks.q + 2 * ks.kv;
+    cu::Buffer qkv(ks.rows * qkv_n * 2), kc(ks.rows * ks.kv * 2), vc(ks.rows * ks.kv * 2);
+    cu::fill_random_bf16(qkv.get(), std::size_t(ks.rows * qkv_n), 9, 1.0f, s);
+    cu::store_kv_bf16(qkv.get(), qkv_n, ks.q, ks.kv, ks.rows, kc.get(), vc.get(), s);
+    ctx.synchronize();
+    const std::vector<float> hq = device_values(qkv, std::size_t(ks.rows * qkv_n));
+    std::vector<float> hk(std::size_t(ks.rows * ks.kv)), hv(hk.size());
+    cpu::store_kv(hq.data(), qkv_n, ks.q, ks.kv, ks.rows, hk.data(), hv.data());
+    std::vector<float> got = device_values(kc, hk.size()), want = hk;
+    const std::vector<float> gv = device_values(vc, hv.size());
+    got.insert(got.end(), gv.begin(), gv.end());
+    want.insert(want.end(), hv.begin(), hv.end());
+    expect_close(ks.name, got, want, 0.0);
+  }
   // Attention: 2 requests, 48 new tokens after a prefix of 41 (89 keys: the padded score rows),
   // 4 query heads on 2 KV heads.
   cu::AttentionShape sh;

@@ -185,6 +185,31 @@ TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, 
   CHECK(cm.origin(gemm_op(64, 999, 128)) == "analytical");
 }
 
+TEST_CASE("profile cost model: qkv's KV-cache write added only where the profile did not time it") {
+  auto hw = test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;
+  hw.kernel_overhead_us = 1;
+  sim::Profile p;
+  p.tp = 2;
+  p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}});
+  sim::Op qkv = gemm_op(64, 48, 128);
+  qkv.code = sim::OpCode::Qkv;
+  qkv.kv_width = 8;
+  const sim::AnalyticalCostModel a(hw, 2);
+  const double store_ns = a.kv_store_ns(qkv);  // 64 x 8 x 2 x 2 x 2 bytes at 1 byte/ns, + 1 us
+  CHECK(store_ns == doctest::Approx(4096 + 1000));
+  // A profile of the GEMM alone (made before 2026-12-02): the write from the analytical model.
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(qkv) == std::llround(100000 + store_ns));
+  // Timed with the write: the measurement alone.
+  p.qkv_kv_store_width = 8;
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(qkv) == 100000);
+  // Round trip, and a bad width is refused naming the field.
+  auto j = nlohmann::json::parse(sim::profile_to_json(p).dump());
+  CHECK(sim::profile_from_json(j, "p.json").qkv_kv_store_width == 8);
+  j["qkv_kv_store_width"] = -3;
+  CHECK_THROWS_AS(sim::profile_from_json(j, "p.json"), InputError);
+}
+
 TEST_CASE("profile cost model: communication's slowdown beside a GEMM depends on its length") {
   sim::Profile p;
   p.tp = 2;

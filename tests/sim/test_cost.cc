@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/cost_model.h"
+#include "sim/strategy.h"
 #include "toy.h"
 
 using namespace tpo::sim;
@@ -156,4 +157,39 @@ TEST_CASE("attention: causal FLOPs at the attention efficiency, fewer tiles than
   CHECK(cm.attention_ns(a) == doctest::Approx(2000));
   a.n = 4;
   CHECK(cm.attention_ns(a) == doctest::Approx(1000));
+}
+
+TEST_CASE("qkv: the KV-cache write after its GEMM is one kernel moving K and V of its rows") {
+  auto hw = tpo::test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  hw.kernel_overhead_us = 1;
+  hw.gemm_overhead_us = 5;
+  const AnalyticalCostModel cm(hw, 2);
+  Op qkv;
+  qkv.code = OpCode::Qkv;
+  qkv.kind = OpKind::Gemm;
+  set_gemm_work(qkv, 4, 48, 64, false);
+  const std::int64_t gemm_alone = cm.standalone_ns(qkv);
+  qkv.kv_width = 8;
+  // K and V: 4 rows x 8 values x 2 bytes each, read and written: 256 bytes, 256 ns, + 1 us.
+  CHECK(kv_store_bytes(qkv) == 256);
+  CHECK(cm.kv_store_ns(qkv) == doctest::Approx(256 + 1000));
+  CHECK(cm.standalone_ns(qkv) == gemm_alone + 256 + 1000);
+  Op o = qkv;  // no other op writes the cache
+  o.code = OpCode::OProj;
+  CHECK(kv_store_bytes(o) == 0);
+  CHECK(cm.standalone_ns(o) == gemm_alone);
+  // The graph gives every qkv op the shard's KV width (toy: 2 KV heads of 16 at TP 2: 16),
+  // and no other op one.
+  const Schedule s = build_schedule(tpo::test::toy_workload(64, 2), {StrategyKind::None});
+  int qkvs = 0;
+  for (const Op& op : s.ops) {
+    if (op.code == OpCode::Qkv) {
+      ++qkvs;
+      CHECK(op.kv_width == 16);
+    } else {
+      CHECK(op.kv_width == 0);
+    }
+  }
+  CHECK(qkvs == 2);
 }

@@ -52,6 +52,15 @@ void add_inplace(float* acc, const float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
+void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
+              std::int64_t rows, float* k, float* v) {
+  for (std::int64_t t = 0; t < rows; ++t) {
+    const float* src = qkv + t * qkv_n + q_width;
+    std::copy_n(src, kv_width, k + t * kv_width);
+    std::copy_n(src + kv_width, kv_width, v + t * kv_width);
+  }
+}
+
 void attention(const float* q, const float* k, const float* v, float* out,
                const AttentionShape& s) {
   const std::int64_t d = s.head_dim, group = s.q_heads / s.kv_heads;

@@ -34,6 +34,11 @@ T gelu_tanh(T x) {
 // acc[i] += x[i].
 void add_inplace(float* acc, const float* x, std::int64_t n);
 
+// The KV-cache write after a qkv GEMM: `rows` rows of qkv (pitch `qkv_n` values, [q | k | v]
+// of q_width, kv_width, kv_width) to `rows` contiguous rows of kv_width in k and in v.
+void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
+              std::int64_t rows, float* k, float* v);
+
 using validate::AttentionShape;
 // q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]
 // holding the prefix and the new tokens; out like q. Query i sees keys 0 .. prefix + i
