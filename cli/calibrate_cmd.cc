@@ -29,6 +29,14 @@ std::function<int()> add_calibrate(CLI::App& app) {
   sub->add_flag("--fit-microbenchmarks", o->fit_microbenchmarks,
                 "Also fit the --fit-on models' interference microbenchmarks (pairs measured by "
                 "tpo profile); the other models' pairs are held out");
+  sub->add_option("--wave-rule", o->wave_rule,
+                  "A kernel's waves beside a comm kernel: re-quantized over the SMs left "
+                  "(requantize), one wave more (extra-wave), or chosen by the fit (auto)")
+      ->check(CLI::IsMember({"auto", "requantize", "extra-wave"}))
+      ->capture_default_str();
+  sub->add_flag("--fit-ops", o->fit_ops,
+                "Also fit each case's measured op durations summed by class (GEMM, attention, "
+                "norms/elementwise, all-reduce), not only its total");
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   return [o] { return profiler::run_calibrate(*o, std::cout); };

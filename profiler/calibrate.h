@@ -5,6 +5,7 @@
 // and the errors are reported on those cases and, separately, on the cases kept out.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -23,6 +24,10 @@ struct CalibrationCase {
   double measured_us = 0;
   double reported_us = 0;       // what the report predicted (the model of its day)
   double measured_none_us = 0;  // `none` on the same workload, measured in the same run
+  // Measured op durations summed by class (GEMM, attention, norms and elementwise ops,
+  // all-reduces), and how many ops the report lists; empty sums when it lists none.
+  std::array<double, 4> measured_class_us{};
+  std::size_t measured_ops = 0;
 };
 
 struct CalibrateOptions {
@@ -34,6 +39,14 @@ struct CalibrateOptions {
   // Also fit the interference microbenchmarks of the --fit-on models' profiles (each pair
   // weighs as much as a schedule); the other models' pairs stay held out.
   bool fit_microbenchmarks = false;
+  // How a kernel's waves fare beside a comm kernel (sim/contention.h): "auto" lets the fit
+  // choose on the fit-on cases, "requantize" (waves over the SMs left; the shipped fit) or
+  // "extra-wave".
+  std::string wave_rule = "requantize";
+  // Fit each case's op durations summed by class too (GEMM, attention, norms/elementwise,
+  // all-reduce, each weighted by its share of the case's measured time), not only its
+  // total: the parameters then cannot trade one kind's slowdown for another's.
+  bool fit_ops = false;
 };
 
 std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports);

@@ -9,9 +9,14 @@
 
 namespace tpo::sim {
 
-double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k) {
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k,
+                   bool extra_wave) {
   if (waves <= 0 || taken <= 0 || sms <= 0) return 1.0;
   if (taken >= sms) return 1e6;  // no SM left: it waits (never the case with sane budgets)
+  if (extra_wave) {
+    const double w = std::max(1.0, waves);
+    return std::max(1.0 + 1.0 / w, static_cast<double>(sms) / static_cast<double>(sms - taken));
+  }
   if (stream_k) {
     const double beside = waves * static_cast<double>(sms) / static_cast<double>(sms - taken);
     return std::max(1.0, beside) / std::max(1.0, waves);
@@ -61,7 +66,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
       break;
   }
-  if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k);
+  if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
   return r;
 }
 
@@ -73,10 +78,12 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
   p.comm_ctas_full = o.count_or("comm_ctas_full", p.comm_ctas_full);
   p.gemm_cta_m = o.integer_or("gemm_cta_m", p.gemm_cta_m);
   p.gemm_cta_n = o.integer_or("gemm_cta_n", p.gemm_cta_n);
-  for (const char* k : {"gemm_fill", "stream_k"}) {
+  for (auto [k, field] : {std::pair<const char*, bool*>{"gemm_fill", &p.gemm_fill},
+                          {"stream_k", &p.stream_k},
+                          {"extra_wave", &p.extra_wave}}) {
     if (!o.has(k)) continue;
     if (!o.raw().at(k).is_boolean()) throw InputError(file, o.field(k), "must be true or false");
-    (std::string(k) == "gemm_fill" ? p.gemm_fill : p.stream_k) = o.raw().at(k).get<bool>();
+    *field = o.raw().at(k).get<bool>();
   }
   p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);
   p.comm_hbm_gbps_per_cta =
@@ -97,6 +104,7 @@ nlohmann::ordered_json contention_json(const ContentionParams& p) {
                                 {"gemm_cta_n", p.gemm_cta_n},
                                 {"gemm_fill", p.gemm_fill},
                                 {"stream_k", p.stream_k},
+                                {"extra_wave", p.extra_wave},
                                 {"hbm_gbps", p.hbm_gbps},
                                 {"comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta},
                                 {"compute_extra", p.compute_extra},

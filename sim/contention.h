@@ -32,6 +32,13 @@ struct ContentionParams {
   // wave is spread over the SMs (waves are fractional, not rounded up).
   bool gemm_fill = true;
   bool stream_k = false;
+  // extra_wave: a kernel of W waves beside a comm kernel takes one wave more, (W + 1) / W of
+  // its time (W at least 1), and at least S / (S - P) — instead of its waves re-quantized
+  // over the S - P SMs left (which gives a sawtooth the measurements do not show). It is the
+  // rate the H200 schedules' GEMMs ran at beside the copy on 16 CTAs, op by op
+  // (results/h200/inschedule_gemms.py): measured at P = 16 only; its form at other budgets is
+  // an assumption.
+  bool extra_wave = false;
   double hbm_gbps = 0;               // HBM bandwidth the ops share (GB/s = bytes/ns)
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
@@ -44,7 +51,7 @@ struct OpResources {
   float waves = 0;     // SM-bound kernels: thread blocks / SMs (>= 1); 0 for memory-bound ops
   float hbm_gbps = 0;  // bandwidth it draws alone
   bool comm = false;   // holds comm_ctas SMs for its whole run
-  // wave_factor(waves, sms, comm_ctas, stream_k) under the parameters it was made with: its
+  // wave_factor(waves, sms, comm_ctas, stream_k, extra_wave) under its parameters: its
   // slowdown beside a comm kernel, kept so the engine need not recompute it at each re-rating
   // (0: not computed; the engine then computes it).
   double beside_comm = 0;
@@ -56,7 +63,8 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
 double comm_budget_factor(const ContentionParams& p);
 
 // The slowdown of an SM-bound kernel of `waves` waves when `taken` of `sms` SMs are held.
-double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k = false);
+double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k = false,
+                   bool extra_wave = false);
 
 // Reads a "contention" JSON block (hardware file or profile); `base` supplies what it omits.
 ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,

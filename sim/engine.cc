@@ -150,8 +150,9 @@ inline void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64
     const OpResources& rb = res_[static_cast<std::size_t>(b)];
     const double demand = static_cast<double>(ra.hbm_gbps) + static_cast<double>(rb.hbm_gbps);
     const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
-    const double waves =
-        ra.beside_comm > 0 ? ra.beside_comm : wave_factor(ra.waves, p.sms, p.comm_ctas, p.stream_k);
+    const double waves = ra.beside_comm > 0
+                             ? ra.beside_comm
+                             : wave_factor(ra.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
     fa = std::max(waves, mem) * (1.0 + p.compute_extra);
     fb = mem * (1.0 + p.comm_extra);
   }

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "sim/contention.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/launch.h"
@@ -206,6 +207,24 @@ TEST_CASE("engine: an op waits for its launch; the host runs ahead of long kerne
   // G alone [0,60): 60 done; both at 1/2 from 60: G's last 40 take 80 -> 140, while AR does
   // 40 of its 50; AR's last 10 alone -> 150.
   CHECK(t3.end_ns == std::vector<std::int64_t>{140, 150});
+}
+
+TEST_CASE("contention: the extra-wave rule, one wave more beside a comm kernel, at least S/(S-P)") {
+  CHECK(wave_factor(1.0, 100, 20, false, true) == 2.0);  // one wave becomes two
+  CHECK(wave_factor(0.5, 100, 20, false, true) == 2.0);  // at least one wave (fill)
+  CHECK(wave_factor(1.5, 100, 20, false, true) == doctest::Approx(2.5 / 1.5));
+  CHECK(wave_factor(4.0, 100, 20, false, true) == 1.25);   // (4 + 1) / 4 = 100 / 80
+  CHECK(wave_factor(10.0, 100, 20, false, true) == 1.25);  // the SMs' share: 100 / 80 > 1.1
+  CHECK(wave_factor(0.0, 100, 20, false, true) == 1.0);    // memory-bound: no waves
+  CHECK(wave_factor(1.5, 100, 20, true, true) == wave_factor(1.5, 100, 20, false, true));
+  // Read from a contention block; a non-boolean is refused naming the field.
+  const ContentionParams p =
+      contention_from_json(nlohmann::json{{"extra_wave", true}}, "h.json", "contention", {});
+  CHECK(p.extra_wave);
+  CHECK(contention_json(p).at("extra_wave") == true);
+  CHECK_THROWS_AS(
+      contention_from_json(nlohmann::json{{"extra_wave", 1}}, "h.json", "contention", {}),
+      tpo::InputError);
 }
 
 TEST_CASE(
