@@ -473,6 +473,36 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   line("off-grid, fixed factors:    ", ob);
   line("off-grid, contention model: ", oa);
   os << "\n";
+  // Where the time goes: each class's predicted op durations against the measured ones,
+  // summed over a set's cases (cases whose reports list every op).
+  ojson classes = ojson::object();
+  os << "  op durations by class, predicted / measured - 1 (summed over the cases):\n"
+     << "  " << std::string(28, ' ') << "      gemm attention  norm/elt allreduce\n";
+  const char* class_names[] = {"gemm", "attention", "norm_elementwise", "allreduce"};
+  auto class_line = [&](const char* label, const char* key, const Eval& e,
+                        const std::vector<std::size_t>& which) {
+    std::array<double, 4> pred{}, meas{};
+    for (std::size_t i : which) {
+      if (cases[i].measured_ops != prep[i].schedule.ops.size()) continue;
+      for (std::size_t j = 0; j < 4; ++j) {
+        pred[j] += e.class_us[i][j];
+        meas[j] += cases[i].measured_class_us[j];
+      }
+    }
+    ojson row = ojson::object();
+    os << "  " << label << std::string(28 - std::string(label).size(), ' ');
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double err = meas[j] > 0 ? pred[j] / meas[j] - 1.0 : 0.0;
+      os << fmt(" %+8.1f%%", 100 * err);
+      row[class_names[j]] = ojson{{"predicted_us", pred[j]}, {"measured_us", meas[j]}};
+    }
+    os << "\n";
+    classes[key] = row;
+  };
+  class_line("fit set,  contention model:", "fit", after, train);
+  class_line("held out, fixed factors:", "held_out_fixed_factors", before, test);
+  class_line("held out, contention model:", "held_out", after, test);
+  os << "\n";
   os << "  decisions among the measured alternatives (none and the splits on the grid):\n";
   decisions(cases, train, sub(before, train), os, "fit set,  fixed factors:    ");
   const ojson dec_fit =
@@ -506,6 +536,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   rep["params"] = sim::contention_json(p);
   rep["fit"] = ojson{{"fixed_factors", summary_json(fb)}, {"contention", summary_json(fa)}};
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};
+  rep["op_classes"] = classes;
   rep["off_grid"] = ojson{{"fixed_factors", summary_json(ob)}, {"contention", summary_json(oa)}};
   rep["cases"] = std::move(rows);
   // The report and every updated profile are one set: all written, or none changed.
