@@ -9,7 +9,11 @@ profiled row counts) and the time it overlapped a copy on the comm stream. It pr
      at which they progressed while beside it, (T - (measured - overlap)) / overlap, taking
      rate 1 outside the overlap; per model, GEMM and row count (median over instances).
   2. GEMMs that overlapped nothing: measured / T per model and GEMM, which should be 1.
-Measured numbers only; nothing here is fitted.
+  3. The rules of sim/contention.h against the rates of 1 (S = 132 SMs, P = 16 held by the
+     copy): the median and mean |rate error| over the instances of each model, for the
+     shipped rule (waves re-quantized over S - P, with and without the fitted x1.425 residual)
+     and the extra-wave rule ((W + 1) / W, at least S / (S - P)), W from 256 x 256 tiles.
+Measured numbers, and the rules' predictions of them; nothing here is fitted.
 Usage: results/h200/inschedule_gemms.py  (from the repository root)
 """
 import bisect
@@ -84,3 +88,34 @@ print(f"   {'model':<12} {'gemm':<8} {'n':>3} {'median':>7} {'min':>6} {'max':>6
 for k in sorted(alone):
     v = alone[k]
     print(f"   {k[0]:<12} {k[1]:<8} {len(v):>3} {statistics.median(v):7.3f} {min(v):6.3f} {max(v):6.3f}")
+
+# 3. The rules against the rates.
+import math
+
+SMS, TAKEN = 132, 16
+SHAPES = {}  # the n of each GEMM, per model, from the profiles
+for path in PROFILES:
+    p = json.load(open(path))
+    SHAPES[p["model"]] = {g["name"]: g["n"] for g in p["gemm"]}
+
+
+def waves(rows, n, tile=256):
+    return max(1.0, math.ceil(rows / tile) * math.ceil(n / tile) / SMS)
+
+
+def requantize(w, extra):
+    return math.ceil(w - 1e-9) / math.ceil(w * SMS / (SMS - TAKEN) - 1e-9) / (1 + extra)
+
+
+def extra_wave(w):
+    return 1 / max(1 + 1 / w, SMS / (SMS - TAKEN))
+
+
+print("\n3. rules against the rates of 1: median / mean |rate error|")
+for model in sorted(SHAPES):
+    inst = [(g, rows, r) for (m, g, rows), v in beside.items() if m == model for r in v]
+    for label, rule in (("re-quantized, x1.425 residual", lambda w: requantize(w, 0.425)),
+                        ("re-quantized, no residual", lambda w: requantize(w, 0.0)),
+                        ("extra wave", extra_wave)):
+        e = [abs(rule(waves(rows, SHAPES[model][g])) - r) for g, rows, r in inst]
+        print(f"   {model:<12} {label:<30} {statistics.median(e):.3f} / {statistics.mean(e):.3f}")
