@@ -266,6 +266,11 @@ if want calibrate; then
     step "calibrate-joint-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --fit-microbenchmarks \
       --out "$R/calibration-joint-fit-on-$m.json"
+    # On the op durations by class too, with the extra-wave rule (the physical fit of
+    # results/h200/calibration/README.md): does it hold on a new run?
+    step "calibrate-ops-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+      --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
+      --out "$R/calibration-ops-fit-on-$m.json"
   done
 fi
 
