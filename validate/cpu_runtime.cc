@@ -116,13 +116,13 @@ class CpuKernels final : public RankKernels {
   }
 
   void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
-                std::int64_t pos) override {
+                std::int64_t pos, std::int64_t requests) override {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     const auto L = static_cast<std::size_t>(layer);
     const std::int64_t dst = (request * m_.cap + pos) * kvd;
     cpu::store_kv(s_.qkv.data() + row * d.qkv_n(), d.qkv_n(), qd, kvd, len, s_.k[L].data() + dst,
-                  s_.v[L].data() + dst);
+                  s_.v[L].data() + dst, requests, m_.cap * kvd);
   }
 
   void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,

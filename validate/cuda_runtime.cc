@@ -93,14 +93,15 @@ class CudaKernels final : public RankKernels {
   }
 
   void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
-                std::int64_t pos) override {
+                std::int64_t pos, std::int64_t requests) override {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     const std::int64_t dst = (request * m_.cap + pos) * kvd;
     // One kernel for K and V (two strided cudaMemcpy2DAsync calls until 2026-12-02 cost the
     // H200 runs 6-12 us per qkv, results/h200/inschedule-gemms-2026-12-02.txt).
     cu::store_kv_bf16(at(r_.qkv, row * d.qkv_n()), d.qkv_n(), qd, kvd, len,
-                      at(r_.k[std::size_t(layer)], dst), at(r_.v[std::size_t(layer)], dst), st_);
+                      at(r_.k[std::size_t(layer)], dst), at(r_.v[std::size_t(layer)], dst), st_,
+                      requests, m_.cap * kvd);
   }
 
   void attention(std::int64_t layer, std::int64_t request, std::int64_t requests, std::int64_t row,

@@ -20,11 +20,17 @@ std::int64_t interpret(const ModelData& m, const sim::Op& op, RankKernels& k) {
         break;
       case OpCode::Qkv:
         k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false);
-        // K and V of these rows into the cache, one request at a time.
+        // K and V of these rows into the cache: whole sequences of several requests (decode,
+        // an unsplit batch) in one call, as the simulator counts one write per qkv op; else
+        // one request at a time.
+        if (b.row % m.seq == 0 && b.len % m.seq == 0 && b.len > m.seq) {
+          k.store_kv(op.layer, b.row, m.seq, b.row / m.seq, m.context, b.len / m.seq);
+          break;
+        }
         for (std::int64_t row = b.row; row < b.row + b.len;) {
           const std::int64_t request = row / m.seq, first = row % m.seq;
           const std::int64_t len = std::min(b.row + b.len - row, m.seq - first);
-          k.store_kv(op.layer, row, len, request, m.context + first);
+          k.store_kv(op.layer, row, len, request, m.context + first, 1);
           row += len;
         }
         break;

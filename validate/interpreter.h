@@ -26,9 +26,10 @@ class RankKernels {
   virtual void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row,
                     std::int64_t len, bool accumulate) = 0;
   // K and V of `len` qkv rows from `row` — one request's, positions from `pos` — into the
-  // layer's cache.
+  // layer's cache; with `requests` > 1, as many consecutive requests from `request`, `len`
+  // rows each (contiguous from `row`) at the same positions: one kernel.
   virtual void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len,
-                        std::int64_t request, std::int64_t pos) = 0;
+                        std::int64_t request, std::int64_t pos, std::int64_t requests) = 0;
   // Causal attention of `requests` consecutive requests from `request`, `len` new tokens each
   // at positions from `pos` (after the prefix in the cache), query rows contiguous from `row`.
   virtual void attention(std::int64_t layer, std::int64_t request, std::int64_t requests,

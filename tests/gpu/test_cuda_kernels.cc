@@ -126,6 +126,25 @@ int main() {
     want.insert(want.end(), hv.begin(), hv.end());
     expect_close(ks.name, got, want, 0.0);
   }
+  {  // 3 requests of 5 rows into caches of 7 rows per request (the runtime's batched call).
+    const std::int64_t q = 16, kv = 8, rows = 5, requests = 3, cap = 7, qkv_n = q + 2 * kv;
+    cu::Buffer qkv(requests * rows * qkv_n * 2), kc(requests * cap * kv * 2),
+        vc(requests * cap * kv * 2);
+    const std::vector<float> zeros(std::size_t(requests * cap * kv), 0.0f);
+    cu::copy_from_host_float_to_bf16(zeros.data(), kc.get(), zeros.size());
+    cu::copy_from_host_float_to_bf16(zeros.data(), vc.get(), zeros.size());
+    cu::fill_random_bf16(qkv.get(), std::size_t(requests * rows * qkv_n), 10, 1.0f, s);
+    cu::store_kv_bf16(qkv.get(), qkv_n, q, kv, rows, kc.get(), vc.get(), s, requests, cap * kv);
+    ctx.synchronize();
+    const std::vector<float> hq = device_values(qkv, std::size_t(requests * rows * qkv_n));
+    std::vector<float> hk(zeros), hv(zeros);
+    cpu::store_kv(hq.data(), qkv_n, q, kv, rows, hk.data(), hv.data(), requests, cap * kv);
+    std::vector<float> got = device_values(kc, hk.size()), want = hk;
+    const std::vector<float> gv = device_values(vc, hv.size());
+    got.insert(got.end(), gv.begin(), gv.end());
+    want.insert(want.end(), hv.begin(), hv.end());
+    expect_close("store_kvB", got, want, 0.0);
+  }
   // Attention: 2 requests, 48 new tokens after a prefix of 41 (89 keys: the padded score rows),
   // 4 query heads on 2 KV heads.
   cu::AttentionShape sh;

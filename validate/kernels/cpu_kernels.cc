@@ -53,11 +53,14 @@ void add_inplace(float* acc, const float* x, std::int64_t n) {
 }
 
 void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
-              std::int64_t rows, float* k, float* v) {
-  for (std::int64_t t = 0; t < rows; ++t) {
-    const float* src = qkv + t * qkv_n + q_width;
-    std::copy_n(src, kv_width, k + t * kv_width);
-    std::copy_n(src + kv_width, kv_width, v + t * kv_width);
+              std::int64_t rows, float* k, float* v, std::int64_t requests,
+              std::int64_t dst_stride) {
+  for (std::int64_t i = 0; i < requests; ++i) {
+    for (std::int64_t t = 0; t < rows; ++t) {
+      const float* src = qkv + (i * rows + t) * qkv_n + q_width;
+      std::copy_n(src, kv_width, k + i * dst_stride + t * kv_width);
+      std::copy_n(src + kv_width, kv_width, v + i * dst_stride + t * kv_width);
+    }
   }
 }
 

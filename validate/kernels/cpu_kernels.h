@@ -34,10 +34,12 @@ T gelu_tanh(T x) {
 // acc[i] += x[i].
 void add_inplace(float* acc, const float* x, std::int64_t n);
 
-// The KV-cache write after a qkv GEMM: `rows` rows of qkv (pitch `qkv_n` values, [q | k | v]
-// of q_width, kv_width, kv_width) to `rows` contiguous rows of kv_width in k and in v.
+// The KV-cache write after a qkv GEMM: `requests` x `rows` rows of qkv (pitch `qkv_n` values,
+// [q | k | v] of q_width, kv_width, kv_width; request-major) to `rows` contiguous rows of
+// kv_width per request in k and in v, request i's from k + i * dst_stride (and v's).
 void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
-              std::int64_t rows, float* k, float* v);
+              std::int64_t rows, float* k, float* v, std::int64_t requests = 1,
+              std::int64_t dst_stride = 0);
 
 using validate::AttentionShape;
 // q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]

@@ -103,20 +103,24 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (now - start < ns && (unsigned long long)(clock64() - c0) < 4 * ns);
 }
 
-// K and V of each qkv row to the caches; T: one value (bf16) or eight (int4). Widths and
-// offsets in units of T.
+// K and V of each qkv row to the caches; T: one value (bf16) or eight (int4). Widths, offsets
+// and strides in units of T; `rows` rows per request, request i's destination from i * stride.
 template <typename T>
 __global__ void store_kv_kernel(const T* qkv, std::int64_t pitch, std::int64_t q_width,
-                                std::int64_t kv_width, std::int64_t rows, T* k, T* v) {
-  const std::size_t row_len = std::size_t(2 * kv_width), n = std::size_t(rows) * row_len;
+                                std::int64_t kv_width, std::int64_t rows, std::int64_t requests,
+                                std::int64_t stride, T* k, T* v) {
+  const std::size_t row_len = std::size_t(2 * kv_width);
+  const std::size_t n = std::size_t(requests) * std::size_t(rows) * row_len;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t r = i / row_len, c = i % row_len;
+    const std::size_t dst = (r / std::size_t(rows)) * std::size_t(stride) +
+                            (r % std::size_t(rows)) * std::size_t(kv_width);
     const T x = qkv[r * std::size_t(pitch) + std::size_t(q_width) + c];
     if (c < std::size_t(kv_width)) {
-      k[r * std::size_t(kv_width) + c] = x;
+      k[dst + c] = x;
     } else {
-      v[r * std::size_t(kv_width) + c - std::size_t(kv_width)] = x;
+      v[dst + c - std::size_t(kv_width)] = x;
     }
   }
 }
@@ -181,20 +185,21 @@ void add_bf16(void* acc, const void* x, std::int64_t n, void* stream) {
 }
 
 void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
-                   std::int64_t rows, void* k, void* v, void* stream) {
-  if (rows <= 0 || kv_width <= 0) return;
-  const bool vec = qkv_n % 8 == 0 && q_width % 8 == 0 && kv_width % 8 == 0 && aligned16(qkv) &&
-                   aligned16(k) && aligned16(v);
+                   std::int64_t rows, void* k, void* v, void* stream, std::int64_t requests,
+                   std::int64_t dst_stride) {
+  if (rows <= 0 || kv_width <= 0 || requests <= 0) return;
+  const bool vec = qkv_n % 8 == 0 && q_width % 8 == 0 && kv_width % 8 == 0 && dst_stride % 8 == 0 &&
+                   aligned16(qkv) && aligned16(k) && aligned16(v);
   const std::int64_t e = vec ? 8 : 1;
-  const std::size_t n = std::size_t(rows) * std::size_t(2 * kv_width / e);
+  const std::size_t n = std::size_t(requests * rows) * std::size_t(2 * kv_width / e);
   if (vec) {
     store_kv_kernel<int4><<<blocks_for(n, 256), 256, 0, S(stream)>>>(
-        static_cast<const int4*>(qkv), qkv_n / e, q_width / e, kv_width / e, rows,
-        static_cast<int4*>(k), static_cast<int4*>(v));
+        static_cast<const int4*>(qkv), qkv_n / e, q_width / e, kv_width / e, rows, requests,
+        dst_stride / e, static_cast<int4*>(k), static_cast<int4*>(v));
   } else {
     store_kv_kernel<bf16><<<blocks_for(n, 256), 256, 0, S(stream)>>>(
-        static_cast<const bf16*>(qkv), qkv_n, q_width, kv_width, rows, static_cast<bf16*>(k),
-        static_cast<bf16*>(v));
+        static_cast<const bf16*>(qkv), qkv_n, q_width, kv_width, rows, requests, dst_stride,
+        static_cast<bf16*>(k), static_cast<bf16*>(v));
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }

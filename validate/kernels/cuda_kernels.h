@@ -107,11 +107,12 @@ void copy_device(void* dst, const void* src, std::size_t bytes, void* stream);
 // Strided device-to-device copy of `height` rows of `width_bytes` (cudaMemcpy2DAsync).
 void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                std::size_t width_bytes, std::size_t height, void* stream);
-// The KV-cache write after a qkv GEMM, one kernel: `rows` rows of qkv (pitch `qkv_n` values,
-// [q | k | v] of q_width, kv_width, kv_width; bf16) to `rows` contiguous rows of kv_width in k
-// and in v.
+// The KV-cache write after a qkv GEMM, one kernel (bf16): as cpu::store_kv, `requests` x
+// `rows` qkv rows (pitch `qkv_n`) to `rows` rows of kv_width per request in k and in v,
+// request i's from element i * dst_stride.
 void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
-                   std::int64_t rows, void* k, void* v, void* stream);
+                   std::int64_t rows, void* k, void* v, void* stream, std::int64_t requests = 1,
+                   std::int64_t dst_stride = 0);
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 
