@@ -353,6 +353,23 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   CHECK_THROWS_AS(profiler::parse_nccl_tests(data + "/hf_llama_config.json", 0), InputError);
 }
 
+namespace {
+// The interference checks' machine: 132 SMs, GEMM blocks of 256 x 256 filling every SM.
+tpo::sim::HardwareConfig pair_hardware() {
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 132;
+  return hw;
+}
+tpo::sim::ContentionParams pair_params() {
+  tpo::sim::ContentionParams c;
+  c.enabled = true;
+  c.sms = 132;
+  c.gemm_cta_m = 256;
+  c.gemm_cta_n = 256;
+  return c;
+}
+}  // namespace
+
 TEST_CASE("interference check: a measured pair rebuilt as a schedule, predicted by both models") {
   // A one-wave GEMM (1024 x 1024 tiles of 256 x 256: 16 tiles, filling all 132 SMs) beside
   // the copy on 16 CTAs: it arrives 30 us after the copy and runs its wave on 116 SMs, so
@@ -371,13 +388,8 @@ TEST_CASE("interference check: a measured pair rebuilt as a schedule, predicted 
   p.interference.push_back(x);
   x.shape = "not a shape";  // skipped: nothing to rebuild
   p.interference.push_back(x);
-  auto hw = tpo::test::toy_hardware();
-  hw.sms = 132;
-  tpo::sim::ContentionParams c;
-  c.enabled = true;
-  c.sms = 132;
-  c.gemm_cta_m = 256;
-  c.gemm_cta_n = 256;
+  const auto hw = pair_hardware();
+  tpo::sim::ContentionParams c = pair_params();
   const auto rows = tpo::profiler::check_interference(p, hw, c);
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].measured_us == 150);
@@ -442,13 +454,8 @@ TEST_CASE("interference check: the copy beside a GEMM victim is the profiler's t
   longer.alone_us = 320;
   longer.beside_us = 400;
   p.interference = {g, cp, longer};
-  auto hw = tpo::test::toy_hardware();
-  hw.sms = 132;
-  tpo::sim::ContentionParams c;
-  c.enabled = true;
-  c.sms = 132;
-  c.gemm_cta_m = 256;
-  c.gemm_cta_n = 256;
+  const auto hw = pair_hardware();
+  tpo::sim::ContentionParams c = pair_params();
   const auto rows = tpo::profiler::check_interference(p, hw, c);
   REQUIRE(rows.size() == 3);
   CHECK(rows[0].label == "gemm beside copy p16 1024x1024x1024");
