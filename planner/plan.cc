@@ -145,9 +145,10 @@ std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec
                                 std::int64_t* exposed) {
   ++simulations_;
   constexpr std::int64_t kShort = 8;
-  // Only where every layer is built alike (a ladder on the last N layers is not).
+  // Only where every layer is built alike (a ladder on the last N layers is not), and where
+  // the engine can skip at all (it does not with launch release times: eager or graph).
   const bool alike = spec.ladder_layers == 0 || !sim::strategy(spec.kind).uses_ladder_layers();
-  if (alike && w.layers > 2 * kShort + 2) {
+  if (alike && cm_.exec() == sim::ExecMode::Queued && w.layers > 2 * kShort + 2) {
     sim::Workload a = w;
     a.layers = kShort;
     std::int64_t ea = 0, eb = 0;

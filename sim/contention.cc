@@ -14,6 +14,8 @@ double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stre
   if (waves <= 0 || taken <= 0 || sms <= 0) return 1.0;
   if (taken >= sms) return 1e6;  // no SM left: it waits (never the case with sane budgets)
   if (extra_wave) {
+    // Fewer blocks than the SMs left (gemm_fill off): they all run at once, as re-quantized.
+    if (waves * static_cast<double>(sms) <= static_cast<double>(sms - taken)) return 1.0;
     const double w = std::max(1.0, waves);
     return std::max(1.0 + 1.0 / w, static_cast<double>(sms) / static_cast<double>(sms - taken));
   }
@@ -46,7 +48,8 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.waves = static_cast<float>(
           (p.gemm_fill ? std::max(static_cast<double>(tiles), sms) : static_cast<double>(tiles)) /
           sms);
-      r.hbm_gbps = static_cast<float>(op.bytes / ns);
+      // qkv's KV-cache write streams its bytes too (its time is in standalone_ns).
+      r.hbm_gbps = static_cast<float>((op.bytes + kv_store_bytes(op)) / ns);
       break;
     }
     case OpKind::Attention: {

@@ -211,11 +211,13 @@ TEST_CASE("engine: an op waits for its launch; the host runs ahead of long kerne
 
 TEST_CASE("contention: the extra-wave rule, one wave more beside a comm kernel, at least S/(S-P)") {
   CHECK(wave_factor(1.0, 100, 20, false, true) == 2.0);  // one wave becomes two
-  CHECK(wave_factor(0.5, 100, 20, false, true) == 2.0);  // at least one wave (fill)
+  CHECK(wave_factor(0.5, 100, 20, false, true) == 1.0);  // 50 blocks fit on the 80 SMs left
   CHECK(wave_factor(1.5, 100, 20, false, true) == doctest::Approx(2.5 / 1.5));
   CHECK(wave_factor(4.0, 100, 20, false, true) == 1.25);   // (4 + 1) / 4 = 100 / 80
   CHECK(wave_factor(10.0, 100, 20, false, true) == 1.25);  // the SMs' share: 100 / 80 > 1.1
   CHECK(wave_factor(0.0, 100, 20, false, true) == 1.0);    // memory-bound: no waves
+  CHECK(wave_factor(0.8, 100, 20, false, true) == 1.0);    // 80 blocks fit on the 80 SMs left
+  CHECK(wave_factor(0.81, 100, 20, false, true) == 2.0);   // 81 do not: the last waits
   CHECK(wave_factor(1.5, 100, 20, true, true) == wave_factor(1.5, 100, 20, false, true));
   // Read from a contention block; a non-boolean is refused naming the field.
   const ContentionParams p =
