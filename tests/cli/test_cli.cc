@@ -595,6 +595,20 @@ TEST_CASE(
         j.at("params").at("compute_extra").get<double>());
   CHECK(jo.at("held_out").at("contention").at("median_abs_error").get<double>() <
         jo.at("held_out").at("fixed_factors").at("median_abs_error").get<double>());
+  // A report whose ops are not all listed cannot be fitted op by op: exit 2 naming the file.
+  {
+    const std::string one =
+        src + "/results/h200/2026-11-29/validate-llama3.1-8b-tp2-h100x8-2048-iso-0.5-0.5.json";
+    auto cut = nlohmann::json::parse(slurp(one));
+    cut["cases"][0]["ops"].erase(0);
+    const fs::path bad = scratch() / "validate-cut.json";
+    std::ofstream(bad) << cut.dump();
+    r = tpo("calibrate --reports " + bad.string() + " --profile " + src +
+            "/configs/profiles/h200-llama3.1-8b-tp2.json --fit-on llama3.1-8b --fit-ops");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("validate-cut.json") != std::string::npos);
+    CHECK(r.out.find("--fit-ops needs every op measured") != std::string::npos);
+  }
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);
   CHECK(r.out.find("--wave-rule") != std::string::npos);
