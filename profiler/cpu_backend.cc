@@ -71,10 +71,11 @@ class GemmRunner : public Runner {
 class AttentionRunner : public Runner {
  public:
   explicit AttentionRunner(const Item& it) : s_(attention_shape(it)) {
-    const std::int64_t qn = s_.q_elements(), kvn = s_.kv_elements();
-    sets_ = rotation_sets(4 * (qn + 2 * kvn));
+    // Q in place in qkv-wide rows, as the runtime reads it.
+    const std::int64_t qn = s_.q_elements(), qin = s_.q_input_elements(), kvn = s_.kv_elements();
+    sets_ = rotation_sets(4 * (qin + 2 * kvn));
     for (int s = 0; s < sets_; ++s) {
-      q_.push_back(random_buffer(qn, 7u + static_cast<unsigned>(s)));
+      q_.push_back(random_buffer(qin, 7u + static_cast<unsigned>(s)));
       k_.push_back(random_buffer(kvn, 70u + static_cast<unsigned>(s)));
       v_.push_back(random_buffer(kvn, 700u + static_cast<unsigned>(s)));
     }

@@ -159,13 +159,14 @@ class AttentionRunner : public Batched {
  public:
   AttentionRunner(cu::Context& ctx, const Item& it, bool fused)
       : Batched(ctx, ctx.compute_stream(),
-                rotation_sets(2 * (attention_shape(it).q_elements() +
+                rotation_sets(2 * (attention_shape(it).q_input_elements() +
                                    2 * attention_shape(it).kv_elements()))),
         s_(attention_shape(it)),
         fused_(fused) {
+    // Q in place in qkv-wide rows (attention_shape), as the runtime reads it.
     const std::size_t qn = std::size_t(s_.q_elements()), kvn = std::size_t(s_.kv_elements());
     for (int s = 0; s < sets(); ++s) {
-      q_.push_back(random_buffer(qn, 7 + s, stream_));
+      q_.push_back(random_buffer(std::size_t(s_.q_input_elements()), 7 + s, stream_));
       k_.push_back(random_buffer(kvn, 70 + s, stream_));
       v_.push_back(random_buffer(kvn, 700 + s, stream_));
     }

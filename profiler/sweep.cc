@@ -27,6 +27,8 @@ validate::AttentionShape attention_shape(const Item& it) {
   s.kv_heads = it.kv_heads;
   s.head_dim = it.head_dim;
   s.kv_capacity = it.prefix + it.q_tokens;
+  // Q in place in the fused qkv rows, as the runtimes read it (no gather).
+  s.q_row_stride = (it.q_heads + 2 * it.kv_heads) * it.head_dim;
   return s;
 }
 

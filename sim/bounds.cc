@@ -67,6 +67,7 @@ const FieldBound kBounds[] = {
     {"min_us", 0, 1e9, true, "us"},
     {"other_us", 0, 1e9, false, "us"},
     {"qkv_kv_store_width", 0, 65536 * 65536.0, false, "values (KV heads x head dim)"},
+    {"attention_q_row_stride", 0, 65536 * 65536.0, false, "values (qkv width)"},
     {"max_us", 0, 1e9, true, "us"},
     // Measured: timing noise can put a ratio slightly below 1.
     {"compute_slowdown_under_comm", 0.1, 100, false, "x"},

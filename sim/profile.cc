@@ -50,6 +50,7 @@ ojson profile_to_json(const Profile& p) {
   j["options"] = p.options;
   j["dtype"] = p.dtype;
   j["qkv_kv_store_width"] = p.qkv_kv_store_width;
+  j["attention_q_row_stride"] = p.attention_q_row_stride;
   j["model"] = p.model;
   j["tp"] = p.tp;
   ojson g = ojson::array();
@@ -135,6 +136,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.model = o.string_or("model", "");
   p.tp = o.integer_or("tp", 1);
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
+  p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
   each(j, file, "gemm", [&](const JsonObject& e) {
     p.gemm.push_back(
         {e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e)});

@@ -73,6 +73,11 @@ struct Profile {
   // GEMM: the elements per row of K (and of V) written (local KV heads x head dim). 0: the GEMM
   // alone (profiles made before 2026-12-02); the cost model then adds the analytical write.
   std::int64_t qkv_kv_store_width = 0;
+  // Values between one query token's Q and the next's as attention was timed: Q read in place
+  // in the fused qkv rows ((q heads + 2 KV heads) x head dim), as the runtimes read it since
+  // 2026-12-02. 0: packed Q (older profiles; their runtime gathered Q first with an untimed
+  // copy). Provenance only: the cost model reads the attention times as they are.
+  std::int64_t attention_q_row_stride = 0;
   std::vector<AttentionPoint> attention;
   std::vector<RowwisePoint> rowwise;
   std::vector<AllReducePoint> allreduce;

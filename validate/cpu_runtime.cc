@@ -28,7 +28,6 @@ struct RankState {
   std::vector<float> x, normed, qkv, attn, gu, act;
   std::vector<std::vector<float>> out;   // per module: its row-parallel partial output
   std::vector<std::vector<float>> k, v;  // per layer: KV cache [batch][cap][kv][d]
-  std::vector<float> qtmp;
 };
 
 RankState make_state(const ModelData& m, std::int64_t rank, std::size_t modules) {
@@ -130,17 +129,13 @@ class CpuKernels final : public RankKernels {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
     const auto L = static_cast<std::size_t>(layer);
-    for (std::int64_t r = 0; r < requests; ++r) {  // one request at a time
-      const std::int64_t first = row + r * len;
-      // Q copied out of the fused qkv rows; K and V from the cache.
-      s_.qtmp.resize(static_cast<std::size_t>(len * qd));
-      for (std::int64_t t = 0; t < len; ++t) {
-        std::copy_n(s_.qkv.data() + (first + t) * d.qkv_n(), qd, s_.qtmp.data() + t * qd);
-      }
-      const AttentionShape a = chunk_attention(m_, len, pos);
-      cpu::attention(s_.qtmp.data(), s_.k[L].data() + (request + r) * m_.cap * kvd,
-                     s_.v[L].data() + (request + r) * m_.cap * kvd, s_.attn.data() + first * qd, a);
-    }
+    // Q read in place in the fused qkv rows (no copy, as the CUDA runtime); K and V from the
+    // cache.
+    AttentionShape a = chunk_attention(m_, len, pos);
+    a.requests = requests;
+    a.q_row_stride = d.qkv_n();
+    cpu::attention(s_.qkv.data() + row * d.qkv_n(), s_.k[L].data() + request * m_.cap * kvd,
+                   s_.v[L].data() + request * m_.cap * kvd, s_.attn.data() + row * qd, a);
   }
 
   void gated_act(std::int64_t row, std::int64_t len) override {

@@ -45,7 +45,7 @@ struct DeviceLayer {
 struct DeviceRank {
   std::unique_ptr<cu::Context> ctx;
   std::vector<DeviceLayer> layers;
-  cu::Buffer x0, x, normed, qkv, attn, gu, act, qtmp, scratch;
+  cu::Buffer x0, x, normed, qkv, attn, gu, act, scratch;
   std::vector<cu::Buffer> out, k, v;
 };
 
@@ -108,19 +108,21 @@ class CudaKernels final : public RankKernels {
                  std::int64_t len, std::int64_t pos) override {
     const auto& d = m_.d;
     const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
-    // Q of every query row out of the fused qkv rows, then one batched call.
-    cu::copy_rows(r_.qtmp.get(), std::size_t(qd) * kB, at(r_.qkv, row * d.qkv_n()),
-                  std::size_t(d.qkv_n()) * kB, std::size_t(qd) * kB, std::size_t(len * requests),
-                  st_);
+    // Q read in place in the fused qkv rows (its rows qkv_n apart), as serving engines do:
+    // one call for every request. (Until 2026-12-02 a strided cudaMemcpy2DAsync gathered Q
+    // first, which the profiler never timed: the suspect of the H200 runs' attention running
+    // 1.05-1.22x its profile, results/h200/inschedule-attention-2026-12-02.txt.)
     AttentionShape a = chunk_attention(m_, len, pos);
     a.requests = requests;
+    a.q_row_stride = d.qkv_n();
     const auto L = std::size_t(layer);
+    const void* q = at(r_.qkv, row * d.qkv_n());
     if (fused_) {
-      cu::attention_fused_bf16(*r_.ctx, r_.qtmp.get(), at(r_.k[L], request * m_.cap * kvd),
+      cu::attention_fused_bf16(*r_.ctx, q, at(r_.k[L], request * m_.cap * kvd),
                                at(r_.v[L], request * m_.cap * kvd), at(r_.attn, row * qd), a, st_);
       return;
     }
-    cu::attention_bf16(*r_.ctx, r_.qtmp.get(), at(r_.k[L], request * m_.cap * kvd),
+    cu::attention_bf16(*r_.ctx, q, at(r_.k[L], request * m_.cap * kvd),
                        at(r_.v[L], request * m_.cap * kvd), at(r_.attn, row * qd), r_.scratch.get(),
                        a, st_);
   }
@@ -217,7 +219,6 @@ class CudaRun {
       dr.attn = cu::Buffer(std::size_t(T * qd) * kB);
       dr.gu = cu::Buffer(std::size_t(T * 2 * d.ffn) * kB);
       dr.act = cu::Buffer(std::size_t(T * d.ffn) * kB);
-      dr.qtmp = cu::Buffer(std::size_t(T * qd) * kB);
       dr.scratch = cu::Buffer(scratch);
       for (std::size_t i = 0; i < modules; ++i) dr.out.emplace_back(std::size_t(T * H) * kB);
       ranks_.push_back(std::move(dr));

@@ -298,6 +298,8 @@ TEST_CASE("profile: an interrupted run resumes where it stopped") {
   CHECK_FALSE(fs::exists(prof.string() + ".partial"));
   // qkv was timed as the runtime runs it, with its KV-cache write (1 KV head of 32 per rank).
   CHECK(nlohmann::json::parse(slurp(prof)).at("qkv_kv_store_width") == 32);
+  // Attention was timed with Q in place in the qkv rows: (2 + 2 x 1) x 32 values apart.
+  CHECK(nlohmann::json::parse(slurp(prof)).at("attention_q_row_stride") == 128);
   // A leftover log from other options is refused, not mixed in.
   std::ofstream(prof.string() + ".partial") << "{\"fingerprint\": \"other\"}\n";
   r = tpo(cmd);

@@ -3,7 +3,8 @@
 // tokens with and without a prefix of the same length, cuDNN's fused kernel and the cuBLAS one
 // side by side, and off the 8-token grid. FLOPs are counted exactly for causal attention with a
 // prefix (4 x heads x d x (q x prefix + q (q + 1) / 2)). Prints a table and writes JSON to the
-// path given (optional). Without a CUDA device: "skipped: no CUDA device", exit 77.
+// path given (optional). Q is read in place in qkv-wide rows ((8 + 2) x 128 apart), as the
+// runtimes read it. Without a CUDA device: "skipped: no CUDA device", exit 77.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -73,10 +74,11 @@ int main(int argc, char** argv) {
     s.kv_heads = 1;
     s.head_dim = 128;
     s.kv_capacity = prefix + q;
+    s.q_row_stride = (8 + 2 * 1) * 128;
     void* st = ctx.compute_stream();
-    cu::Buffer qb(std::size_t(s.q_elements()) * 2), kb(std::size_t(s.kv_elements()) * 2),
+    cu::Buffer qb(std::size_t(s.q_input_elements()) * 2), kb(std::size_t(s.kv_elements()) * 2),
         vb(std::size_t(s.kv_elements()) * 2), ob(std::size_t(s.q_elements()) * 2);
-    cu::fill_random_bf16(qb.get(), std::size_t(s.q_elements()), 1, 1.0f, st);
+    cu::fill_random_bf16(qb.get(), std::size_t(s.q_input_elements()), 1, 1.0f, st);
     cu::fill_random_bf16(kb.get(), std::size_t(s.kv_elements()), 2, 1.0f, st);
     cu::fill_random_bf16(vb.get(), std::size_t(s.kv_elements()), 3, 1.0f, st);
     const double flops =
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
                      {"q_heads", 8},
                      {"kv_heads", 1},
                      {"head_dim", 128},
+                     {"q_row_stride", s.q_row_stride},
                      {"kernel", cu::attention_kernel_name(fused)},
                      {"time_us", us},
                      {"flops", flops},

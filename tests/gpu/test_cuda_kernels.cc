@@ -42,9 +42,10 @@ cu::Buffer upload(const std::vector<float>& v) {
 }
 
 // cuDNN's fused attention against the CPU reference on one shape: `q` new tokens after
-// `prefix` cached ones, `hq` query heads on `hkv` KV heads.
+// `prefix` cached ones, `hq` query heads on `hkv` KV heads; with `in_place`, Q read from
+// qkv-wide rows ((hq + 2 hkv) x d apart) as the runtimes read it.
 void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::int64_t prefix,
-                 std::int64_t hq, std::int64_t hkv, std::int64_t d) {
+                 std::int64_t hq, std::int64_t hkv, std::int64_t d, bool in_place = false) {
   cu::AttentionShape sh;
   sh.requests = requests;
   sh.q_tokens = q;
@@ -53,21 +54,23 @@ void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::i
   sh.kv_heads = hkv;
   sh.head_dim = d;
   sh.kv_capacity = prefix + q + 3;  // the cache holds more than this call reads
+  if (in_place) sh.q_row_stride = (hq + 2 * hkv) * d;
   void* s = ctx.compute_stream();
   const std::size_t qn = std::size_t(sh.q_elements()), kvn = std::size_t(sh.kv_elements());
-  cu::Buffer qb(qn * 2), kb(kvn * 2), vb(kvn * 2), ob(qn * 2);
-  cu::fill_random_bf16(qb.get(), qn, 11, 1.0f, s);
+  const std::size_t qin = std::size_t(sh.q_input_elements());
+  cu::Buffer qb(qin * 2), kb(kvn * 2), vb(kvn * 2), ob(qn * 2);
+  cu::fill_random_bf16(qb.get(), qin, 11, 1.0f, s);
   cu::fill_random_bf16(kb.get(), kvn, 12, 1.0f, s);
   cu::fill_random_bf16(vb.get(), kvn, 13, 1.0f, s);
   cu::attention_fused_bf16(ctx, qb.get(), kb.get(), vb.get(), ob.get(), sh, s);
   ctx.synchronize();
-  std::vector<float> hq_ = device_values(qb, qn), hk = device_values(kb, kvn),
+  std::vector<float> hq_ = device_values(qb, qin), hk = device_values(kb, kvn),
                      hv = device_values(vb, kvn), ho(qn);
   cpu::attention(hq_.data(), hk.data(), hv.data(), ho.data(), sh);
   char name[96];
-  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld",
+  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld%s",
                 (long long)requests, (long long)q, (long long)prefix, (long long)hq, (long long)hkv,
-                (long long)d);
+                (long long)d, in_place ? " Q in qkv" : "");
   expect_close(name, device_values(ob, qn), ho);
 }
 }  // namespace
@@ -167,13 +170,29 @@ int main() {
                      hv = device_values(v, kvn), ho(qn);
   cpu::attention(hq.data(), hk.data(), hv.data(), ho.data(), sh);
   expect_close("attention", device_values(o, qn), ho);
+  {  // The same with Q read in place in qkv-wide rows ((4 + 2 x 2) x 64 apart), as the
+     // runtimes call it.
+    cu::AttentionShape in = sh;
+    in.q_row_stride = (4 + 2 * 2) * 64;
+    const std::size_t qin = std::size_t(in.q_input_elements());
+    cu::Buffer qkv(qin * 2), o2(qn * 2);
+    cu::fill_random_bf16(qkv.get(), qin, 14, 1.0f, s);
+    cu::attention_bf16(ctx, qkv.get(), kk.get(), v.get(), o2.get(), scratch.get(), in, s);
+    ctx.synchronize();
+    const std::vector<float> hqkv = device_values(qkv, qin);
+    std::vector<float> ho2(qn);
+    cpu::attention(hqkv.data(), hk.data(), hv.data(), ho2.data(), in);
+    expect_close("attn Q@qkv", device_values(o2, qn), ho2);
+  }
   // cuDNN's fused attention: prefix 0 and > 0, GQA ratios 1 and 8, odd lengths, decode.
   std::string no_cudnn;
   if (!cu::fused_attention_built() || !cu::fused_attention_available(&no_cudnn)) {
     std::printf("fused attention skipped: %s\n",
                 cu::fused_attention_built() ? no_cudnn.c_str() : "this build has no cuDNN");
   } else {
-    check_fused(ctx, 2, 48, 41, 4, 2, 64);  // the shape above
+    check_fused(ctx, 2, 48, 41, 4, 2, 64);        // the shape above
+    check_fused(ctx, 2, 48, 41, 4, 2, 64, true);  // Q in place in the qkv rows
+    check_fused(ctx, 1, 1000, 300, 8, 1, 128, true);
     for (std::int64_t len : {1, 7, 1000}) {
       check_fused(ctx, 1, len, 0, 8, 8, 128);    // GQA ratio 1
       check_fused(ctx, 1, len, 300, 8, 1, 128);  // GQA ratio 8, after a prefix

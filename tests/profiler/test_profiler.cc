@@ -134,6 +134,34 @@ TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64
   }
 }
 
+TEST_CASE("CPU attention reads Q in place in qkv-wide rows, exactly as packed, nothing else") {
+  cpu::AttentionShape s;
+  s.requests = 2;
+  s.q_tokens = 5;
+  s.prefix = 3;
+  s.q_heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 8;
+  s.kv_capacity = 8;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> q(2 * 5 * 32), k(2 * 8 * 16), v(k.size()), packed(q.size()), in(q.size());
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = u(rng);
+  cpu::attention(q.data(), k.data(), v.data(), packed.data(), s);
+  // qkv rows of (4 + 2 x 2) x 8 = 64 values: Q in the first 32, then K and V, here NaN, which
+  // would reach the output if the kernel read them.
+  cpu::AttentionShape t = s;
+  t.q_row_stride = 64;
+  CHECK(t.q_stride() == 64);
+  CHECK(s.q_stride() == 32);
+  CHECK(t.q_input_elements() == 9 * 64 + 32);
+  std::vector<float> qkv(static_cast<std::size_t>(t.q_input_elements()), std::nanf(""));
+  for (std::size_t r = 0; r < 10; ++r) std::copy_n(q.data() + r * 32, 32, qkv.data() + r * 64);
+  cpu::attention(qkv.data(), k.data(), v.data(), in.data(), t);
+  CHECK(in == packed);
+}
+
 TEST_CASE("profile JSON round trip") {
   sim::Profile p;
   p.model = "tiny";
@@ -146,9 +174,11 @@ TEST_CASE("profile JSON round trip") {
   p.allreduce.push_back({8192, 2, 32768, {30, 29, 31, 5}});
   p.interference.push_back({"gemm", "copy", 1, "64x512x128", 100, 120});
   p.compute_slowdown_under_comm = 1.2;
+  p.attention_q_row_stride = 128;
   const auto j = sim::profile_to_json(p);
   const sim::Profile q = sim::profile_from_json(nlohmann::json::parse(j.dump()), "mem.json");
   CHECK(q.model == "tiny");
+  CHECK(q.attention_q_row_stride == 128);
   CHECK(q.tp == 2);
   REQUIRE(q.gemm.size() == 1);
   CHECK(q.gemm[0].n == 256);

@@ -12,8 +12,18 @@ struct AttentionShape {
   std::int64_t prefix = 0;    // KV tokens before them
   std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
   std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
-  // Elements of q (and of the output), and of k (and of v), in the layouts the kernels take.
+  // Values from one query token's Q to the next: 0 for packed rows (q_heads * head_dim); the
+  // runtimes read Q in place in the fused qkv rows, (q_heads + 2 kv_heads) * head_dim apart,
+  // as serving engines do. The output is always packed.
+  std::int64_t q_row_stride = 0;
+  std::int64_t q_stride() const { return q_row_stride > 0 ? q_row_stride : q_heads * head_dim; }
+  // Elements of the output (and of a packed q), of q in its layout (its last row ends at its
+  // last query value), and of k (and of v), in the layouts the kernels take.
   std::int64_t q_elements() const { return requests * q_tokens * q_heads * head_dim; }
+  std::int64_t q_input_elements() const {
+    return requests * q_tokens == 0 ? 0
+                                    : (requests * q_tokens - 1) * q_stride() + q_heads * head_dim;
+  }
   std::int64_t kv_elements() const { return requests * kv_capacity * kv_heads * head_dim; }
 };
 

@@ -76,7 +76,7 @@ void attention(const float* q, const float* k, const float* v, float* out,
       const std::int64_t keys = s.prefix + i + 1;
       for (std::int64_t h = 0; h < s.q_heads; ++h) {
         const std::int64_t kvh = h / group;
-        const float* qv = q + ((r * s.q_tokens + i) * s.q_heads + h) * d;
+        const float* qv = q + (r * s.q_tokens + i) * s.q_stride() + h * d;
         float mx = -std::numeric_limits<float>::infinity();
         for (std::int64_t j = 0; j < keys; ++j) {
           const float* kv = kr + (j * s.kv_heads + kvh) * d;

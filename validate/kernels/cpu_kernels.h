@@ -42,8 +42,9 @@ void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::i
               std::int64_t dst_stride = 0);
 
 using validate::AttentionShape;
-// q: [requests][q_tokens][q_heads][head_dim]; k, v: [requests][kv_capacity][kv_heads][head_dim]
-// holding the prefix and the new tokens; out like q. Query i sees keys 0 .. prefix + i
+// q: [requests][q_tokens][q_heads][head_dim], its rows q_stride() apart; k, v:
+// [requests][kv_capacity][kv_heads][head_dim] holding the prefix and the new tokens; out like
+// q, packed. Query i sees keys 0 .. prefix + i
 // (causal, bottom-right aligned); query head h reads KV head h / (q_heads / kv_heads).
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionShape& s);
 

@@ -17,15 +17,15 @@ struct AttnPtrs {
 };
 __global__ void attention_ptrs_kernel(AttnPtrs a, const bf16* q, const bf16* k, const bf16* v,
                                       bf16* out, float* scores, bf16* probs, int batch, int q_heads,
-                                      int group, int d, long long q_request, long long kv_request,
-                                      long long per_head) {
+                                      int group, int d, long long q_request, long long o_request,
+                                      long long kv_request, long long per_head) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= batch) return;
   const int r = b / q_heads, h = b % q_heads, g = h / group;
   a.k[b] = k + r * kv_request + std::size_t(g) * d;
   a.v[b] = v + r * kv_request + std::size_t(g) * d;
   a.q[b] = q + r * q_request + std::size_t(h) * d;
-  a.o[b] = out + r * q_request + std::size_t(h) * d;
+  a.o[b] = out + r * o_request + std::size_t(h) * d;
   a.s[b] = scores + b * per_head;
   a.p[b] = probs + b * per_head;
 }
@@ -117,11 +117,13 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
              const_cast<const void**>(ptrs + 3 * batch),
              const_cast<const void**>(ptrs + 4 * batch),
              ptrs + 5 * batch};
-  const int ldq = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
+  // Q rows q_stride() apart (in place in the qkv rows, or packed); the output packed.
+  const int ldq = int(s.q_stride()), ldo = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
   attention_ptrs_kernel<<<(batch + 127) / 128, 128, 0, S(stream)>>>(
       P, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
       static_cast<bf16*>(out), scores, probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads), d,
-      (long long)nq * ldq, (long long)s.kv_capacity * ldk, (long long)per_head);
+      (long long)nq * ldq, (long long)nq * ldo, (long long)s.kv_capacity * ldk,
+      (long long)per_head);
   TPO_CUDA_CHECK(cudaGetLastError());
   const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
   // Column-major view: S_b^T (kv x nq, ld) = K_g^T' (K stored d x kv, ld ldk, transposed)
@@ -132,10 +134,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
       scores, probs, nq, ld, int(s.prefix));
   TPO_CUDA_CHECK(cudaGetLastError());
-  // O_h^T (d x nq, ld ldq) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
+  // O_h^T (d x nq, ld ldo) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
   TPO_CUBLAS_CHECK(cublasGemmBatchedEx(
       I.blas, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, kv, &one, P.v, CUDA_R_16BF, ldk, P.p, CUDA_R_16BF,
-      ld, &zero, P.o, CUDA_R_16BF, ldq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      ld, &zero, P.o, CUDA_R_16BF, ldo, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace tpo::validate::cuda

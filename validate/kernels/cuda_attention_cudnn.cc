@@ -68,7 +68,7 @@ struct Plan {
 };
 
 using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t>;
+                       std::int64_t, std::int64_t, std::int64_t>;
 
 struct State {
   std::mutex mu;
@@ -97,17 +97,19 @@ void check(const fe::error_t& e, const char* what) {
 Plan build(cudnnHandle_t handle, const AttentionShape& s) {
   const std::int64_t b = s.requests, hq = s.q_heads, hk = s.kv_heads, d = s.head_dim;
   const std::int64_t sq = s.q_tokens, skv = s.prefix + s.q_tokens, cap = s.kv_capacity;
+  const std::int64_t qs = s.q_stride();
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   // Logical dims (batch, heads, sequence, head dim); strides of the runtime's layouts:
-  // q and o [request][token][head][d], the KV cache [request][capacity][kv head][d].
+  // q and o [request][token][head][d] (q's token rows qs apart: in place in the qkv rows),
+  // the KV cache [request][capacity][kv head][d].
   auto Q = g->tensor(fe::graph::Tensor_attributes()
                          .set_name("Q")
                          .set_uid(kQ)
                          .set_dim({b, hq, sq, d})
-                         .set_stride({sq * hq * d, d, hq * d, 1}));
+                         .set_stride({sq * qs, d, qs, 1}));
   auto K = g->tensor(fe::graph::Tensor_attributes()
                          .set_name("K")
                          .set_uid(kK)
@@ -173,8 +175,8 @@ void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void
       CUDNN_STATUS_SUCCESS) {
     throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
   }
-  const Key key{dev,        s.requests, s.q_heads, s.kv_heads,
-                s.head_dim, s.q_tokens, s.prefix,  s.kv_capacity};
+  const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
+                s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) it = st.plans.emplace(key, build(h->second, s)).first;
   std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
