@@ -37,6 +37,12 @@ std::function<int()> add_calibrate(CLI::App& app) {
   sub->add_flag("--fit-ops", o->fit_ops,
                 "Also fit each case's measured op durations summed by class (GEMM, attention, "
                 "norms/elementwise, all-reduce), not only its total");
+  sub->add_option("--q-gather", o->q_gather,
+                  "Reports of the runtime that gathered Q with a copy before attention (older "
+                  "CUDA reports): add that copy, its cost fitted on the --fit-on models' "
+                  "attention ops that ran beside nothing (fit), or leave it out (off)")
+      ->check(CLI::IsMember({"fit", "off"}))
+      ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   return [o] { return profiler::run_calibrate(*o, std::cout); };

@@ -66,6 +66,7 @@ std::string profile_for(const std::vector<std::string>& profiles, const sim::Wor
 struct Prepared {
   sim::Schedule schedule, none;
   sim::OpCosts costs, none_costs;
+  bool attention_batched_gemm = false;  // the profile's attention kernel (sim/contention.h)
 };
 
 std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
@@ -82,6 +83,7 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     p.none = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
     p.costs = sim::cost_schedule(p.schedule, *cm);
     p.none_costs = sim::cost_schedule(p.none, *cm);
+    if (const auto* cp = cm->contention()) p.attention_batched_gemm = cp->attention_batched_gemm;
     p.costs.resources.clear();
     p.none_costs.resources.clear();
     out.push_back(std::move(p));
@@ -89,10 +91,11 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
   return out;
 }
 
-void set_resources(const sim::Schedule& s, sim::OpCosts& c, const sim::ContentionParams& p,
-                   bool on) {
+void set_resources(const sim::Schedule& s, sim::OpCosts& c, sim::ContentionParams p, bool on,
+                   bool attention_batched_gemm) {
   c.resources.clear();
   if (!on) return;
+  p.attention_batched_gemm = attention_batched_gemm;
   c.contention = p;
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     c.resources.push_back(sim::op_resources(s.ops[i], c.standalone_ns[i], p));
@@ -127,8 +130,8 @@ Eval run_all(std::vector<Prepared>& prep, const sim::ContentionParams& p, bool o
   sim::Engine engine;
   for (std::size_t i : which) {
     auto& c = prep[i];
-    set_resources(c.schedule, c.costs, p, on);
-    set_resources(c.none, c.none_costs, p, on);
+    set_resources(c.schedule, c.costs, p, on, c.attention_batched_gemm);
+    set_resources(c.none, c.none_costs, p, on, c.attention_batched_gemm);
     const sim::Timeline& tl = engine.run(c.schedule, c.costs);
     e.predicted_us.push_back(static_cast<double>(tl.total_ns) / 1e3);
     std::array<double, 4> by{};
@@ -188,14 +191,32 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       k.measured_us = c.number("measured_us");
       k.reported_us = c.number("predicted_us");
       k.measured_none_us = c.number_or("measured_none_us", 0);
+      k.q_gathered = rep.string_or("backend", "") == "cuda" && !rep.has("attention_q_in_place");
       if (c.has("ops") && c.raw().at("ops").is_array()) {
         const auto& ops = c.raw().at("ops");
+        struct Span {
+          std::size_t index;
+          bool comm, attention;
+          double start, us;
+        };
+        std::vector<Span> spans;
         for (std::size_t q = 0; q < ops.size(); ++q) {
           const JsonObject op(ops.at(q), path, c.field("ops") + "[" + std::to_string(q) + "]");
-          k.measured_class_us[static_cast<std::size_t>(op_class(op.string("kind")))] +=
-              op.number("measured_us", /*positive=*/false);
+          const std::string kind = op.string("kind");
+          const double us = op.number("measured_us", /*positive=*/false);
+          k.measured_class_us[static_cast<std::size_t>(op_class(kind))] += us;
+          spans.push_back({q, op.string_or("stream", "compute") == "comm", kind == "attention",
+                           op.number_or("measured_start_us", -1), us});
         }
         k.measured_ops = ops.size();
+        for (const Span& a : spans) {  // attention that overlapped no comm op
+          if (!a.attention || a.start < 0) continue;
+          bool alone = true;
+          for (const Span& m : spans) {
+            if (m.comm && m.start < a.start + a.us && a.start < m.start + m.us) alone = false;
+          }
+          if (alone) k.attention_alone_us.emplace_back(a.index, a.us);
+        }
       }
       out.push_back(std::move(k));
     }
@@ -285,6 +306,62 @@ sim::ContentionParams fit(std::vector<Prepared>& prep, const std::vector<Calibra
       }
     }
   return best;
+}
+
+// Bytes the runtime's Q gather moved for an attention op: Q read and written, bf16.
+double q_gather_bytes(const sim::Op& op) {
+  return 2.0 * 2.0 * static_cast<double>(op.tokens()) * static_cast<double>(op.n * op.k);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The attention ops of gathering runs that ran beside nothing, in `which`: the copy's bytes,
+// the measured time and the standalone (profile) time of each.
+struct AlonePoint {
+  double bytes, measured_us, standalone_us;
+};
+std::vector<AlonePoint> alone_points(const std::vector<CalibrationCase>& cases,
+                                     const std::vector<Prepared>& prep,
+                                     const std::vector<std::size_t>& which) {
+  std::vector<AlonePoint> out;
+  for (std::size_t i : which) {
+    const auto& c = cases[i];
+    if (!c.q_gathered || c.measured_ops != prep[i].schedule.ops.size()) continue;
+    for (const auto& [index, us] : c.attention_alone_us) {
+      const sim::Op& op = prep[i].schedule.ops[index];
+      if (op.kind != sim::OpKind::Attention) continue;
+      out.push_back(
+          {q_gather_bytes(op), us, static_cast<double>(prep[i].costs.standalone_ns[index]) / 1e3});
+    }
+  }
+  return out;
+}
+
+// Theil-Sen (robust to the few points whose profile interpolation is off): the slope is the
+// median of the pairwise slopes, the fixed time the median of what is left; neither below 0.
+GatherFit fit_gather(const std::vector<AlonePoint>& pts) {
+  GatherFit g;
+  g.ops = pts.size();
+  if (pts.size() < 2) return g;
+  std::vector<double> slopes, rest;
+  for (std::size_t a = 0; a < pts.size(); ++a) {
+    for (std::size_t b = a + 1; b < pts.size(); ++b) {
+      const double dx = pts[b].bytes - pts[a].bytes;
+      if (std::fabs(dx) < 1) continue;
+      slopes.push_back(((pts[b].measured_us - pts[b].standalone_us) -
+                        (pts[a].measured_us - pts[a].standalone_us)) /
+                       dx);
+    }
+  }
+  const double us_per_byte = std::max(0.0, median_of(slopes));
+  for (const auto& p : pts) rest.push_back(p.measured_us - p.standalone_us - us_per_byte * p.bytes);
+  g.fixed_us = std::max(0.0, median_of(rest));
+  g.gbps = us_per_byte > 0 ? 1e-3 / us_per_byte : 0;
+  return g;
 }
 
 ojson summary_json(const ErrorSummary& s) {
@@ -387,6 +464,46 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     }
   }
   if (train.empty()) throw InputError("--fit-on", o.fit_on.front(), "no case of that model");
+  // The Q gather of older CUDA runs: fitted on the fit-on models' attention ops beside
+  // nothing, checked on the held-out ones, then added to every gathering case's attention ops
+  // (as part of the op: the copy and the kernel ran back to back on its stream).
+  GatherFit gather;
+  ojson gather_json;
+  if (o.q_gather == "fit") {
+    gather = fit_gather(alone_points(cases, prep, train));
+    const auto held = alone_points(cases, prep, test);
+    std::vector<double> eb, ea;
+    for (const auto& a : held) {
+      eb.push_back(a.standalone_us / a.measured_us - 1.0);
+      ea.push_back((a.standalone_us + gather.us(a.bytes)) / a.measured_us - 1.0);
+    }
+    const ErrorSummary hb = summarize(eb), ha = summarize(ea);
+    if (gather.ops > 0) {
+      os << "Q gather (older CUDA runs copied Q out of the qkv rows before attention, untimed by "
+            "the profile):\n  fitted on "
+         << gather.ops << " attention ops beside nothing: " << fmt("%.2f", gather.fixed_us)
+         << " us + bytes at " << fmt("%.0f", gather.gbps) << " GB/s\n  held out, " << ha.cases
+         << " such ops: median |error| " << fmt("%.1f%%", 100 * hb.median_abs) << " -> "
+         << fmt("%.1f%%", 100 * ha.median_abs) << ", mean signed " << pct(hb.mean_signed) << " -> "
+         << pct(ha.mean_signed) << " (profile alone -> with the gather)\n\n";
+      gather_json = ojson{{"fixed_us", gather.fixed_us},
+                          {"gbps", gather.gbps},
+                          {"fitted_ops", gather.ops},
+                          {"held_out_without", summary_json(hb)},
+                          {"held_out_with", summary_json(ha)}};
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        if (!cases[i].q_gathered) continue;
+        for (auto* sc : {&prep[i].schedule, &prep[i].none}) {
+          auto& costs = sc == &prep[i].schedule ? prep[i].costs : prep[i].none_costs;
+          for (std::size_t j = 0; j < sc->ops.size(); ++j) {
+            if (sc->ops[j].kind != sim::OpKind::Attention) continue;
+            costs.standalone_ns[j] += static_cast<std::int64_t>(
+                std::llround(gather.us(q_gather_bytes(sc->ops[j])) * 1e3));
+          }
+        }
+      }
+    }
+  }
   const sim::Workload w0 = sim::make_workload(cases[train.front()].run.workload);
   const sim::ContentionParams base = w0.hardware.contention;
   // The fit-on models' interference microbenchmarks, when asked to fit them too.
@@ -533,6 +650,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   rep["decisions"] =
       ojson{{"fit", dec_fit}, {"held_out", dec_test}, {"held_out_fixed_factors", dec_test_before}};
   rep["fit_on"] = o.fit_on;
+  rep["q_gather"] = gather.ops > 0 ? gather_json : ojson(o.q_gather == "off" ? "off" : "none");
   rep["params"] = sim::contention_json(p);
   rep["fit"] = ojson{{"fixed_factors", summary_json(fb)}, {"contention", summary_json(fa)}};
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};

@@ -165,6 +165,7 @@ double predict_pair(InterferencePair& pair, const sim::ContentionParams& params,
     c.contention = params;
     c.contention.enabled = true;
     c.contention.comm_ctas = pair.workers;
+    c.contention.attention_batched_gemm = pair.attention_batched_gemm;
     for (std::size_t i = 0; i < pair.schedule.ops.size(); ++i) {
       c.resources.push_back(
           sim::op_resources(pair.schedule.ops[i], c.standalone_ns[i], c.contention));
@@ -223,6 +224,7 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
     pair.victim_launches = b;
     pairs.push_back(std::move(pair));
   }
+  for (auto& pair : pairs) pair.attention_batched_gemm = cm.contention()->attention_batched_gemm;
   return pairs;
 }
 

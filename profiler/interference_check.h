@@ -30,6 +30,7 @@ struct InterferencePair {
   std::int64_t victim_launches = 1;  // the victim's time is per launch of this many
   std::int64_t workers = 0;
   double alone_us = 0, measured_us = 0;
+  bool attention_batched_gemm = false;  // the profile's attention kernel (sim/contention.h)
 };
 std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
                                                  const sim::HardwareConfig& hw);

@@ -53,9 +53,13 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       break;
     }
     case OpKind::Attention: {
-      const std::int64_t q = op.seq_end - op.seq_begin;
-      const std::int64_t tiles =
-          std::max<std::int64_t>(1, ((q + 127) / 128) * op.n * (op.req_end - op.req_begin));
+      const std::int64_t q = op.seq_end - op.seq_begin, heads = op.n * (op.req_end - op.req_begin);
+      // The batched-GEMM attention's largest kernel is its score GEMM, keys x queries per head;
+      // a fused kernel runs one block per 128 query rows per head.
+      const std::int64_t tiles = std::max<std::int64_t>(
+          1, p.attention_batched_gemm ? ((op.seq_end + p.gemm_cta_m - 1) / p.gemm_cta_m) *
+                                            ((q + p.gemm_cta_n - 1) / p.gemm_cta_n) * heads
+                                      : ((q + 127) / 128) * heads);
       r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
       r.hbm_gbps = static_cast<float>(op.bytes / ns);
       break;

@@ -43,7 +43,12 @@ struct ContentionParams {
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
   double comm_extra = 0;     // further slowdown of a comm kernel beside a compute kernel
-  std::string source;        // where the values come from, for reports
+  // How attention's thread blocks are counted: false, a fused kernel (one block per 128 query
+  // rows per head); true, the cuBLAS batched attention (the score GEMM's tiles, keys x query
+  // rows per head, of the GEMM tile above) that the CUDA runtime ran before cuDNN's. Not a
+  // fitted value: set from the profile's attention kernel (ProfileCostModel).
+  bool attention_batched_gemm = false;
+  std::string source;  // where the values come from, for reports
 };
 
 // What one op occupies, for the engine.

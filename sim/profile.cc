@@ -203,6 +203,18 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   return p;
 }
 
+std::string profiled_attention_kernel(const Profile& p) {
+  if (p.device.is_object()) {
+    const auto k = p.device.find("attention_kernel");
+    if (k != p.device.end() && k->is_string()) return k->get<std::string>();
+    const auto b = p.device.find("backend");
+    if (b != p.device.end() && b->is_string() && b->get<std::string>() == "cuda") {
+      return "cublas-batched";
+    }
+  }
+  return "cpu";
+}
+
 Profile load_profile(const std::string& path) {
   return profile_from_json(read_json_file(path), path);
 }

@@ -103,5 +103,9 @@ nlohmann::ordered_json profile_to_json(const Profile& p);
 // Throws InputError naming the file and the field.
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 Profile load_profile(const std::string& path);
+// The attention kernel a profile timed: its device's attention_kernel ("cudnn-sdpa",
+// "cublas-batched"); a CUDA profile without one was made before the fused kernel existed, so
+// "cublas-batched"; else "cpu".
+std::string profiled_attention_kernel(const Profile& p);
 
 }  // namespace tpo::sim

@@ -43,6 +43,8 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     contention_ = contention_from_json(p_.contention.at("params"), p_.origin, "contention.params",
                                        hw.contention);
   }
+  // Attention's blocks as the profiled kernel runs them (sim/contention.h).
+  contention_.attention_batched_gemm = profiled_attention_kernel(p_) == "cublas-batched";
   for (const auto& g : p_.gemm) {
     gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
   }

@@ -402,6 +402,9 @@ ojson validate_json(const ValidateReport& r) {
   if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
   j["cost_model"] = r.cost_model;
   j["execution"] = r.execution;
+  // The runtimes read Q in place in the qkv rows (since 2026-12-02; before, the CUDA runtime
+  // gathered it with an untimed strided copy, which tpo calibrate adds back for older reports).
+  j["attention_q_in_place"] = true;
   if (!r.cases.empty() && !r.cases.front().measured.attention_kernel.empty()) {
     j["attention_kernel"] = r.cases.front().measured.attention_kernel;
   }

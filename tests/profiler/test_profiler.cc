@@ -162,6 +162,22 @@ TEST_CASE("CPU attention reads Q in place in qkv-wide rows, exactly as packed, n
   CHECK(in == packed);
 }
 
+TEST_CASE("the profiled attention kernel sets how the contention model counts attention's blocks") {
+  sim::Profile p;
+  p.tp = 2;
+  p.device = {{"backend", "cpu"}};
+  CHECK(sim::profiled_attention_kernel(p) == "cpu");
+  const auto hw = test::toy_hardware();
+  CHECK_FALSE(sim::ProfileCostModel(p, hw, 2).contention()->attention_batched_gemm);
+  // A CUDA profile from before the fused kernel: the cuBLAS batched attention.
+  p.device = {{"backend", "cuda"}};
+  CHECK(sim::profiled_attention_kernel(p) == "cublas-batched");
+  CHECK(sim::ProfileCostModel(p, hw, 2).contention()->attention_batched_gemm);
+  p.device["attention_kernel"] = "cudnn-sdpa";
+  CHECK(sim::profiled_attention_kernel(p) == "cudnn-sdpa");
+  CHECK_FALSE(sim::ProfileCostModel(p, hw, 2).contention()->attention_batched_gemm);
+}
+
 TEST_CASE("profile JSON round trip") {
   sim::Profile p;
   p.model = "tiny";

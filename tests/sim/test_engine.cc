@@ -267,6 +267,30 @@ TEST_CASE(
   CHECK(op_resources(g, 1000, p).waves == doctest::Approx(0.2));
 }
 
+TEST_CASE(
+    "contention: attention's blocks, a fused kernel's (128 query rows per head) or the batched "
+    "GEMMs' score tiles (keys x queries per head)") {
+  ContentionParams p;
+  p.enabled = true;
+  p.sms = 100;
+  p.gemm_cta_m = 128;
+  p.gemm_cta_n = 256;
+  Op a = make(OpCode::Attention);
+  // A chunk of 1000 queries after 1000 cached tokens, 8 query heads, 1 request.
+  set_attention_work(a, 1, 1000, 1000, 8, 1, 128);
+  a.seq_begin = 1000;
+  a.seq_end = 2000;
+  a.req_begin = 0;
+  a.req_end = 1;
+  // Fused: ceil(1000 / 128) = 8 blocks per head, 64 in all: fewer than the SMs, one wave.
+  CHECK(op_resources(a, 1000, p).waves == doctest::Approx(1.0));
+  // Batched GEMMs: ceil(2000 / 128) x ceil(1000 / 256) = 16 x 4 tiles per head, 512 in all.
+  p.attention_batched_gemm = true;
+  CHECK(op_resources(a, 1000, p).waves == doctest::Approx(5.12));
+  a.req_end = 2;  // two requests: twice the heads
+  CHECK(op_resources(a, 1000, p).waves == doctest::Approx(10.24));
+}
+
 TEST_CASE("engine: a graph loaded once runs with new costs as run() does") {
   Schedule s;
   s.ops = {make(OpCode::Qkv), make(OpCode::OProj), make(OpCode::AllReduce, {0}),
