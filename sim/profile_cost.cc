@@ -49,8 +49,11 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
   }
   for (const auto& a : p_.attention) {
-    attn_[{a.q_heads, a.kv_heads, a.head_dim, a.q_tokens == 1}].emplace_back(a.flops,
-                                                                             a.t.median_us);
+    const int cls = attn_class(a.q_tokens, a.prefix);
+    attn_[{a.q_heads, a.kv_heads, a.head_dim, cls}].emplace_back(a.flops, a.t.median_us);
+    if (cls != kDecode) {
+      attn_[{a.q_heads, a.kv_heads, a.head_dim, kAnyPrefill}].emplace_back(a.flops, a.t.median_us);
+    }
   }
   for (const auto& r : p_.rowwise) {
     rowwise_[{r.name, r.cols}].emplace_back(static_cast<double>(r.rows), r.t.median_us);
@@ -132,12 +135,15 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
         return e;
       }
       break;
-    case OpKind::Attention:
-      if (auto it = attn_.find({op.n, op.kv_heads, op.k, op.seq_end - op.seq_begin == 1});
-          it != attn_.end()) {
-        return on_curve(it->second, op.flops, op);
+    case OpKind::Attention: {
+      const int cls = attn_class(op.seq_end - op.seq_begin, op.kv_prefix());
+      auto it = attn_.find({op.n, op.kv_heads, op.k, cls});
+      if ((it == attn_.end() || it->second.size() < 2) && cls != kDecode) {
+        it = attn_.find({op.n, op.kv_heads, op.k, kAnyPrefill});
       }
+      if (it != attn_.end()) return on_curve(it->second, op.flops, op);
       break;
+    }
     case OpKind::Norm:
     case OpKind::Elementwise:
       if (const char* name = rowwise_name(op.code)) {

@@ -44,9 +44,17 @@ class ProfileCostModel final : public CostModel {
   Profile p_;
   AnalyticalCostModel a_;
   std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m
-  // (q heads, kv heads, head dim, decode) -> flops; decode (one query per request) and
-  // prefill attention have different costs per FLOP, so they are separate curves.
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>, Curve> attn_;
+  // (q heads, kv heads, head dim, class) -> flops. Decode (one query per request), a chunk
+  // without a prefix and one after a prefix have different costs per causal FLOP, so each is
+  // its own curve: the H200 profiles' cuBLAS attention ran ~89 TFLOP/s after a prefix and
+  // ~67 without (it computes the masked half of the scores too), and one curve over both
+  // missed a 5120-token chunk by 19% (results/h200/calibration/README.md). Class 3 is every
+  // prefill point, used where the op's own class has fewer than two.
+  enum AttnClass { kNoPrefix = 0, kPrefix = 1, kDecode = 2, kAnyPrefill = 3 };
+  static int attn_class(std::int64_t q_tokens, std::int64_t prefix) {
+    return q_tokens == 1 ? kDecode : prefix > 0 ? kPrefix : kNoPrefix;
+  }
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, Curve> attn_;
   std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements
   // Communication's slowdown against its duration alone (us -> factor), by what runs beside

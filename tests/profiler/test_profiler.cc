@@ -33,6 +33,22 @@ sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k) {
   sim::set_gemm_work(op, m, n, k, false);
   return op;
 }
+
+// Attention of q new tokens after `prefix` cached ones, 2 query heads on 1 KV head of 32.
+sim::Op attention_op(std::int64_t q, std::int64_t prefix) {
+  sim::Op op;
+  op.code = sim::OpCode::Attention;
+  op.kind = sim::OpKind::Attention;
+  op.req_begin = 0;
+  op.req_end = 1;
+  op.seq_begin = prefix;
+  op.seq_end = prefix + q;
+  sim::set_attention_work(op, 1, q, prefix, 2, 1, 32);
+  return op;
+}
+double attention_flops(std::int64_t q, std::int64_t prefix) {
+  return attention_op(q, prefix).flops;
+}
 }  // namespace
 
 TEST_CASE("harness statistics: median, min, max in microseconds") {
@@ -205,6 +221,41 @@ TEST_CASE("profile JSON round trip") {
   CHECK(q.interference[0].slowdown() == doctest::Approx(1.2));
   CHECK(q.compute_slowdown_under_comm == doctest::Approx(1.2));
   CHECK(sim::profile_to_json(q).dump() == j.dump());
+}
+
+TEST_CASE("profile cost model: attention with and without a prefix on curves of their own") {
+  sim::Profile p;
+  p.tp = 2;
+  auto point = [&](std::int64_t q, std::int64_t prefix, double us) {
+    p.attention.push_back({1, q, prefix, 2, 1, 32, attention_flops(q, prefix), {us, us, us, 1}});
+  };
+  // Without a prefix the kernel runs at half the FLOP rate it reaches after one.
+  point(1024, 0, 200);
+  point(4096, 0, 3200);  // x16 FLOPs (nearly), x16 time
+  point(1024, 1024, 150);
+  point(2048, 2048, 600);
+  const auto hw = test::toy_hardware();
+  const sim::ProfileCostModel cm(p, hw, 2);
+  // Measured points are read back exactly, each on its own curve.
+  CHECK(cm.standalone_ns(attention_op(4096, 0)) == 3200000);
+  CHECK(cm.standalone_ns(attention_op(2048, 2048)) == 600000);
+  // 2048 tokens without a prefix: between the two prefix-free points in log-log (time
+  // proportional to FLOPs there), not pulled down by the faster prefix points nearby.
+  const double f = attention_flops(2048, 0) / attention_flops(1024, 0);
+  CHECK(static_cast<double>(cm.standalone_ns(attention_op(2048, 0))) ==
+        doctest::Approx(200000 * f).epsilon(0.01));
+  // After a prefix: on the prefix curve.
+  const double g = attention_flops(1536, 1536) / attention_flops(1024, 1024);
+  CHECK(static_cast<double>(cm.standalone_ns(attention_op(1536, 1536))) ==
+        doctest::Approx(150000 * g).epsilon(0.01));
+  // A class with fewer than two points falls back to every prefill point.
+  sim::Profile one = p;
+  one.attention.pop_back();  // one prefix point left
+  const sim::ProfileCostModel cm1(one, hw, 2);
+  sim::Profile all = one;
+  for (auto& a : all.attention) a.prefix = 0;  // (flops kept: one curve over the three)
+  CHECK(cm1.standalone_ns(attention_op(1536, 1536)) ==
+        sim::ProfileCostModel(all, hw, 2).standalone_ns(attention_op(1536, 1536)));
 }
 
 TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, analytical") {
