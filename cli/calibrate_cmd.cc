@@ -37,10 +37,11 @@ std::function<int()> add_calibrate(CLI::App& app) {
   sub->add_flag("--fit-ops", o->fit_ops,
                 "Also fit each case's measured op durations summed by class (GEMM, attention, "
                 "norms/elementwise, all-reduce), not only its total");
-  sub->add_option("--q-gather", o->q_gather,
-                  "Reports of the runtime that gathered Q with a copy before attention (older "
-                  "CUDA reports): add that copy, its cost fitted on the --fit-on models' "
-                  "attention ops that ran beside nothing (fit), or leave it out (off)")
+  sub->add_option("--legacy-copies", o->legacy_copies,
+                  "CUDA reports made before 2026-12-02, whose runtime copied Q out of the qkv "
+                  "rows before attention and wrote the KV cache with two strided copies, which "
+                  "the profiles never timed: add those copies, each one's cost fitted on the "
+                  "--fit-on models' ops that ran beside nothing (fit), or leave them out (off)")
       ->check(CLI::IsMember({"fit", "off"}))
       ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,

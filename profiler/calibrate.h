@@ -28,11 +28,12 @@ struct CalibrationCase {
   // all-reduces), and how many ops the report lists; empty sums when it lists none.
   std::array<double, 4> measured_class_us{};
   std::size_t measured_ops = 0;
-  // Made by the CUDA runtime before it read Q in place (the report lacks
-  // attention_q_in_place): each attention op was a strided copy of Q and then the kernel.
-  bool q_gathered = false;
-  // Attention ops that overlapped no comm op: their index in the graph and measured time.
-  std::vector<std::pair<std::size_t, double>> attention_alone_us;
+  // Made by the CUDA runtime before 2026-12-02 (the report lacks attention_q_in_place): each
+  // attention op was a strided copy of Q and then the kernel, and qkv wrote K and V into the
+  // cache with two strided copies.
+  bool legacy_copies = false;
+  // Compute ops that overlapped no comm op: their index in the graph and measured time.
+  std::vector<std::pair<std::size_t, double>> compute_alone_us;
 };
 
 struct CalibrateOptions {
@@ -52,18 +53,18 @@ struct CalibrateOptions {
   // all-reduce, each weighted by its share of the case's measured time), not only its
   // total: the parameters then cannot trade one kind's slowdown for another's.
   bool fit_ops = false;
-  // Reports of the runtime that gathered Q (CalibrationCase::q_gathered): "fit" adds the
-  // copy to their attention ops, its cost (a fixed time plus one per byte) fitted on the
-  // fit-on models' attention ops that ran beside nothing; "off" leaves it out.
-  std::string q_gather = "fit";
+  // Reports of the runtime's copies before 2026-12-02 (CalibrationCase::legacy_copies): "fit"
+  // adds them to their ops (the Q gather to attention, the rest of the two-copy KV write to
+  // qkv), each one's cost (a fixed time plus one per byte) fitted on the fit-on models' ops
+  // that made it and ran beside nothing; "off" leaves them out.
+  std::string legacy_copies = "fit";
 };
 
-// The Q gather's cost, fitted: time_us = fixed_us + bytes / (gbps * 1e3), bytes = Q read and
-// written (2 x tokens x query width x 2 bytes).
-struct GatherFit {
-  double fixed_us = 0, gbps = 0;
-  std::size_t ops = 0;  // attention ops it was fitted on
-  double us(double bytes) const { return gbps > 0 ? fixed_us + bytes / (gbps * 1e3) : 0.0; }
+// A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows).
+struct CopyFit {
+  double fixed_us = 0, us_per_unit = 0;
+  std::size_t ops = 0;  // ops it was fitted on (0: none, and it costs nothing)
+  double us(double size) const { return ops > 0 ? fixed_us + us_per_unit * size : 0.0; }
 };
 
 std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports);

@@ -598,15 +598,21 @@ TEST_CASE(
   CHECK(jo.at("held_out").at("contention").at("median_abs_error").get<double>() <
         jo.at("held_out").at("fixed_factors").at("median_abs_error").get<double>());
   // The findings of 2026-12-02 (results/h200/calibration/README.md). (1) These runs' runtime
-  // gathered Q with a copy the profiles never timed: fitted on the 8B model's attention ops
-  // beside nothing, the copy's cost brings the held-out 70B ones from ~18% to ~2% (median).
-  const auto& g = jo.at("q_gather");
+  // made copies the profiles never timed. It gathered Q before attention: fitted on the 8B model's
+  // attention ops beside nothing, the copy's cost brings the held-out 70B ones from ~18% to ~2%
+  // (median).
+  const auto& g = jo.at("legacy_copies").at("q_gather");
   REQUIRE(g.is_object());
   CHECK(g.at("fitted_ops").get<int>() > 10);
   CHECK(g.at("held_out_with").at("median_abs_error").get<double>() <
         0.5 * g.at("held_out_without").at("median_abs_error").get<double>());
   CHECK(std::abs(g.at("held_out_with").at("mean_signed_error").get<double>()) <
         std::abs(g.at("held_out_without").at("mean_signed_error").get<double>()));
+  // And qkv's KV-cache write was two strided copies: fitted per row, ~9% -> ~2.5%.
+  const auto& kv = jo.at("legacy_copies").at("kv_write");
+  CHECK(kv.at("per") == "row");
+  CHECK(kv.at("held_out_with").at("median_abs_error").get<double>() <
+        0.5 * kv.at("held_out_without").at("median_abs_error").get<double>());
   // (2) With that copy and attention's blocks counted as the cuBLAS batched attention ran them,
   // the held-out op classes are right within 15%, attention within 5%, and the held-out
   // totals are not systematically off (mean signed within 1%).
@@ -622,11 +628,12 @@ TEST_CASE(
   const fs::path off = scratch() / "cal-off.json";
   r = tpo("calibrate --reports" + reports + " --profile " + src +
           "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
-          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --q-gather off --out " +
+          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --legacy-copies off "
+          "--out " +
           off.string());
   REQUIRE(r.code == 0);
-  CHECK(nlohmann::json::parse(slurp(off)).at("q_gather") == "off");
-  CHECK(r.out.find("Q gather") == std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(off)).at("legacy_copies") == "off");
+  CHECK(r.out.find("q_gather") == std::string::npos);
   // A report whose ops are not all listed cannot be fitted op by op: exit 2 naming the file.
   {
     const std::string one =
