@@ -356,6 +356,7 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   for (std::size_t bi = searched ? 1 : 0; bi < budgets.size(); ++bi) {
     Evaluator ev(w, *budgets[bi].cm);
     ev.set_pruning(o.prune);
+    ev.set_coarse_lines(o.coarse_lines);
     for (StrategyKind k : parse_strategy_list(o.strategies)) {
       if (k == StrategyKind::None) continue;
       for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {

@@ -36,6 +36,9 @@ struct PlanOptions {
   // Skip splits whose lower bound shows they cannot win (split_scorer.h): the same plans,
   // faster; off only to check that claim.
   bool prune = true;
+  // The descent's long boundary lines coarse to fine (Evaluator::coarse_lines): off only to
+  // compare with every position tried.
+  bool coarse_lines = true;
 };
 
 // The workload options of one planned point of length `seq` (prefill: prompt tokens;
@@ -113,6 +116,10 @@ class Evaluator {
   // off, it simulates every split it visits (the same answer, for tests and benchmarks).
   bool pruning() const { return pruning_; }
   void set_pruning(bool on) { pruning_ = on; }
+  // The descent tries a long line of boundary positions coarse to fine (split_search.cc);
+  // off, every position (slower at long prompts; the same below 16k tokens at align 64).
+  bool coarse_lines() const { return coarse_lines_; }
+  void set_coarse_lines(bool on) { coarse_lines_ = on; }
   // surrogate_ns of a split of the scorer's strategy and chunk count (split_scorer.h).
   // With a finite `best` the run may stop early, returning a lower bound >= best (see
   // SplitScorer::score_ns).
@@ -132,6 +139,7 @@ class Evaluator {
   std::int64_t simulations_ = 0;
   std::int64_t shortened_ = 0;
   bool pruning_ = true;
+  bool coarse_lines_ = true;
 };
 
 struct SplitResult {

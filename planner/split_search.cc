@@ -68,7 +68,13 @@ double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::i
 }
 
 // Coordinate descent from one start: each boundary in turn moves to its best grid position
-// between its neighbours, until a full round improves nothing.
+// between its neighbours, until a full round improves nothing. With coarse lines (the
+// default), a boundary with more than kFineLine positions is first tried on a coarser grid
+// of at most kCoarseSteps steps (multiples of a power of two times `align`), then refined
+// around the best by halving the step down to `align`: about 64 + 2 log2(step) scores
+// instead of one per position. Within kFineLine positions (every prompt up to 16k tokens on the
+// 64-token grid) every position is tried.
+constexpr std::int64_t kFineLine = 256, kCoarseSteps = 64;
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
   const bool prune = ev.pruning() && scorer.bound_enabled();
@@ -82,19 +88,37 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
       const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
       std::int64_t best_pos = b[i];
       trial = b;
-      for (std::int64_t p = lo; p <= hi; p += align) {
-        if (p == b[i]) continue;
+      auto try_at = [&](std::int64_t p) {
+        if (p == b[i] || p < lo || p > hi) return;
         trial[i] = p;
         // A split whose bound is no better than the current one cannot be taken.
         if (prune && cache.find(trial) == cache.end()) {
           chunks_into(trial, ev.workload().seq, chunks);
-          if (!scorer.can_beat(chunks, cur)) continue;
+          if (!scorer.can_beat(chunks, cur)) return;
         }
         const double t = cached_score(ev, scorer, trial, cache, cur, chunks);
         if (t < cur) {
           cur = t;
           best_pos = p;
           improved = true;
+        }
+      };
+      const std::int64_t positions = (hi - lo) / align + 1;
+      if (!ev.coarse_lines() || positions <= kFineLine) {
+        for (std::int64_t p = lo; p <= hi; p += align) try_at(p);
+      } else {
+        std::int64_t step = 1;
+        while (step * kCoarseSteps < positions) step *= 2;
+        // On multiples of the coarse step (so chunk lengths stay round, where the GEMM
+        // tiles' and attention's costs dip), and the line's ends.
+        const std::int64_t s = step * align;
+        try_at(lo);
+        for (std::int64_t p = (lo + s - 1) / s * s; p <= hi; p += s) try_at(p);
+        try_at(hi);
+        for (step /= 2; step >= 1; step /= 2) {
+          const std::int64_t at = best_pos;
+          try_at(at - step * align);
+          try_at(at + step * align);
         }
       }
       b[i] = best_pos;
