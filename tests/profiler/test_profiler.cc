@@ -105,7 +105,9 @@ TEST_CASE("CPU kernels against plain loops") {
   for (const auto& buf : bufs) CHECK(buf == std::vector<float>{111, 222, 333, 444, 555});
 }
 
-TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64 loop") {
+namespace {
+// 2 requests of 5 queries after a prefix of 3, 4 query heads on 2 KV heads of 8.
+cpu::AttentionShape small_attention(std::int64_t kv_capacity) {
   cpu::AttentionShape s;
   s.requests = 2;
   s.q_tokens = 5;
@@ -113,7 +115,13 @@ TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64
   s.q_heads = 4;
   s.kv_heads = 2;
   s.head_dim = 8;
-  s.kv_capacity = 9;  // one spare row: must never be read
+  s.kv_capacity = kv_capacity;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64 loop") {
+  const cpu::AttentionShape s = small_attention(9);  // one spare row: must never be read
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
   auto rnd = [&](std::size_t n) {
@@ -151,14 +159,7 @@ TEST_CASE("CPU attention: several queries after a prefix, GQA, against a float64
 }
 
 TEST_CASE("CPU attention reads Q in place in qkv-wide rows, exactly as packed, nothing else") {
-  cpu::AttentionShape s;
-  s.requests = 2;
-  s.q_tokens = 5;
-  s.prefix = 3;
-  s.q_heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 8;
-  s.kv_capacity = 8;
+  const cpu::AttentionShape s = small_attention(8);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> q(2 * 5 * 32), k(2 * 8 * 16), v(k.size()), packed(q.size()), in(q.size());
