@@ -196,6 +196,7 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
         const auto& ops = c.raw().at("ops");
         struct Span {
           std::size_t index;
+          std::string name;
           bool comm;
           double start, us;
         };
@@ -205,17 +206,17 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
           const std::string kind = op.string("kind");
           const double us = op.number("measured_us", /*positive=*/false);
           k.measured_class_us[static_cast<std::size_t>(op_class(kind))] += us;
-          spans.push_back({q, op.string_or("stream", "compute") == "comm",
+          spans.push_back({q, op.string_or("name", ""), op.string_or("stream", "compute") == "comm",
                            op.number_or("measured_start_us", -1, /*positive=*/false), us});
         }
         k.measured_ops = ops.size();
         for (const Span& a : spans) {  // compute ops that overlapped no comm op
-          if (a.comm || a.start < 0) continue;
+          if (a.comm || a.start < 0 || a.us <= 0) continue;
           bool alone = true;
           for (const Span& m : spans) {
             if (m.comm && m.start < a.start + a.us && a.start < m.start + m.us) alone = false;
           }
-          if (alone) k.compute_alone_us.emplace_back(a.index, a.us);
+          if (alone) k.compute_alone_us.push_back({a.index, a.name, a.us});
         }
       }
       out.push_back(std::move(k));
@@ -326,6 +327,10 @@ double copy_size(Copy c, const sim::Op& op) {
   }
   return sim::kv_store_bytes(op) > 0 ? static_cast<double>(op.m) : 0.0;
 }
+// Copy calls per op: the old runtime wrote the KV cache one request at a time.
+std::int64_t copy_calls(Copy c, const sim::Op& op) {
+  return c == Copy::KvWrite ? std::max<std::int64_t>(1, op.req_end - op.req_begin) : 1;
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -345,10 +350,19 @@ std::vector<AlonePoint> alone_points(Copy c, const std::vector<CalibrationCase>&
   for (std::size_t i : which) {
     const auto& k = cases[i];
     if (!k.legacy_copies || k.measured_ops != prep[i].schedule.ops.size()) continue;
-    for (const auto& [index, us] : k.compute_alone_us) {
-      const double size = copy_size(c, prep[i].schedule.ops[index]);
-      if (size <= 0) continue;
-      out.push_back({size, us, static_cast<double>(prep[i].costs.standalone_ns[index]) / 1e3});
+    for (const auto& a : k.compute_alone_us) {
+      const sim::Op& op = prep[i].schedule.ops[a.index];
+      // The report's ops are the rebuilt graph's, one for one: a name that differs means the
+      // graph is not the one that ran.
+      if (!a.name.empty() && a.name != sim::op_code_name(op.code)) {
+        throw InputError(k.file, "ops[" + std::to_string(a.index) + "].name",
+                         "is '" + a.name + "', but the graph rebuilt from the report has '" +
+                             sim::op_code_name(op.code) +
+                             "' there (made by another version of the graph builder?)");
+      }
+      const double size = copy_size(c, op);
+      if (size <= 0 || copy_calls(c, op) != 1) continue;  // fitted on single calls
+      out.push_back({size, a.us, static_cast<double>(prep[i].costs.standalone_ns[a.index]) / 1e3});
     }
   }
   return out;
@@ -523,7 +537,9 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
           for (const auto& [c, f] : fits) {
             const double size = copy_size(c, sc->ops[j]);
             if (size > 0) {
-              costs.standalone_ns[j] += static_cast<std::int64_t>(std::llround(f.us(size) * 1e3));
+              const double calls = static_cast<double>(copy_calls(c, sc->ops[j]));
+              costs.standalone_ns[j] += static_cast<std::int64_t>(
+                  std::llround((f.us(size) + (calls - 1) * f.fixed_us) * 1e3));
             }
           }
         }

@@ -30,10 +30,17 @@ struct CalibrationCase {
   std::size_t measured_ops = 0;
   // Made by the CUDA runtime before 2026-12-02 (the report lacks attention_q_in_place): each
   // attention op was a strided copy of Q and then the kernel, and qkv wrote K and V into the
-  // cache with two strided copies.
+  // cache with two strided copies per request. (The KV write became one kernel at a9c298e,
+  // hours before Q was read in place at b3b96ef; no report was made in between, no GPU
+  // having run, so one marker tells both.)
   bool legacy_copies = false;
-  // Compute ops that overlapped no comm op: their index in the graph and measured time.
-  std::vector<std::pair<std::size_t, double>> compute_alone_us;
+  // Compute ops that overlapped no comm op: their index in the graph, name and measured time.
+  struct AloneOp {
+    std::size_t index;
+    std::string name;
+    double us;
+  };
+  std::vector<AloneOp> compute_alone_us;
 };
 
 struct CalibrateOptions {
@@ -55,12 +62,13 @@ struct CalibrateOptions {
   bool fit_ops = false;
   // Reports of the runtime's copies before 2026-12-02 (CalibrationCase::legacy_copies): "fit"
   // adds them to their ops (the Q gather to attention, the rest of the two-copy KV write to
-  // qkv), each one's cost (a fixed time plus one per byte) fitted on the fit-on models' ops
-  // that made it and ran beside nothing; "off" leaves them out.
+  // qkv), each one's cost (a fixed time plus one per byte of Q, or per row of K and V) fitted
+  // on the fit-on models' ops that made it and ran beside nothing; "off" leaves them out.
   std::string legacy_copies = "fit";
 };
 
-// A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows).
+// A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows), the fixed
+// part once per copy call (the KV write made one per request).
 struct CopyFit {
   double fixed_us = 0, us_per_unit = 0;
   std::size_t ops = 0;  // ops it was fitted on (0: none, and it costs nothing)

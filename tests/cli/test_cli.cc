@@ -624,7 +624,7 @@ TEST_CASE(
     CHECK_MESSAGE(std::abs(e) < (std::string(k) == "attention" ? 0.05 : 0.15), k);
   }
   CHECK(std::abs(jo.at("held_out").at("contention").at("mean_signed_error").get<double>()) < 0.01);
-  // Without the copy (--q-gather off) the report says so.
+  // Without the copies (--legacy-copies off) the report says so.
   const fs::path off = scratch() / "cal-off.json";
   r = tpo("calibrate --reports" + reports + " --profile " + src +
           "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
@@ -647,6 +647,16 @@ TEST_CASE(
     CHECK(r.code == 2);
     CHECK(r.out.find("validate-cut.json") != std::string::npos);
     CHECK(r.out.find("--fit-ops needs every op measured") != std::string::npos);
+    // An op that is not the one the rebuilt graph has there: exit 2 naming the file and op.
+    auto renamed = nlohmann::json::parse(slurp(one));
+    renamed["cases"][0]["ops"][0]["name"] = "gate_up";
+    const fs::path wrong = scratch() / "validate-renamed.json";
+    std::ofstream(wrong) << renamed.dump();
+    r = tpo("calibrate --reports " + wrong.string() + " --profile " + src +
+            "/configs/profiles/h200-llama3.1-8b-tp2.json --fit-on llama3.1-8b");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("validate-renamed.json") != std::string::npos);
+    CHECK(r.out.find("ops[0].name") != std::string::npos);
   }
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);

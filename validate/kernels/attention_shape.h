@@ -14,7 +14,7 @@ struct AttentionShape {
   std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
   // Values from one query token's Q to the next: 0 for packed rows (q_heads * head_dim); the
   // runtimes read Q in place in the fused qkv rows, (q_heads + 2 kv_heads) * head_dim apart,
-  // as serving engines do. The output is always packed.
+  // as serving engines do; at least q_heads * head_dim. The output is always packed.
   std::int64_t q_row_stride = 0;
   std::int64_t q_stride() const { return q_row_stride > 0 ? q_row_stride : q_heads * head_dim; }
   // Elements of the output (and of a packed q), of q in its layout (its last row ends at its

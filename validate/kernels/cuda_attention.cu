@@ -1,5 +1,6 @@
 // Attention with a KV prefix and GQA: pointer arrays, two batched cuBLAS GEMMs around a
-// masked softmax. (A fused kernel is issue 11's work.)
+// masked softmax. The fallback and the comparison for cuDNN's fused attention
+// (cuda_attention_cudnn.cc), chosen with --attention cublas.
 #include "validate/kernels/cuda_common.cuh"
 
 namespace tpo::validate::cuda {
