@@ -30,11 +30,12 @@ struct RankState {
   std::vector<std::vector<float>> k, v;  // per layer: KV cache [batch][cap][kv][d]
 };
 
-RankState make_state(const ModelData& m, std::int64_t rank, std::size_t modules) {
+RankState make_state(const ModelData& m, const RowLayout& l, std::int64_t rank,
+                     std::size_t modules) {
   const auto& d = m.d;
   const auto T = static_cast<std::size_t>(m.tokens);
   RankState s;
-  s.x = m.x0;
+  s.x = to_layout(l, m.x0, d.hidden);
   s.normed.assign(T * static_cast<std::size_t>(d.hidden), 0);
   s.qkv.assign(T * static_cast<std::size_t>(d.qkv_n()), 0);
   s.attn.assign(T * static_cast<std::size_t>(d.q_heads * d.head_dim), 0);
@@ -178,8 +179,11 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
                   std::int64_t count, bool mpi) {
   const std::size_t n = s.ops.size();
   const std::size_t modules = module_count(s);
+  const RowLayout layout = row_layout(m, s);
   std::vector<RankState> ranks;
-  for (std::int64_t r = first; r < first + count; ++r) ranks.push_back(make_state(m, r, modules));
+  for (std::int64_t r = first; r < first + count; ++r) {
+    ranks.push_back(make_state(m, layout, r, modules));
+  }
   // done[local rank][op]
   std::vector<std::unique_ptr<std::atomic<std::uint8_t>[]>> done;
   for (std::int64_t r = 0; r < count; ++r) {
@@ -234,7 +238,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
       std::int64_t arrived = 0;
       try {
         CpuKernels k(m, ranks[static_cast<std::size_t>(rank - first)], rank, ar);
-        arrived = interpret(m, op, k);
+        arrived = interpret(m, layout, op, k);
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(err_mu);
@@ -261,7 +265,7 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
   tl.total_ns = now_ns();
-  tl.output = std::move(ranks[0].x);
+  tl.output = from_layout(layout, ranks[0].x, m.d.hidden);
   return tl;
 }
 

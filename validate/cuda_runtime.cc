@@ -157,6 +157,7 @@ class CudaRun {
           sim::ExecMode exec)
       : m_(m),
         s_(s),
+        layout_(row_layout(m, s)),
         emulated_(comm == "emulated"),
         target_ns_(target_ns),
         ctas_(ctas),
@@ -193,7 +194,7 @@ class CudaRun {
     for (const auto& op : s.ops) {
       if (op.kind != sim::OpKind::Attention) continue;
       cu::AttentionShape a;
-      a.requests = op.req_end - op.req_begin;  // an upper bound: chunks run one request a call
+      a.requests = op.req_end - op.req_begin;  // a chunk of every request: one call
       a.q_tokens = op.seq_end - op.seq_begin;
       a.prefix = op.seq_begin;
       a.q_heads = d.q_heads;
@@ -212,7 +213,7 @@ class CudaRun {
         dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
-      dr.x0 = upload(m.x0);
+      dr.x0 = upload(to_layout(layout_, m.x0, H));
       dr.x = cu::Buffer(std::size_t(T * H) * kB);
       dr.normed = cu::Buffer(std::size_t(T * H) * kB);
       dr.qkv = cu::Buffer(std::size_t(T * d.qkv_n()) * kB);
@@ -335,6 +336,7 @@ class CudaRun {
     cu::set_device(ranks_[0].ctx->device());
     tl.output.resize(std::size_t(T * H));
     cu::copy_to_host_bf16_as_float(ranks_[0].x.get(), tl.output.data(), tl.output.size());
+    tl.output = from_layout(layout_, tl.output, H);
     return tl;
   }
 
@@ -485,7 +487,7 @@ class CudaRun {
                        ranks_[0].ctx->comm_stream());
       return;
     }
-    for (const RowBlock& b : row_blocks(m_, op)) {
+    for (const RowBlock& b : row_blocks(layout_, m_.context, op)) {
       std::vector<void*> bufs, streams;
       for (auto& r : ranks_) {
         bufs.push_back(at(r.out[std::size_t(op.module)], b.row * H));
@@ -497,11 +499,12 @@ class CudaRun {
 
   void execute(std::size_t rank, const Op& op, void* st) {
     CudaKernels k(m_, ranks_[rank], st, fused_);
-    interpret(m_, op, k);
+    interpret(m_, layout_, op, k);
   }
 
   const ModelData& m_;
   const sim::Schedule& s_;
+  RowLayout layout_;  // where each token's row lives (model_data.h)
   bool emulated_;
   std::vector<std::int64_t> target_ns_;
   int ctas_;

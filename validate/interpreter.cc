@@ -9,10 +9,9 @@ namespace tpo::validate {
 
 using sim::OpCode;
 
-std::int64_t interpret(const ModelData& m, const sim::Op& op, RankKernels& k) {
+std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k) {
   std::int64_t arrived = 0;
-  const std::int64_t requests = op.req_end - op.req_begin;
-  for (const RowBlock& b : row_blocks(m, op)) {
+  for (const RowBlock& b : row_blocks(l, m.context, op)) {
     switch (op.code) {
       case OpCode::AttnNorm:
       case OpCode::MlpNorm:
@@ -20,27 +19,12 @@ std::int64_t interpret(const ModelData& m, const sim::Op& op, RankKernels& k) {
         break;
       case OpCode::Qkv:
         k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false);
-        // K and V of these rows into the cache: whole sequences of several requests (decode,
-        // an unsplit batch) in one call, as the simulator counts one write per qkv op; else
-        // one request at a time.
-        if (b.row % m.seq == 0 && b.len % m.seq == 0 && b.len > m.seq) {
-          k.store_kv(op.layer, b.row, m.seq, b.row / m.seq, m.context, b.len / m.seq);
-          break;
-        }
-        for (std::int64_t row = b.row; row < b.row + b.len;) {
-          const std::int64_t request = row / m.seq, first = row % m.seq;
-          const std::int64_t len = std::min(b.row + b.len - row, m.seq - first);
-          k.store_kv(op.layer, row, len, request, m.context + first, 1);
-          row += len;
-        }
+        // K and V of the block's requests into the cache in one call, as the simulator counts
+        // one write per qkv op.
+        k.store_kv(op.layer, b.row, b.per_request(), b.request, b.pos, b.requests);
         break;
       case OpCode::Attention:
-        if (b.len == requests * m.seq && requests > 1) {
-          // Whole sequences of several requests (decode, or an unsplit batch): one call.
-          k.attention(op.layer, op.req_begin, requests, b.row, m.seq, m.context);
-        } else {
-          k.attention(op.layer, b.request, 1, b.row, b.len, b.pos);
-        }
+        k.attention(op.layer, b.request, b.requests, b.row, b.per_request(), b.pos);
         break;
       case OpCode::OProj:
         k.gemm(Weight::O, op.layer, op.module, b.row, b.len, op.accumulate);

@@ -17,7 +17,7 @@ enum class Weight : std::uint8_t { Qkv, O, GateUp, Down };
 
 // The kernels over one rank's activations ([tokens][width] matrices: x, normed, qkv, attn,
 // gate_up, act, and out[module] per module) and its per-layer KV caches. Rows are token rows
-// (request * seq + position - context).
+// in the run's RowLayout (model_data.h).
 class RankKernels {
  public:
   virtual ~RankKernels() = default;
@@ -46,6 +46,6 @@ class RankKernels {
 // Runs `op` on one rank through `k`. Returns an all-reduce's arrival time (see
 // RankKernels::allreduce), else 0. Throws std::logic_error for ops no runtime executes
 // (embedding, LM head: refused earlier by check_runnable).
-std::int64_t interpret(const ModelData& m, const sim::Op& op, RankKernels& k);
+std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k);
 
 }  // namespace tpo::validate

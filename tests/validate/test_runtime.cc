@@ -11,6 +11,7 @@
 
 #include "../sim/toy.h"
 #include "sim/strategy.h"
+#include "validate/interpreter.h"
 #include "validate/runtime.h"
 
 using namespace tpo;
@@ -148,4 +149,70 @@ TEST_CASE("a GeGLU model runs on the CPU and matches its reference, which is not
   const auto ref = validate::reference_forward(w, iso, o.seed);
   CHECK(validate::relative_error(r.output, ref) <= 1e-5);
   CHECK(validate::relative_error(r.output, silu_out) > 1e-3);  // the gelu path really ran
+}
+
+namespace {
+// Counts the interpreter's kernel calls, and the requests of each store_kv and attention.
+struct CountingKernels : validate::RankKernels {
+  int calls = 0;
+  std::vector<std::int64_t> batched;  // requests per store_kv / attention call
+  void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override { ++calls; }
+  void gemm(validate::Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+            bool) override {
+    ++calls;
+  }
+  void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                std::int64_t requests) override {
+    ++calls;
+    batched.push_back(requests);
+  }
+  void attention(std::int64_t, std::int64_t, std::int64_t requests, std::int64_t, std::int64_t,
+                 std::int64_t) override {
+    ++calls;
+    batched.push_back(requests);
+  }
+  void gated_act(std::int64_t, std::int64_t) override { ++calls; }
+  void residual_add(std::int64_t, std::int64_t, std::int64_t) override { ++calls; }
+  std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
+    ++calls;
+    return 0;
+  }
+};
+}  // namespace
+
+TEST_CASE("a batch cut into ISO chunks: rows chunk by chunk, one kernel per chunk op") {
+  const auto w = tiny(sim::Phase::Prefill, 3, 96, 0, 2);
+  StrategySpec spec(StrategyKind::Iso);
+  spec.chunk_tokens = {32, 64};
+  const sim::Schedule s = sim::build_schedule(w, spec);
+  const auto m = validate::make_data(w, 1);
+  const validate::RowLayout l = validate::row_layout(m, s);
+  REQUIRE(l.starts == std::vector<std::int64_t>{0, 32, 96});
+  // Chunk 0 of the 3 requests takes rows 0..95, chunk 1 rows 96..287.
+  CHECK(l.row(0, 0) == 0);
+  CHECK(l.row(2, 31) == 95);
+  CHECK(l.row(0, 32) == 96);
+  CHECK(l.row(1, 32) == 160);
+  CHECK(l.row(2, 95) == 287);
+  // The permutation and its inverse.
+  std::vector<float> x(3 * 96 * 2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  const auto y = validate::to_layout(l, x, 2);
+  CHECK(y[2 * 96] == x[2 * 32]);  // row 96 of the layout: request 0, position 32
+  CHECK(validate::from_layout(l, y, 2) == x);
+  // Every op of the graph covers one chunk of all three requests: one block, one call.
+  for (const auto& op : s.ops) {
+    CAPTURE(sim::op_code_name(op.code));
+    const auto blocks = validate::row_blocks(l, m.context, op);
+    REQUIRE(blocks.size() == 1);
+    CHECK(blocks[0].requests == 3);
+    CountingKernels k;
+    validate::interpret(m, l, op, k);
+    CHECK(k.calls == (op.code == sim::OpCode::Qkv ? 2 : 1));
+    for (auto r : k.batched) CHECK(r == 3);
+  }
+  // Without chunks the rows stay request by request.
+  const sim::Schedule none = sim::build_schedule(w, StrategySpec(StrategyKind::None));
+  const validate::RowLayout n = validate::row_layout(m, none);
+  CHECK(n.row(2, 5) == 2 * 96 + 5);
 }

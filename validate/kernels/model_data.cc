@@ -3,6 +3,7 @@
 // one-GPU run (emulated communication) computes on exactly rank 0's shard.
 #include "validate/kernels/model_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -118,16 +119,64 @@ AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_
   return a;
 }
 
-std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op) {
+RowLayout row_layout(const ModelData& m, const sim::Schedule& s) {
+  RowLayout l;
+  l.batch = m.batch;
+  l.seq = m.seq;
+  l.starts.push_back(0);
+  std::int64_t at = 0;
+  for (auto t : s.chunk_tokens) l.starts.push_back(at += t);
+  if (at != m.seq) l.starts = {0, m.seq};  // no chunks, or not of this sequence: one
+  return l;
+}
+
+std::int64_t RowLayout::row(std::int64_t request, std::int64_t pos) const {
+  const auto c = std::upper_bound(starts.begin(), starts.end(), pos) - starts.begin() - 1;
+  const std::int64_t begin = starts[static_cast<std::size_t>(c)];
+  const std::int64_t len = starts[static_cast<std::size_t>(c) + 1] - begin;
+  return batch * begin + request * len + (pos - begin);
+}
+
+namespace {
+std::vector<float> permute(const RowLayout& l, const std::vector<float>& x, std::int64_t width,
+                           bool to) {
+  std::vector<float> y(x.size());
+  const auto w = static_cast<std::size_t>(width);
+  for (std::int64_t r = 0; r < l.batch; ++r) {
+    for (std::int64_t p = 0; p < l.seq; ++p) {
+      const auto a = static_cast<std::size_t>(r * l.seq + p) * w;  // request-major
+      const auto b = static_cast<std::size_t>(l.row(r, p)) * w;
+      std::copy_n(x.data() + (to ? a : b), w, y.data() + (to ? b : a));
+    }
+  }
+  return y;
+}
+}  // namespace
+
+std::vector<float> to_layout(const RowLayout& l, const std::vector<float>& x, std::int64_t width) {
+  return permute(l, x, width, true);
+}
+std::vector<float> from_layout(const RowLayout& l, const std::vector<float>& x,
+                               std::int64_t width) {
+  return permute(l, x, width, false);
+}
+
+std::vector<RowBlock> row_blocks(const RowLayout& l, std::int64_t context, const sim::Op& op) {
   std::vector<RowBlock> b;
-  const std::int64_t p0 = op.seq_begin - m.context, p1 = op.seq_end - m.context;
-  if (p0 == 0 && p1 == m.seq) {
+  const std::int64_t p0 = op.seq_begin - context, p1 = op.seq_end - context;
+  const std::int64_t requests = op.req_end - op.req_begin;
+  const auto c = std::lower_bound(l.starts.begin(), l.starts.end(), p0);
+  if (c != l.starts.end() && *c == p0 && c + 1 != l.starts.end() && *(c + 1) == p1) {
+    // One chunk (or the whole sequence): its requests' rows are one block.
     b.push_back(
-        {op.req_begin * m.seq, (op.req_end - op.req_begin) * m.seq, op.req_begin, op.seq_begin});
+        {l.row(op.req_begin, p0), requests * (p1 - p0), op.req_begin, op.seq_begin, requests});
     return b;
   }
   for (std::int64_t r = op.req_begin; r < op.req_end; ++r) {
-    b.push_back({r * m.seq + p0, p1 - p0, r, op.seq_begin});
+    for (std::size_t k = 0; k + 1 < l.starts.size(); ++k) {
+      const std::int64_t q0 = std::max(p0, l.starts[k]), q1 = std::min(p1, l.starts[k + 1]);
+      if (q0 < q1) b.push_back({l.row(r, q0), q1 - q0, r, context + q0, 1});
+    }
   }
   return b;
 }

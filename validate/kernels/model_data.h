@@ -28,13 +28,32 @@ struct ModelData {
 };
 
 // `ranks`: how many ranks' shards to generate (0: all TP ranks; 1 for a one-GPU run).
-// The rows of the [tokens][...] activation matrices an op covers (row = request * seq +
-// position - context), as contiguous blocks: one block when the op spans whole sequences,
-// else one per request.
-struct RowBlock {
-  std::int64_t row, len, request, pos;  // first row, rows, its request, its first position
+// Where each token's row lives in a run's [tokens][...] activation matrices: chunk by chunk
+// (the schedule's chunk_tokens), and within a chunk request by request: row = batch x chunk
+// start + request x chunk length + position in the chunk, positions counted from the
+// context. With one chunk that is request-major (request x seq + position). So a chunk's
+// rows over every request are one block, as a serving engine packs a batch and as the
+// simulator counts one kernel (and one all-reduce) per chunk op.
+struct RowLayout {
+  std::int64_t batch = 1, seq = 1;
+  std::vector<std::int64_t> starts;  // chunk starts (from the context), then seq
+  std::int64_t row(std::int64_t request, std::int64_t pos) const;  // pos: from the context
 };
-std::vector<RowBlock> row_blocks(const ModelData& m, const sim::Op& op);
+RowLayout row_layout(const ModelData& m, const sim::Schedule& s);
+// Request-major rows of `width` values into the layout's order, and back.
+std::vector<float> to_layout(const RowLayout& l, const std::vector<float>& x, std::int64_t width);
+std::vector<float> from_layout(const RowLayout& l, const std::vector<float>& x, std::int64_t width);
+
+// The rows an op covers, as contiguous blocks of `requests` consecutive requests from
+// `request`, len / requests rows each at positions from `pos` (absolute): one block when the
+// op's positions are one chunk of the layout (or the whole sequence), else one per request
+// and chunk.
+struct RowBlock {
+  std::int64_t row, len, request, pos;  // first row, rows in all, first request, first position
+  std::int64_t requests = 1;
+  std::int64_t per_request() const { return len / requests; }
+};
+std::vector<RowBlock> row_blocks(const RowLayout& l, std::int64_t context, const sim::Op& op);
 
 // Attention for `len` new tokens of one request starting at position `pos`, with the
 // model's shard heads and KV cache capacity.
