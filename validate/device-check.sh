@@ -156,8 +156,7 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
                 continue
             alone.setdefault((c["model"], o["name"]), []).append(o["measured_us"] / o["predicted_us"])
 if alone:
-    print("
-ops beside no comm op, measured / predicted (median; 2026-11-29: attention 1.05-1.22, qkv 1.14):")
+    print("\nops beside no comm op, measured / predicted (median; the 2026-11-29 runs: attention 1.02 and 1.40, qkv 1.14-1.15):")
     for (m, name), v in sorted(alone.items()):
         v.sort()
         print(f"  {m:12s} {name:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
