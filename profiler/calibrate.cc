@@ -225,6 +225,14 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
   return out;
 }
 
+namespace {
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
 ErrorSummary summarize(const std::vector<double>& errors) {
   ErrorSummary s;
   s.cases = errors.size();
@@ -235,9 +243,7 @@ ErrorSummary summarize(const std::vector<double>& errors) {
     s.mean_signed += e / static_cast<double>(errors.size());
     s.worst_abs = std::max(s.worst_abs, std::fabs(e));
   }
-  std::sort(a.begin(), a.end());
-  const std::size_t n = a.size();
-  s.median_abs = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+  s.median_abs = median_of(std::move(a));
   return s;
 }
 
@@ -330,12 +336,6 @@ double copy_size(Copy c, const sim::Op& op) {
 // Copy calls per op: the old runtime wrote the KV cache one request at a time.
 std::int64_t copy_calls(Copy c, const sim::Op& op) {
   return c == Copy::KvWrite ? std::max<std::int64_t>(1, op.req_end - op.req_begin) : 1;
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The ops of such runs that made copy `c` and ran beside nothing, in `which`: the copy's
@@ -458,6 +458,76 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<std
   return out;
 }
 
+// The copies of older CUDA runs: each fitted on the fit-on models' ops that made it beside
+// nothing, its error given on those ops and on the held-out models' ones, then added to every
+// such case's ops (as part of the op: the copy and the kernel ran back to back on its stream).
+ojson fit_legacy_copies(const std::vector<CalibrationCase>& cases, std::vector<Prepared>& prep,
+                        const std::vector<std::size_t>& train, const std::vector<std::size_t>& test,
+                        std::ostream& os) {
+  ojson out = ojson::object();
+  // Errors of the standalone times without and with the copy, on ops beside nothing.
+  auto errors = [](const std::vector<AlonePoint>& pts, const CopyFit& f) {
+    std::vector<double> without, with;
+    for (const auto& a : pts) {
+      without.push_back(a.standalone_us / a.measured_us - 1.0);
+      with.push_back((a.standalone_us + f.us(a.size)) / a.measured_us - 1.0);
+    }
+    return std::pair{summarize(without), summarize(with)};
+  };
+  auto line = [&](const char* set, const std::pair<ErrorSummary, ErrorSummary>& e) {
+    os << "    " << set << e.first.cases << " ops: median |error| "
+       << fmt("%.1f%%", 100 * e.first.median_abs) << " -> "
+       << fmt("%.1f%%", 100 * e.second.median_abs) << ", mean signed " << pct(e.first.mean_signed)
+       << " -> " << pct(e.second.mean_signed) << "\n";
+  };
+  std::vector<std::pair<Copy, CopyFit>> fits;
+  for (Copy c : {Copy::QGather, Copy::KvWrite}) {
+    const auto fitted = alone_points(c, cases, prep, train);
+    const CopyFit f = fit_copy(fitted);
+    if (f.ops == 0) continue;
+    const auto ef = errors(fitted, f), eh = errors(alone_points(c, cases, prep, test), f);
+    if (fits.empty()) {
+      os << "Copies the CUDA runtime made before 2026-12-02, untimed by the profiles (the Q "
+            "gather before attention; qkv's KV-cache write as two strided copies, beyond the "
+            "one-kernel write the model counts), on ops beside nothing (profile alone -> with "
+            "the copy):\n";
+    }
+    const std::string rate =
+        c == Copy::QGather
+            ? "bytes at " + fmt("%.0f", f.us_per_unit > 0 ? 1e-3 / f.us_per_unit : 0) + " GB/s"
+            : fmt("%.2f", 1e3 * f.us_per_unit) + " us per 1000 rows";
+    os << "  " << copy_name(c) << ": " << fmt("%.2f", f.fixed_us) << " us + " << rate << "\n";
+    line("fitted,   ", ef);
+    line("held out, ", eh);
+    out[copy_name(c)] = ojson{{"fixed_us", f.fixed_us},
+                              {"per", c == Copy::QGather ? "byte" : "row"},
+                              {"us_per_unit", f.us_per_unit},
+                              {"fitted_ops", f.ops},
+                              {"fitted_without", summary_json(ef.first)},
+                              {"fitted_with", summary_json(ef.second)},
+                              {"held_out_without", summary_json(eh.first)},
+                              {"held_out_with", summary_json(eh.second)}};
+    fits.emplace_back(c, f);
+  }
+  if (!fits.empty()) os << "\n";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].legacy_copies) continue;
+    for (auto* sc : {&prep[i].schedule, &prep[i].none}) {
+      auto& costs = sc == &prep[i].schedule ? prep[i].costs : prep[i].none_costs;
+      for (std::size_t j = 0; j < sc->ops.size(); ++j) {
+        for (const auto& [c, f] : fits) {
+          const double size = copy_size(c, sc->ops[j]);
+          if (size <= 0) continue;
+          const double calls = static_cast<double>(copy_calls(c, sc->ops[j]));
+          costs.standalone_ns[j] += static_cast<std::int64_t>(
+              std::llround((f.us(size) + (calls - 1) * f.fixed_us) * 1e3));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
@@ -491,61 +561,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     }
   }
   if (train.empty()) throw InputError("--fit-on", o.fit_on.front(), "no case of that model");
-  // The copies of older CUDA runs: each fitted on the fit-on models' ops that made it beside
-  // nothing, checked on the held-out ones, then added to every such case's ops (as part of
-  // the op: the copy and the kernel ran back to back on its stream).
-  ojson copies_json = ojson::object();
-  if (o.legacy_copies == "fit") {
-    std::vector<std::pair<Copy, CopyFit>> fits;
-    for (Copy c : {Copy::QGather, Copy::KvWrite}) {
-      const CopyFit f = fit_copy(alone_points(c, cases, prep, train));
-      if (f.ops == 0) continue;
-      std::vector<double> eb, ea;
-      for (const auto& a : alone_points(c, cases, prep, test)) {
-        eb.push_back(a.standalone_us / a.measured_us - 1.0);
-        ea.push_back((a.standalone_us + f.us(a.size)) / a.measured_us - 1.0);
-      }
-      const ErrorSummary hb = summarize(eb), ha = summarize(ea);
-      if (fits.empty()) {
-        os << "Copies the CUDA runtime made before 2026-12-02, untimed by the profiles (the Q "
-              "gather before attention; qkv's KV-cache write as two strided copies, beyond the "
-              "one-kernel write the model counts):\n";
-      }
-      const std::string rate =
-          c == Copy::QGather
-              ? "bytes at " + fmt("%.0f", f.us_per_unit > 0 ? 1e-3 / f.us_per_unit : 0) + " GB/s"
-              : fmt("%.2f", 1e3 * f.us_per_unit) + " us per 1000 rows";
-      os << "  " << copy_name(c) << ": fitted on " << f.ops
-         << " ops beside nothing: " << fmt("%.2f", f.fixed_us) << " us + " << rate << "; held out, "
-         << ha.cases << " such ops: median |error| " << fmt("%.1f%%", 100 * hb.median_abs) << " -> "
-         << fmt("%.1f%%", 100 * ha.median_abs) << ", mean signed " << pct(hb.mean_signed) << " -> "
-         << pct(ha.mean_signed) << "\n";
-      copies_json[copy_name(c)] = ojson{{"fixed_us", f.fixed_us},
-                                        {"per", c == Copy::QGather ? "byte" : "row"},
-                                        {"us_per_unit", f.us_per_unit},
-                                        {"fitted_ops", f.ops},
-                                        {"held_out_without", summary_json(hb)},
-                                        {"held_out_with", summary_json(ha)}};
-      fits.emplace_back(c, f);
-    }
-    if (!fits.empty()) os << "  (profile alone -> with the copy)\n\n";
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      if (!cases[i].legacy_copies) continue;
-      for (auto* sc : {&prep[i].schedule, &prep[i].none}) {
-        auto& costs = sc == &prep[i].schedule ? prep[i].costs : prep[i].none_costs;
-        for (std::size_t j = 0; j < sc->ops.size(); ++j) {
-          for (const auto& [c, f] : fits) {
-            const double size = copy_size(c, sc->ops[j]);
-            if (size > 0) {
-              const double calls = static_cast<double>(copy_calls(c, sc->ops[j]));
-              costs.standalone_ns[j] += static_cast<std::int64_t>(
-                  std::llround((f.us(size) + (calls - 1) * f.fixed_us) * 1e3));
-            }
-          }
-        }
-      }
-    }
-  }
+  const ojson copies_json =
+      o.legacy_copies == "fit" ? fit_legacy_copies(cases, prep, train, test, os) : ojson("off");
   const sim::Workload w0 = sim::make_workload(cases[train.front()].run.workload);
   const sim::ContentionParams base = w0.hardware.contention;
   // The fit-on models' interference microbenchmarks, when asked to fit them too.
@@ -692,7 +709,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   rep["decisions"] =
       ojson{{"fit", dec_fit}, {"held_out", dec_test}, {"held_out_fixed_factors", dec_test_before}};
   rep["fit_on"] = o.fit_on;
-  rep["legacy_copies"] = o.legacy_copies == "off" ? ojson("off") : copies_json;
+  rep["legacy_copies"] = copies_json;
   rep["params"] = sim::contention_json(p);
   rep["fit"] = ojson{{"fixed_factors", summary_json(fb)}, {"contention", summary_json(fa)}};
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};

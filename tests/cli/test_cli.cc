@@ -565,10 +565,14 @@ TEST_CASE(
       reports += " " + e.path().string();
   }
   REQUIRE_FALSE(reports.empty());
-  auto r =
-      tpo("calibrate --reports" + reports + " --profile " + src +
-          "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
-          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --out " + out.string());
+  // calibrate on every committed report with both H200 profiles, fitted on Llama-3.1-8B.
+  const auto calibrate = [&](const std::string& options, const fs::path& to) {
+    return tpo("calibrate --reports" + reports + " --profile " + src +
+               "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
+               "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b " + options +
+               " --out " + to.string());
+  };
+  auto r = calibrate("", out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("held out, contention model") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(out));
@@ -585,11 +589,7 @@ TEST_CASE(
   // needs a residual slowdown of compute beside comm (the shipped fit, on totals only, needs
   // x1.425), and the held-out cases stay closer than the fixed factors.
   const fs::path ops = scratch() / "cal-ops.json";
-  r = tpo("calibrate --reports" + reports + " --profile " + src +
-          "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
-          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --fit-ops "
-          "--wave-rule extra-wave --out " +
-          ops.string());
+  r = calibrate("--fit-ops --wave-rule extra-wave", ops);
   REQUIRE(r.code == 0);
   const auto jo = nlohmann::json::parse(slurp(ops));
   CHECK(jo.at("params").at("extra_wave") == true);
@@ -613,6 +613,12 @@ TEST_CASE(
   CHECK(kv.at("per") == "row");
   CHECK(kv.at("held_out_with").at("median_abs_error").get<double>() <
         0.5 * kv.at("held_out_without").at("median_abs_error").get<double>());
+  // Each copy's error is reported on the ops it was fitted on too, beside the held-out ones.
+  for (const auto* c : {&g, &kv}) {
+    CHECK(c->at("fitted_with").at("median_abs_error").get<double>() <
+          c->at("fitted_without").at("median_abs_error").get<double>());
+    CHECK(c->at("fitted_with").at("cases") == c->at("fitted_ops"));
+  }
   // (2) With that copy and attention's blocks counted as the cuBLAS batched attention ran them,
   // the held-out op classes are right within 15%, attention within 5%, and the held-out
   // totals are not systematically off (mean signed within 1%).
@@ -626,11 +632,7 @@ TEST_CASE(
   CHECK(std::abs(jo.at("held_out").at("contention").at("mean_signed_error").get<double>()) < 0.01);
   // Without the copies (--legacy-copies off) the report says so.
   const fs::path off = scratch() / "cal-off.json";
-  r = tpo("calibrate --reports" + reports + " --profile " + src +
-          "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
-          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --legacy-copies off "
-          "--out " +
-          off.string());
+  r = calibrate("--legacy-copies off", off);
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(slurp(off)).at("legacy_copies") == "off");
   CHECK(r.out.find("q_gather") == std::string::npos);

@@ -54,6 +54,28 @@ struct Case {
   sim::ExecMode exec;
 };
 
+// The same plan made twice, the second time with `flag` off (a search shortcut whose answer
+// the tests compare with the full search's), one thread, quiet.
+std::pair<Plan, Plan> plan_with_and_without(const char* model, const char* hw, std::int64_t tp,
+                                            const std::string& seq, std::int64_t chunks,
+                                            const char* strategies, bool PlanOptions::*flag) {
+  PlanOptions o;
+  o.workload.model = model;
+  o.workload.hardware = hw;
+  o.workload.tp = tp;
+  o.seq = seq;
+  o.max_chunks = chunks;
+  o.strategies = strategies;
+  o.threads = 1;
+  o.quiet = true;
+  Plan a = make_plan(o);
+  run_plan(a);
+  o.*flag = false;
+  Plan b = make_plan(o);
+  run_plan(b);
+  return {std::move(a), std::move(b)};
+}
+
 }  // namespace
 
 TEST_CASE("the split scorer gives the surrogate's number, and its bound never exceeds it") {
@@ -164,20 +186,8 @@ TEST_CASE("the pruned split search plans exactly what the unpruned one does") {
   std::int64_t pruned_sims = 0, unpruned_sims = 0;
   for (const char* hw : {"rtx4090x8", "a800x8", "a100x8", "h100x8", "h100x8-nop2p", "h200x8"}) {
     for (const auto& [model, tp, seq, chunks] : runs) {
-      PlanOptions o;
-      o.workload.model = model;
-      o.workload.hardware = hw;
-      o.workload.tp = tp;
-      o.seq = seq;
-      o.max_chunks = chunks;
-      o.strategies = "iso,iso+ladder";
-      o.threads = 1;
-      o.quiet = true;
-      Plan a = make_plan(o);
-      run_plan(a);
-      o.prune = false;
-      Plan b = make_plan(o);
-      run_plan(b);
+      const auto [a, b] =
+          plan_with_and_without(model, hw, tp, seq, chunks, "iso,iso+ladder", &PlanOptions::prune);
       CAPTURE(model);
       CAPTURE(hw);
       REQUIRE(a.points.size() == b.points.size());
@@ -213,20 +223,8 @@ TEST_CASE(
   int n = 0;
   std::int64_t coarse_sims = 0, fine_sims = 0;
   for (const auto& [model, hw, tp] : runs) {
-    PlanOptions o;
-    o.workload.model = model;
-    o.workload.hardware = hw;
-    o.workload.tp = tp;
-    o.seq = "32768,131072";
-    o.max_chunks = 5;
-    o.strategies = "iso";
-    o.threads = 1;
-    o.quiet = true;
-    Plan a = make_plan(o);
-    run_plan(a);
-    o.coarse_lines = false;
-    Plan b = make_plan(o);
-    run_plan(b);
+    const auto [a, b] =
+        plan_with_and_without(model, hw, tp, "32768,131072", 5, "iso", &PlanOptions::coarse_lines);
     CAPTURE(model);
     CAPTURE(hw);
     REQUIRE(a.points.size() == b.points.size());

@@ -252,14 +252,22 @@ TEST_CASE(
   CHECK(t2.end_ns == std::vector<std::int64_t>{400, 550});
 }
 
-TEST_CASE(
-    "contention: op_resources counts a GEMM's tiles, filling every SM unless gemm_fill is "
-    "off") {
+namespace {
+// The contention model on a GPU of 100 SMs with GEMM thread-block tiles of m x n.
+ContentionParams hundred_sms(std::int64_t tile_m, std::int64_t tile_n) {
   ContentionParams p;
   p.enabled = true;
   p.sms = 100;
-  p.gemm_cta_m = 128;
-  p.gemm_cta_n = 128;
+  p.gemm_cta_m = tile_m;
+  p.gemm_cta_n = tile_n;
+  return p;
+}
+}  // namespace
+
+TEST_CASE(
+    "contention: op_resources counts a GEMM's tiles, filling every SM unless gemm_fill is "
+    "off") {
+  ContentionParams p = hundred_sms(128, 128);
   Op g = make(OpCode::GateUp);
   set_gemm_work(g, 256, 1280, 64, false);  // 2 x 10 = 20 tiles
   CHECK(op_resources(g, 1000, p).waves == doctest::Approx(1.0));
@@ -270,11 +278,7 @@ TEST_CASE(
 TEST_CASE(
     "contention: attention's blocks, a fused kernel's (128 query rows per head) or the batched "
     "GEMMs' score tiles (keys x queries per head)") {
-  ContentionParams p;
-  p.enabled = true;
-  p.sms = 100;
-  p.gemm_cta_m = 128;
-  p.gemm_cta_n = 256;
+  ContentionParams p = hundred_sms(128, 256);
   Op a = make(OpCode::Attention);
   // A chunk of 1000 queries after 1000 cached tokens, 8 query heads, 1 request.
   set_attention_work(a, 1, 1000, 1000, 8, 1, 128);
