@@ -127,6 +127,10 @@ std::function<int()> add_profile(CLI::App& app) {
   sub->add_option("--max-tokens", o->max_tokens,
                   "Largest chunk measured (default 512 on cpu, 256 with --quick; 8192 on cuda)");
   sub->add_option("--align", o->align, "Token grid of the sizes measured")->capture_default_str();
+  sub->add_option("--gemm-step", o->gemm_step,
+                  "GEMMs also at every multiple of N rows up to 4096, where the planner puts chunk "
+                  "boundaries (a GEMM's time steps with the library's kernel choice; 0: the grid "
+                  "only; default: --align on cuda without --quick, 0 otherwise)");
   sub->add_option("--reps", o->reps, "Timed repetitions per measurement")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs before them")->capture_default_str();
   sub->add_flag("!--no-accuracy", o->accuracy,

@@ -28,6 +28,9 @@ class Runner {
   // Interference runners that also time the other side alone (a fragment's all-reduce):
   // that time in seconds, measured once; 0 otherwise.
   virtual double other_seconds() const { return 0; }
+  // The library kernel the op runs, where the backend can say (a cuBLASLt GEMM's algorithm:
+  // cu::gemm_kernel); empty otherwise. Recorded in the profile beside the time.
+  virtual std::string kernel() { return {}; }
 };
 
 class Backend {

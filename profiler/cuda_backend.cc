@@ -148,6 +148,9 @@ class GemmRunner : public Batched {
       cu::store_kv_bf16(c_.get(), n_, q_width_, kv_width_, m_, kc_.get(), vc_.get(), stream_);
     }
   }
+  std::string kernel() override {
+    return cu::gemm_kernel(ctx_, a_.front().get(), b_.front().get(), c_.get(), m_, n_, k_);
+  }
 
  private:
   std::int64_t m_, n_, k_, q_width_, kv_width_;

@@ -112,6 +112,9 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
       if (it->second.contains("other_us") && it->second.at("other_us").is_number()) {
         out[i].other_us = it->second.at("other_us").get<double>();
       }
+      if (it->second.contains("kernel") && it->second.at("kernel").is_string()) {
+        out[i].kernel = it->second.at("kernel").get<std::string>();
+      }
       have[i] = true;
       ++finished;
     }
@@ -165,12 +168,14 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
             auto runner = backend.prepare(item);
             m.t = measure(*runner, &st);
             m.other_us = runner->other_seconds() * 1e6;
+            m.kernel = runner->kernel();
             out[i] = m;
             have[i] = true;
             if (log) {
               nlohmann::json line{{"key", item.key}, {"t", timing_json(m.t)}};
               if (m.alone.reps) line["alone"] = timing_json(m.alone);
               if (m.other_us > 0) line["other_us"] = m.other_us;
+              if (!m.kernel.empty()) line["kernel"] = m.kernel;
               log << line.dump() << "\n" << std::flush;
             }
           } catch (const SkipItem& e) {

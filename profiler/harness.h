@@ -26,6 +26,7 @@ struct Measurement {
   sim::Timing t;
   sim::Timing alone;    // interference items: the victim alone
   double other_us = 0;  // the other side alone, where the runner measured it
+  std::string kernel;   // the library kernel the runner ran, where it says (Runner::kernel)
 };
 
 // Median, min, max of samples in seconds, reported in microseconds.

@@ -108,7 +108,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
     if (it.held_back || m.t.reps == 0) continue;  // held back, or skipped on this machine
     switch (it.kind) {
       case ItemKind::Gemm:
-        p.gemm.push_back({it.name, it.m, it.n, it.k, m.t});
+        p.gemm.push_back({it.name, it.m, it.n, it.k, m.t, m.kernel});
         if (it.name == "qkv") p.qkv_kv_store_width = it.kv_heads * it.head_dim;
         break;
       case ItemKind::Attention:
@@ -319,6 +319,10 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   SweepOptions sw;
   sw.quick = o.quick;
   sw.align = o.align;
+  if (o.gemm_step < -1) {
+    throw InputError("--gemm-step", std::to_string(o.gemm_step), "must be >= 0 (0: the grid only)");
+  }
+  sw.gemm_step = o.gemm_step >= 0 ? o.gemm_step : (o.backend == "cuda" && !o.quick ? o.align : 0);
   sw.accuracy = o.accuracy;
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);
@@ -341,7 +345,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   nlohmann::json opts{{"backend", o.backend},    {"model", so.model},
                       {"hardware", so.hardware}, {"tp", w.tp},
                       {"quick", o.quick},        {"max_tokens", sw.max_tokens},
-                      {"align", o.align},        {"reps", o.reps},
+                      {"align", o.align},        {"gemm_step", sw.gemm_step},
+                      {"reps", o.reps},
                       {"warmup", o.warmup},      {"accuracy", o.accuracy}};
   if (o.backend == "cuda") opts["attention"] = o.attention;
   h.fingerprint = opts.dump();

@@ -32,6 +32,9 @@ struct ProfileOptions {
   std::string out;
   std::int64_t max_tokens = 0;  // 0: 512 on cpu (256 with --quick), 8192 on cuda
   std::int64_t align = 64;
+  // GEMMs also at every multiple of gemm_step rows up to 4096 (SweepOptions::gemm_step);
+  // -1: --align on cuda without --quick, none otherwise.
+  std::int64_t gemm_step = -1;
   int reps = 5;
   int warmup = 2;
   bool accuracy = true;

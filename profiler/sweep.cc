@@ -18,6 +18,16 @@ std::vector<std::int64_t> token_grid(const SweepOptions& o) {
   return {s.begin(), s.end()};
 }
 
+std::vector<std::int64_t> gemm_rows(const SweepOptions& o) {
+  const auto grid = token_grid(o);
+  std::set<std::int64_t> s(grid.begin(), grid.end());
+  if (o.gemm_step > 0) {
+    const std::int64_t to = std::min(o.gemm_dense_to, o.max_tokens);
+    for (std::int64_t t = o.gemm_step; t <= to; t += o.gemm_step) s.insert(t);
+  }
+  return {s.begin(), s.end()};
+}
+
 validate::AttentionShape attention_shape(const Item& it) {
   validate::AttentionShape s;
   s.requests = it.requests;
@@ -50,6 +60,13 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     for (auto t : grid) add(t, false);
     for (auto t : held) add(t, true);
   };
+  // GEMMs: the dense rows, and the held-back sizes that are not among them.
+  const auto dense = gemm_rows(o);
+  auto add_gemm_sizes = [&](auto add) {
+    for (auto t : dense) add(t, false);
+    for (auto t : held)
+      if (!std::binary_search(dense.begin(), dense.end(), t)) add(t, true);
+  };
   struct G {
     const char* name;
     std::int64_t n, k;
@@ -62,7 +79,14 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
   // and row-wise ops.
   auto add_rows = [&](ItemKind kind, const std::string& table, const char* name, std::int64_t n,
                       std::int64_t k, const char* unit) {
-    add_sizes([&](std::int64_t t, bool hb) {
+    auto each = [&](auto add) {
+      if (kind == ItemKind::Gemm) {
+        add_gemm_sizes(add);
+      } else {
+        add_sizes(add);
+      }
+    };
+    each([&](std::int64_t t, bool hb) {
       Item it;
       it.kind = kind;
       it.name = name;

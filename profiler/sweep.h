@@ -56,6 +56,13 @@ struct SweepOptions {
   // ("attention", "rowwise") at the middle worker count, at 1x and 8x the mid message.
   std::vector<std::string> comm_beside_more;
   bool fragments = false;  // measure the in-schedule fragment at every worker count
+  // GEMMs are also measured at every multiple of gemm_step rows up to gemm_dense_to (0: on the
+  // grid only). The planner puts chunk boundaries on its align grid, and a library's kernel
+  // choice makes a GEMM's time a step function of its rows that interpolating between the
+  // grid's points misses: on the H200 (cuBLASLt, results/h200/calibration), GEMMs whose rows
+  // were an odd multiple of 128 ran 9-11% over the interpolation, in the schedule and alone.
+  std::int64_t gemm_step = 0;
+  std::int64_t gemm_dense_to = 4096;
 };
 
 // The attention call an attention item measures (a KV cache just large enough).
@@ -67,5 +74,8 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
 // Token counts measured: powers of two from `align` up to max_tokens (quick) plus, in full
 // mode, the midpoints 1.5 x 2^i on the grid.
 std::vector<std::int64_t> token_grid(const SweepOptions& o);
+// The rows GEMMs are measured at: the token grid and, with gemm_step, every multiple of it up
+// to min(gemm_dense_to, max_tokens).
+std::vector<std::int64_t> gemm_rows(const SweepOptions& o);
 
 }  // namespace tpo::profiler

@@ -57,6 +57,7 @@ ojson profile_to_json(const Profile& p) {
   for (const auto& x : p.gemm) {
     ojson e{{"name", x.name}, {"m", x.m}, {"n", x.n}, {"k", x.k}};
     e.update(timing_json(x.t));
+    if (!x.kernel.empty()) e["kernel"] = x.kernel;
     g.push_back(e);
   }
   j["gemm"] = g;
@@ -138,8 +139,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
   p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
   each(j, file, "gemm", [&](const JsonObject& e) {
-    p.gemm.push_back(
-        {e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e)});
+    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
+                      timing_from(e), e.string_or("kernel", "")});
   });
   each(j, file, "attention", [&](const JsonObject& e) {
     AttentionPoint a;

@@ -24,6 +24,7 @@ struct GemmPoint {
   std::string name;  // qkv, o_proj, gate_up, down
   std::int64_t m = 0, n = 0, k = 0;
   Timing t;
+  std::string kernel;  // the library kernel measured (cuBLASLt's algorithm), where known
 };
 struct AttentionPoint {
   std::int64_t requests = 1, q_tokens = 0, prefix = 0;

@@ -160,6 +160,54 @@ if alone:
     for (m, name), v in sorted(alone.items()):
         v.sort()
         print(f"  {m:12s} {name:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
+# GEMMs beside no comm op, measured / predicted, by their rows. The 2026-11-29 runs gave
+# 1.09-1.11 for rows an odd multiple of 128 (1408, 1664, 2688: down, o_proj; interpolated
+# between grid points then) and 0.98-1.03 for the other rows off the grid (1331, 1434, 2662):
+# a step in cuBLASLt's kernel choice. The profile now measures GEMMs at every multiple of
+# --align up to 4096 (--gemm-step), so both classes should read near 1.
+gem = {}
+for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
+    try:
+        j = json.load(open(f))
+    except Exception:
+        continue
+    for c in j.get("cases", []):
+        ops = c.get("ops", [])
+        chunks = c["strategy"].get("chunks") or [c["seq_len"]]
+        comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
+        for o in ops:
+            if o.get("kind") != "gemm" or o.get("predicted_us", 0) <= 0 or o.get("chunk", 0) >= len(chunks):
+                continue
+            s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
+            if any(a < s1 and s0 < b for a, b in comm):
+                continue
+            rows = chunks[o["chunk"]] * c.get("batch", 1)
+            cls = "odd x 128" if rows % 128 == 0 and (rows // 128) % 2 == 1 else "other"
+            gem.setdefault((c["model"], o["name"], cls), []).append(o["measured_us"] / o["predicted_us"])
+if gem:
+    print("\nGEMMs beside no comm op, measured / predicted by rows (median; 2026-11-29: odd x 128 1.09-1.11, other 0.98-1.03):")
+    for (m, name, cls), v in sorted(gem.items()):
+        v.sort()
+        print(f"  {m:12s} {name:8s} {cls:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
+# The cuBLASLt kernel each profiled GEMM ran, as ranges of rows.
+for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
+    try:
+        pts = json.load(open(f)).get("gemm", [])
+    except Exception:
+        continue
+    if not any(p.get("kernel") for p in pts):
+        continue
+    print(f"\n{os.path.basename(f)}: cuBLASLt kernels by GEMM rows")
+    for name in sorted({p["name"] for p in pts}):
+        run = []
+        for p in sorted((p for p in pts if p["name"] == name), key=lambda p: p["m"]):
+            kern = p.get("kernel", "?").split(", algo")[0]
+            if run and run[-1][2] == kern:
+                run[-1][1] = p["m"]
+            else:
+                run.append([p["m"], p["m"], kern])
+        for a, b, kern in run:
+            print(f"  {name:8s} m {a:5d}-{b:<5d} {kern}")
 for f in sorted(glob.glob(os.path.join(r, "calibrate-*fit-on-*.log"))):
     print(f"\n{os.path.basename(f)}:")
     print(open(f).read().rstrip())

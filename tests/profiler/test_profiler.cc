@@ -201,7 +201,7 @@ TEST_CASE("profile JSON round trip") {
   p.tp = 2;
   p.date = "2026-11-29";
   p.device = {{"backend", "cpu"}};
-  p.gemm.push_back({"qkv", 64, 256, 128, {10, 9, 12, 5}});
+  p.gemm.push_back({"qkv", 64, 256, 128, {10, 9, 12, 5}, "tile 128x256, split-K 1"});
   p.attention.push_back({1, 64, 64, 2, 1, 32, 1e6, {20, 19, 21, 5}});
   p.rowwise.push_back({"rmsnorm", 64, 128, {1, 1, 2, 5}});
   p.allreduce.push_back({8192, 2, 32768, {30, 29, 31, 5}});
@@ -216,6 +216,7 @@ TEST_CASE("profile JSON round trip") {
   REQUIRE(q.gemm.size() == 1);
   CHECK(q.gemm[0].n == 256);
   CHECK(q.gemm[0].t.median_us == 10);
+  CHECK(q.gemm[0].kernel == "tile 128x256, split-K 1");
   CHECK(q.attention[0].prefix == 64);
   CHECK(q.rowwise[0].name == "rmsnorm");
   CHECK(q.allreduce[0].bytes == 32768);
@@ -262,8 +263,8 @@ TEST_CASE("profile cost model: attention with and without a prefix on curves of 
 TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, analytical") {
   sim::Profile p;
   p.tp = 2;
-  p.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}});
-  p.gemm.push_back({"gate_up", 256, 512, 128, {400, 400, 400, 1}});
+  p.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}, ""});
+  p.gemm.push_back({"gate_up", 256, 512, 128, {400, 400, 400, 1}, ""});
   const auto hw = test::toy_hardware();
   const sim::ProfileCostModel cm(p, hw, 2);
   CHECK(cm.standalone_ns(gemm_op(64, 512, 128)) == 100000);
@@ -289,7 +290,7 @@ TEST_CASE("profile cost model: qkv's KV-cache write added only where the profile
   hw.kernel_overhead_us = 1;
   sim::Profile p;
   p.tp = 2;
-  p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}});
+  p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, ""});
   sim::Op qkv = gemm_op(64, 48, 128);
   qkv.code = sim::OpCode::Qkv;
   qkv.kv_width = 8;
@@ -418,6 +419,45 @@ TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and be
   CHECK(profiler::comm_beside_more("cpu").empty());
 }
 
+TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on the grid") {
+  sim::ModelConfig m;
+  sim::ShardDims d;
+  d.q_heads = 4;
+  d.kv_heads = 2;
+  d.head_dim = 32;
+  d.hidden = 128;
+  d.ffn = 256;
+  profiler::SweepOptions o;
+  o.max_tokens = 1024;
+  o.align = 64;
+  o.accuracy = true;
+  auto rows_of = [&](profiler::ItemKind kind, const std::string& name, bool held) {
+    std::set<std::int64_t> r;
+    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+      if (it.kind == kind && it.name == name && it.held_back == held) r.insert(it.m);
+    }
+    return r;
+  };
+  const auto grid_gemm = rows_of(profiler::ItemKind::Gemm, "down", false);
+  CHECK(grid_gemm.count(640) == 0);  // 10 x 64: between the grid's 512 and 768
+  o.gemm_step = 64;
+  o.gemm_dense_to = 768;
+  const auto dense = rows_of(profiler::ItemKind::Gemm, "down", false);
+  for (std::int64_t t = 64; t <= 768; t += 64) CHECK_MESSAGE(dense.count(t) == 1, t);
+  CHECK(dense.count(1024) == 1);  // the grid beyond gemm_dense_to
+  CHECK(dense.count(832) == 0);
+  const auto rows = profiler::gemm_rows(o);
+  CHECK(dense == std::set<std::int64_t>(rows.begin(), rows.end()));
+  // Held-back GEMM sizes stay off the measured rows; norms keep the grid.
+  for (auto t : rows_of(profiler::ItemKind::Gemm, "down", true)) CHECK(dense.count(t) == 0);
+  CHECK(rows_of(profiler::ItemKind::Rowwise, "rmsnorm", false) == grid_gemm);
+  // Keys stay unique with the dense rows.
+  std::set<std::string> all;
+  for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+    CHECK_MESSAGE(all.insert(it.key).second, it.key);
+  }
+}
+
 TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
   sim::Profile p;
   for (std::int64_t b : {1000, 2000, 4000, 8000}) {  // t = 5 + 0.01 b exactly
@@ -427,7 +467,7 @@ TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
   for (std::int64_t m : {64, 128, 256, 1024}) {
     const double flops = 2.0 * static_cast<double>(m) * 256 * 256;
     const double eff = static_cast<double>(m) / static_cast<double>(m + 64);
-    p.gemm.push_back({"x", m, 256, 256, {flops / (1e6 * eff), 0, 0, 1}});
+    p.gemm.push_back({"x", m, 256, 256, {flops / (1e6 * eff), 0, 0, 1}, ""});
   }
   profiler::fit_profile(p);
   REQUIRE(p.allreduce_fit.size() == 2);

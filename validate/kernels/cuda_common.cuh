@@ -109,6 +109,7 @@ struct LtPlan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool has_algo = false;
+  std::string kernel;  // the algorithm's configuration, for profiles (gemm_kernel)
 };
 
 struct Context::Impl {
