@@ -180,68 +180,80 @@ inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
   }
 }
 
-// One pass over the ops for the compact per-op fields the loop reads and a flat copy of their
-// dependencies, then one over that copy to fill the successor and per-stream lists (CSR).
-// Buffers keep their capacity between runs.
+// One pass over the ops for the compact per-op fields the loop reads and their successors
+// (inline lists; CSR lists in a second pass when an op has more than kSuccInline), then one
+// over the streams' op counts for the per-stream lists. Buffers keep their capacity between
+// runs.
 void Engine::load(const Schedule& s) {
   s_ = &s;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
-  succ_offset_.assign(n + 1, 0);
   op_stream_.resize(n);
   op_cls_.resize(n);
   deps_init_.resize(n);
+  succ_small_.assign(n, SuccList{0, {}});
   stream_offset_.assign(streams + 1, 0);
-  if (dep_flat_.size() < 2 * n) dep_flat_.resize(2 * n);
   // Locals, not members, in the loops: the stores through the int arrays would otherwise make
   // the compiler reload every member vector's pointers after each one.
-  std::int32_t* succ_count = succ_offset_.data() + 1;
+  SuccList* small = succ_small_.data();
   std::int32_t* stream_count = stream_offset_.data() + 1;
-  std::size_t k = 0;
+  std::int32_t* op_stream = op_stream_.data();
+  std::int32_t* deps_init = deps_init_.data();
+  std::uint8_t* op_cls = op_cls_.data();
+  fill_.resize(n);
+  std::int32_t* place = fill_.data();
+  bool overflow = false;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
-    const std::size_t nd = op.deps.size();
-    if (k + nd > dep_flat_.size()) dep_flat_.resize(2 * (k + nd));
-    std::int32_t* out = dep_flat_.data() + k;
+    const auto me = static_cast<std::int32_t>(i);
     for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= n) {
         throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
                                std::to_string(d));
       }
-      ++succ_count[d];
-      *out++ = d;
+      SuccList& x = small[d];
+      if (x.n < kSuccInline) {
+        x.s[x.n] = me;
+      } else {
+        overflow = true;
+      }
+      ++x.n;
     }
-    k += nd;
-    deps_init_[i] = static_cast<std::int32_t>(nd);
+    deps_init[i] = static_cast<std::int32_t>(op.deps.size());
     const std::int32_t g = s.global_stream(op);
     if (g < 0 || static_cast<std::size_t>(g) >= streams) {
       throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
     }
-    op_stream_[i] = g;
-    op_cls_[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
-    ++stream_count[g];
+    op_stream[i] = g;
+    op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
+    place[i] = stream_count[g]++;  // its place in its stream's list
   }
-  for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
   for (std::size_t g = 0; g < streams; ++g) stream_offset_[g + 1] += stream_offset_[g];
-  succ_.resize(static_cast<std::size_t>(succ_offset_[n]));
   stream_ops_.resize(n);
   st_.resize(n);
-  fill_.assign(succ_offset_.begin(), succ_offset_.end() - 1);
   stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
-  std::int32_t* fill = fill_.data();
-  std::int32_t* succ = succ_.data();
-  std::int32_t* next = stream_head_.data();  // scratch here; reset() sets the heads
-  std::int32_t* by_stream = stream_ops_.data();
-  const std::int32_t* dep = dep_flat_.data();
-  const std::int32_t* nds = deps_init_.data();
-  const std::int32_t* op_stream = op_stream_.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto me = static_cast<std::int32_t>(i);
-    for (const std::int32_t* e = dep + nds[i]; dep != e; ++dep) succ[fill[*dep]++] = me;
-    by_stream[next[op_stream[i]]++] = me;
+  {
+    // From each op's place: no store feeds the next iteration's load.
+    std::int32_t* by_stream = stream_ops_.data();
+    const std::int32_t* first = stream_offset_.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      by_stream[first[op_stream[i]] + place[i]] = static_cast<std::int32_t>(i);
+    }
   }
-  // For steady-state skipping: each layer's first op, where each op's dependencies start, and
-  // its largest successor (and the largest of all ops before it).
+  succ_csr_ = overflow;
+  if (overflow) {  // some op has more successors than fit inline: CSR lists for every op
+    succ_offset_.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] = succ_offset_[i] + small[i].n;
+    succ_.resize(static_cast<std::size_t>(succ_offset_[n]));
+    fill_.assign(succ_offset_.begin(), succ_offset_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (auto d : s.ops[i].deps)
+        succ_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(d)]++)] =
+            static_cast<std::int32_t>(i);
+    }
+  }
+  // For steady-state skipping: each layer's first op, every op's dependencies in op order
+  // and where they start, and its largest successor (and the largest of all ops before it).
   layer_first_.clear();
   if (!skip_) return;
   dep_offset_.resize(n + 1);
@@ -249,6 +261,7 @@ void Engine::load(const Schedule& s) {
   succ_max_before_.resize(n + 1);
   dep_offset_[0] = 0;
   succ_max_before_[0] = -1;
+  dep_flat_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     const std::int32_t layer = s.ops[i].layer;
     if (layer >= 0) {
@@ -259,10 +272,10 @@ void Engine::load(const Schedule& s) {
         layer_first_[static_cast<std::size_t>(layer)] = static_cast<std::int32_t>(i);
       }
     }
+    for (auto d : s.ops[i].deps) dep_flat_.push_back(d);
     dep_offset_[i + 1] = dep_offset_[i] + deps_init_[i];
-    succ_max_[i] = succ_offset_[i + 1] > succ_offset_[i]
-                       ? succ_[static_cast<std::size_t>(succ_offset_[i + 1] - 1)]
-                       : -1;
+    const std::int32_t *b = succ_begin(i), *e = succ_end(i);
+    succ_max_[i] = b != e ? e[-1] : -1;
     succ_max_before_[i + 1] = std::max(succ_max_before_[i], succ_max_[i]);
   }
 }
@@ -363,8 +376,8 @@ bool Engine::advance(std::int32_t stop) {
       running_[static_cast<std::size_t>(g)] = -1;
       const std::int32_t rank = rank_of(g);
       mark_dirty(rank);
-      for (std::int32_t k = succ_offset_[i]; k < succ_offset_[i + 1]; ++k) {
-        const auto sx = static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)]);
+      for (const std::int32_t *k = succ_begin(i), *e = succ_end(i); k != e; ++k) {
+        const auto sx = static_cast<std::size_t>(*k);
         if (--deps_left_[sx] == 0) try_start(op_stream_[sx], now);
       }
       try_start(g, now);
@@ -424,13 +437,10 @@ bool Engine::repeats_shape(std::size_t i, std::size_t period) const {
       return false;
     }
   }
-  const std::int32_t ns = succ_offset_[i + 1] - succ_offset_[i];
-  if (ns != succ_offset_[j + 1] - succ_offset_[j]) return false;
-  for (std::int32_t k = 0; k < ns; ++k) {
-    if (succ_[static_cast<std::size_t>(succ_offset_[i] + k)] !=
-        succ_[static_cast<std::size_t>(succ_offset_[j] + k)] + p) {
-      return false;
-    }
+  const std::int32_t *a = succ_begin(i), *ae = succ_end(i), *b = succ_begin(j);
+  if (ae - a != succ_end(j) - b) return false;
+  for (; a != ae; ++a, ++b) {
+    if (*a != *b + p) return false;
   }
   return true;
 }

@@ -131,11 +131,26 @@ class Engine {
   // dependencies not yet finished in this run.
   std::vector<std::int32_t> op_stream_, deps_init_, deps_left_;
   std::vector<std::uint8_t> op_cls_;
-  std::vector<std::int32_t> dep_flat_;  // every op's dependencies in op order (load only)
+  std::vector<std::int32_t> dep_flat_;  // every op's dependencies in op order (skipping only)
   std::uint32_t seq_ = 0;
   std::size_t done_ = 0;  // ops finished in this run
   std::int64_t now_ = 0;  // the time of the last event
+  // Successors, in op order: up to kSuccInline per op inline (nearly every op has one or
+  // two), or — when some op has more — the CSR lists succ_offset_/succ_ for every op.
+  static constexpr int kSuccInline = 3;
+  struct SuccList {
+    std::int32_t n;
+    std::int32_t s[kSuccInline];
+  };
+  std::vector<SuccList> succ_small_;
+  bool succ_csr_ = false;
   std::vector<std::int32_t> succ_offset_, succ_, fill_;
+  const std::int32_t* succ_begin(std::size_t i) const {
+    return succ_csr_ ? succ_.data() + succ_offset_[i] : succ_small_[i].s;
+  }
+  const std::int32_t* succ_end(std::size_t i) const {
+    return succ_csr_ ? succ_.data() + succ_offset_[i + 1] : succ_small_[i].s + succ_small_[i].n;
+  }
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
   std::vector<std::int32_t> running_;     // per stream: see held(); also the pending events
   std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting

@@ -46,6 +46,26 @@ TEST_CASE("engine: stream order and cross-stream dependencies, no interference")
   CHECK(tl.overlap_efficiency == doctest::Approx(50.0 / 80.0));
 }
 
+TEST_CASE("engine: an op with more successors than the inline lists hold") {
+  // G0 (100) feeds five ops: compute G1 (50), G2 (20), R (10, also waits for AR2);
+  // comm AR1 (40), AR2 (30). The engine keeps up to three successors inline, so this graph
+  // runs on its CSR lists; the times are those of the graph's order either way.
+  Schedule s;
+  s.ops = {make(OpCode::Qkv),         make(OpCode::AllReduce, {0}),
+           make(OpCode::OProj, {0}),  make(OpCode::AllReduce, {0}),
+           make(OpCode::GateUp, {0}), make(OpCode::ResidualAdd, {0, 3})};
+  Engine e;
+  const Timeline& tl = e.run(s, costs({100, 40, 50, 30, 20, 10}, {1, 1, 1, 1, 1, 1}));
+  CHECK(tl.start_ns == std::vector<std::int64_t>{0, 100, 100, 140, 150, 170});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{100, 140, 150, 170, 170, 180});
+  CHECK(tl.total_ns == 180);
+  // A graph with short lists loaded next into the same engine runs on its inline lists.
+  Schedule t;
+  t.ops = {make(OpCode::Qkv), make(OpCode::AllReduce, {0}), make(OpCode::ResidualAdd, {1})};
+  const Timeline& tt = e.run(t, costs({100, 40, 10}, {1, 1, 1}));
+  CHECK(tt.end_ns == std::vector<std::int64_t>{100, 140, 150});
+}
+
 TEST_CASE("engine: fluid interference re-rates both ops when the running set changes") {
   // G0 (200) then G1 (1000, x1.25 beside comm); AR (600, x2 beside compute) after G0.
   // At 200 both start: AR at rate 1/2 ends at 200 + 1200 = 1400. G1 has done 1200/1.25 = 960
