@@ -27,7 +27,16 @@ inline void Engine::push(std::int64_t time_ns, std::int32_t op) {
   x.key_seq = seq_++;
 }
 
+template <bool One>
 inline std::int32_t Engine::pop() const {
+  if constexpr (One) {
+    const std::int32_t a = running_[0], b = running_[1];
+    const std::int32_t x = a >= 0 ? a : (a == -1 ? -1 : held(a));
+    const std::int32_t y = b >= 0 ? b : (b == -1 ? -1 : held(b));
+    if (x < 0) return y;
+    if (y < 0) return x;
+    return before(y, x) ? y : x;
+  }
   std::int32_t top = -1;
   const std::int32_t* run = running_.data();
   const std::size_t streams = running_.size();
@@ -41,12 +50,18 @@ inline std::int32_t Engine::pop() const {
 }
 
 // Marks the rank for re-rating at the end of the event.
+template <bool One>
 inline void Engine::mark_dirty(std::int32_t rank) {
+  if constexpr (One) {
+    rank_dirty_[0] = 1;
+    return;
+  }
   if (rank_dirty_[static_cast<std::size_t>(rank)]) return;
   rank_dirty_[static_cast<std::size_t>(rank)] = 1;
   dirty_ranks_.push_back(rank);
 }
 
+template <bool One>
 inline void Engine::start(std::int32_t op, std::int64_t now) {
   const auto i = static_cast<std::size_t>(op);
   tl_.start_ns[i] = now;
@@ -61,9 +76,10 @@ inline void Engine::start(std::int32_t op, std::int64_t now) {
     const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
     if (other >= 0) wait_for_sms(op, other, now);
   }
-  mark_dirty(rank);
+  mark_dirty<One>(rank);
 }
 
+template <bool One>
 inline void Engine::try_start(std::int32_t stream, std::int64_t now) {
   const auto st = static_cast<std::size_t>(stream);
   if (running_[st] != -1) return;  // an op runs, or one waits for its launch
@@ -82,7 +98,7 @@ inline void Engine::try_start(std::int32_t stream, std::int64_t now) {
     push(release_[static_cast<std::size_t>(op)], op);
     return;
   }
-  start(op, now);
+  start<One>(op, now);
 }
 
 // Sets the op's rate factor; when it changes, carries the remaining work over and schedules
@@ -328,7 +344,15 @@ const Timeline& Engine::run_on(bool stats) {
   return end_run(stats);
 }
 
+template <bool One>
 inline void Engine::settle(std::int64_t now) {
+  if constexpr (One) {
+    if (rank_dirty_[0]) {
+      rank_dirty_[0] = 0;
+      rerate(0, now);
+    }
+    return;
+  }
   for (auto r : dirty_ranks_) {
     rank_dirty_[static_cast<std::size_t>(r)] = 0;
     rerate(r, now);
@@ -340,8 +364,8 @@ void Engine::begin_run(const OpCosts& costs) {
   if (!s_) throw std::logic_error("engine: run before load()");
   reset(costs);
   const std::size_t streams = stream_offset_.size() - 1;
-  for (std::size_t g = 0; g < streams; ++g) try_start(static_cast<std::int32_t>(g), 0);
-  settle(0);
+  for (std::size_t g = 0; g < streams; ++g) try_start<false>(static_cast<std::int32_t>(g), 0);
+  settle<false>(0);
   done_ = 0;
   now_ = 0;
   watch_ = -1;
@@ -351,14 +375,19 @@ void Engine::begin_run(const OpCosts& costs) {
 }
 
 bool Engine::advance(std::int32_t stop) {
+  return running_.size() == kStreamsPerRank ? advance_impl<true>(stop) : advance_impl<false>(stop);
+}
+
+template <bool One>
+bool Engine::advance_impl(std::int32_t stop) {
   if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
-  for (std::int32_t top; (top = pop()) >= 0;) {
+  for (std::int32_t top; (top = pop<One>()) >= 0;) {
     const auto i = static_cast<std::size_t>(top);
     const std::int64_t now = now_ = st_[i].finish_ns;
     if (st_[i].waiting == kUnlaunched) {  // launched now: it starts
       st_[i].waiting = 0;
-      start(static_cast<std::int32_t>(i), now);
-      settle(now);
+      start<One>(static_cast<std::int32_t>(i), now);
+      settle<One>(now);
     } else if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
       OpState& x = st_[i];
       x.waiting = 0;
@@ -366,8 +395,8 @@ bool Engine::advance(std::int32_t stop) {
       x.factor = 0;
       x.last_update_ns = now;
       const std::int32_t rank = rank_of(op_stream_[i]);
-      mark_dirty(rank);
-      settle(now);
+      mark_dirty<One>(rank);
+      settle<One>(now);
       continue;
     } else {
       tl_.end_ns[i] = now;
@@ -375,13 +404,13 @@ bool Engine::advance(std::int32_t stop) {
       const std::int32_t g = op_stream_[i];
       running_[static_cast<std::size_t>(g)] = -1;
       const std::int32_t rank = rank_of(g);
-      mark_dirty(rank);
+      mark_dirty<One>(rank);
       for (const std::int32_t *k = succ_begin(i), *e = succ_end(i); k != e; ++k) {
         const auto sx = static_cast<std::size_t>(*k);
-        if (--deps_left_[sx] == 0) try_start(op_stream_[sx], now);
+        if (--deps_left_[sx] == 0) try_start<One>(op_stream_[sx], now);
       }
-      try_start(g, now);
-      settle(now);
+      try_start<One>(g, now);
+      settle<One>(now);
     }
     if (watch_ >= 0 && tl_.start_ns[static_cast<std::size_t>(watch_)] >= 0) on_layer_start(now);
     if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;

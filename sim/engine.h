@@ -70,17 +70,26 @@ class Engine {
   void reset(const OpCosts& costs);  // checks the costs, fresh state for a run
   void begin_run(const OpCosts& costs);
   bool advance(std::int32_t stop);  // runs until op `stop` started (true) or the end (false)
+  // The event loop and its steps; One: the graph has one rank (two streams), as the builders
+  // emit it, so the pending events are two and the rank to re-rate is rank 0.
+  template <bool One>
+  bool advance_impl(std::int32_t stop);
   const Timeline& end_run(bool stats);
+  template <bool One>
   void settle(std::int64_t now);  // re-rates the ranks whose running set changed
+  template <bool One>
   void mark_dirty(std::int32_t rank);
+  template <bool One>
   void start(std::int32_t op, std::int64_t now);
+  template <bool One>
   void try_start(std::int32_t stream, std::int64_t now);
   void rerate(std::int32_t rank, std::int64_t now);
   void rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now);
   void wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now);
   void set_factor(std::int32_t op, double f, std::int64_t now);
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
-  std::int32_t pop() const;                          // the op whose event comes first (-1: none)
+  template <bool One>
+  std::int32_t pop() const;  // the op whose event comes first (-1: none)
   bool before(std::int32_t a, std::int32_t b) const;
   void on_layer_start(std::int64_t now);  // steady-state skipping: compare, maybe jump
   // Op i is op i - period one layer on: the same stream and place in the graph, shifted
