@@ -164,6 +164,10 @@ std::function<int()> add_profile(CLI::App& app) {
       return run_import(*imp);
     }
     if (sub->got_subcommand(ac)) return run_accuracy(*acc);
+    if (sub->count("--gemm-step") && o->gemm_step < 0) {
+      throw InputError("--gemm-step", std::to_string(o->gemm_step),
+                       "must be >= 0 (0: the grid only)");
+    }
     if (sub->count("--max-tokens") && o->max_tokens <= 0) {
       throw InputError("--max-tokens", std::to_string(o->max_tokens), "must be > 0 (or left out)");
     }

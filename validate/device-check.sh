@@ -160,11 +160,12 @@ if alone:
     for (m, name), v in sorted(alone.items()):
         v.sort()
         print(f"  {m:12s} {name:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
-# GEMMs beside no comm op, measured / predicted, by their rows. The 2026-11-29 runs gave
-# 1.09-1.11 for rows an odd multiple of 128 (1408, 1664, 2688: down, o_proj; interpolated
-# between grid points then) and 0.98-1.03 for the other rows off the grid (1331, 1434, 2662):
-# a step in cuBLASLt's kernel choice. The profile now measures GEMMs at every multiple of
-# --align up to 4096 (--gemm-step), so both classes should read near 1.
+# GEMMs beside no comm op (measured, and in the prediction), measured / predicted, by their
+# rows. The 2026-11-29 runs gave 1.09-1.11 at 1408, 1664 and 2688 rows (down, o_proj;
+# interpolated between grid points then) and 0.98-1.03 at the other rows off the grid (1331,
+# 1434, 2662, 2867, 5325, 6016): a step, perhaps in cuBLASLt's kernel choice. The profile now
+# measures GEMMs at every multiple of --align up to 4096 (--gemm-step): both should read near 1.
+STEP_ROWS = (1408, 1664, 2688)
 gem = {}
 for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
     try:
@@ -172,23 +173,27 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
     except Exception:
         continue
     for c in j.get("cases", []):
+        if c["strategy"].get("name") not in ("iso", "none", "ladder"):
+            continue  # chunks are token ranges of every request only for these
         ops = c.get("ops", [])
         chunks = c["strategy"].get("chunks") or [c["seq_len"]]
         comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
+        pcomm = [(o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]) for o in ops if o.get("stream") == "comm"]
         for o in ops:
             if o.get("kind") != "gemm" or o.get("predicted_us", 0) <= 0 or o.get("chunk", 0) >= len(chunks):
                 continue
             s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
-            if any(a < s1 and s0 < b for a, b in comm):
+            p0, p1 = o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]
+            if any(a < s1 and s0 < b for a, b in comm) or any(a < p1 and p0 < b for a, b in pcomm):
                 continue
             rows = chunks[o["chunk"]] * c.get("batch", 1)
-            cls = "odd x 128" if rows % 128 == 0 and (rows // 128) % 2 == 1 else "other"
+            cls = "1408/1664/2688" if rows in STEP_ROWS else "other"
             gem.setdefault((c["model"], o["name"], cls), []).append(o["measured_us"] / o["predicted_us"])
 if gem:
-    print("\nGEMMs beside no comm op, measured / predicted by rows (median; 2026-11-29: odd x 128 1.09-1.11, other 0.98-1.03):")
+    print("\nGEMMs beside no comm op, measured / predicted by rows (median; 2026-11-29: 1408/1664/2688 1.09-1.11 for down and o_proj, other 0.98-1.03):")
     for (m, name, cls), v in sorted(gem.items()):
         v.sort()
-        print(f"  {m:12s} {name:8s} {cls:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
+        print(f"  {m:12s} {name:8s} {cls:15s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
 # The cuBLASLt kernel each profiled GEMM ran, as ranges of rows.
 for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
     try:
@@ -201,7 +206,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
     for name in sorted({p["name"] for p in pts}):
         run = []
         for p in sorted((p for p in pts if p["name"] == name), key=lambda p: p["m"]):
-            kern = p.get("kernel", "?").split(", algo")[0]
+            kern = p.get("kernel", "?").split(", waves")[0]
             if run and run[-1][2] == kern:
                 run[-1][1] = p["m"]
             else:

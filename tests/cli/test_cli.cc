@@ -330,6 +330,9 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   CHECK(r.code == 2);
   CHECK(r.out.find("--gemm-step -5: must be >= 0") != std::string::npos);
   CHECK_FALSE(fs::exists(scratch() / "never.json"));
+  r = tpo("profile --backend cpu --gemm-step -1 --out " + (scratch() / "never.json").string());
+  CHECK(r.code == 2);  // -1 is the option's unset value inside, not an input
+  CHECK_FALSE(fs::exists(scratch() / "never.json"));
   const fs::path imp = scratch() / "imported.json";
   fs::remove(imp);
   r = tpo("profile import-nccl-tests " + data +

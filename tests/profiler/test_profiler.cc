@@ -451,6 +451,13 @@ TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on th
   // Held-back GEMM sizes stay off the measured rows; norms keep the grid.
   for (auto t : rows_of(profiler::ItemKind::Gemm, "down", true)) CHECK(dense.count(t) == 0);
   CHECK(rows_of(profiler::ItemKind::Rowwise, "rmsnorm", false) == grid_gemm);
+  // A step of 1 puts every held-back size up to gemm_dense_to on the measured rows: those
+  // are left out of the held-back set, the ones beyond it stay.
+  o.gemm_step = 1;
+  const auto held = rows_of(profiler::ItemKind::Gemm, "down", true);
+  REQUIRE_FALSE(held.empty());
+  for (auto t : held) CHECK(t > 768);
+  CHECK(rows_of(profiler::ItemKind::Rowwise, "rmsnorm", true).size() > held.size());
   // Keys stay unique with the dense rows.
   std::set<std::string> all;
   for (const auto& it : profiler::make_sweep(m, d, 2, o)) {

@@ -66,6 +66,62 @@ TEST_CASE("engine: an op with more successors than the inline lists hold") {
   CHECK(tt.end_ns == std::vector<std::int64_t>{100, 140, 150});
 }
 
+TEST_CASE("engine: two ranks re-rate apart (the multi-rank event loop)") {
+  // Rank 0: G (200, x2 beside comm) and AR (100, after nothing); rank 1: G alone (200). The
+  // ranks share nothing: rank 0 overlaps for 100 ns at half rate each, rank 1 runs alone.
+  Schedule s;
+  s.num_ranks = 2;
+  s.ops = {make(OpCode::Qkv), make(OpCode::AllReduce), make(OpCode::Qkv)};
+  s.ops[2].rank = 1;
+  Engine e;
+  const Timeline& tl = e.run(s, costs({200, 100, 200}, {2, 2, 2}));
+  // Rank 0: both at half speed until AR ends at 200 (100 of work); G has done 100 by then and
+  // runs its last 100 alone: 300. Rank 1's G is not slowed by rank 0's comm.
+  CHECK(tl.start_ns == std::vector<std::int64_t>{0, 0, 0});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{300, 200, 200});
+  CHECK(tl.total_ns == 300);
+}
+
+TEST_CASE("engine: steady-state skipping on a graph that needs the CSR successor lists") {
+  // Eight layers, each: G0 feeding five ops (two all-reduces, three compute ops), the last of
+  // which also waits for both all-reduces; the next layer's G0 waits for it. With fixed
+  // slowdowns so the streams interfere.
+  Schedule s;
+  const int layers = 8;
+  for (int l = 0; l < layers; ++l) {
+    const auto b = static_cast<std::int32_t>(s.ops.size());
+    std::vector<Op> ops = {
+        make(OpCode::Qkv, l > 0 ? std::vector<std::int32_t>{b - 1} : std::vector<std::int32_t>{}),
+        make(OpCode::AllReduce, {b}),
+        make(OpCode::OProj, {b}),
+        make(OpCode::AllReduce, {b}),
+        make(OpCode::GateUp, {b}),
+        make(OpCode::ResidualAdd, {b, b + 1, b + 3, b + 4})};
+    for (Op& op : ops) {
+      op.layer = l;
+      s.ops.push_back(op);
+    }
+  }
+  s.num_layers = layers;
+  std::vector<std::int64_t> ns;
+  std::vector<double> slow;
+  for (int l = 0; l < layers; ++l) {
+    for (std::int64_t t : {100, 40, 50, 30, 20, 10}) ns.push_back(t);
+    for (double f : {1.5, 1.25, 1.5, 1.25, 1.5, 1.5}) slow.push_back(f);
+  }
+  const OpCosts c = costs(ns, slow);
+  Engine full, fast;
+  fast.set_skip_steady_state(true);
+  const Timeline a = full.run(s, c);
+  const Timeline& b = fast.run(s, c);
+  CHECK(fast.ops_skipped() > 0);
+  CHECK(a.start_ns == b.start_ns);
+  CHECK(a.end_ns == b.end_ns);
+  CHECK(a.total_ns == b.total_ns);
+  CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
+  CHECK(full.events_pushed() == fast.events_pushed());
+}
+
 TEST_CASE("engine: fluid interference re-rates both ops when the running set changes") {
   // G0 (200) then G1 (1000, x1.25 beside comm); AR (600, x2 beside compute) after G0.
   // At 200 both start: AR at rate 1/2 ends at 200 + 1200 = 1400. G1 has done 1200/1.25 = 960

@@ -10,12 +10,11 @@ namespace {
 // cublasLtMatmulTile_t's names (cublasLt.h), by value.
 const char* tile_name(std::uint32_t id) {
   static const char* const names[] = {
-      "undefined", "8x8",     "8x16",    "16x8",    "8x32",    "16x16",   "32x8",
-      "8x64",      "16x32",   "32x16",   "64x8",    "32x32",   "32x64",   "64x32",
-      "32x128",    "64x64",   "128x32",  "64x128",  "128x64",  "64x256",  "128x128",
-      "256x64",    "64x512",  "128x256", "256x128", "512x64",  "64x96",   "96x64",
-      "96x128",    "128x160", "160x128", "192x128", "128x192", "128x96",  "32x256",
-      "256x32",    "8x128",   "8x192",   "8x256"};
+      "undefined", "8x8",    "8x16",   "16x8",   "8x32",    "16x16",   "32x8",    "8x64",
+      "16x32",     "32x16",  "64x8",   "32x32",  "32x64",   "64x32",   "32x128",  "64x64",
+      "128x32",    "64x128", "128x64", "64x256", "128x128", "256x64",  "64x512",  "128x256",
+      "256x128",   "512x64", "64x96",  "96x64",  "96x128",  "128x160", "160x128", "192x128",
+      "128x192",   "128x96", "32x256", "256x32", "8x128",   "8x192",   "8x256"};
   return id < sizeof(names) / sizeof(names[0]) ? names[id] : nullptr;
 }
 
@@ -46,18 +45,22 @@ T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes
 
 std::string describe(const cublasLtMatmulAlgo_t& algo, float waves) {
   const auto tile = algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
-  char buf[256];
   const char* tn = tile_name(tile);
-  std::snprintf(buf, sizeof(buf),
-                "tile %s%s, stages %u, split-K %d, reduction %s, swizzle %u, cluster %u, algo %d, "
-                "waves %.2f",
-                tn ? tn : "id ", tn ? "" : std::to_string(tile).c_str(),
-                algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
-                algo_attr<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                reduction_name(algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)),
-                algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-                unsigned(algo_attr<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
-                algo_attr<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID), double(waves));
+  const std::string tile_text = tn ? std::string(tn) : "id " + std::to_string(tile);
+  // Stages, inner shape and cluster shape are cublasLt.h enum values (ids), not counts.
+  char buf[320];
+  std::snprintf(
+      buf, sizeof(buf),
+      "tile %s, stages id %u, split-K %d, reduction %s, swizzle %u, custom %u, inner shape id "
+      "%u, cluster id %u, algo %d, waves %.2f",
+      tile_text.c_str(), algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+      algo_attr<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+      reduction_name(algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)),
+      algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+      algo_attr<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+      unsigned(algo_attr<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
+      unsigned(algo_attr<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
+      algo_attr<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID), double(waves));
   return buf;
 }
 
@@ -98,8 +101,8 @@ const LtPlan& plan_for(Context::Impl& I, const void* a, const void* b, const voi
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc,
-                                                           pref, 1, &result, &found);
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
     p.algo = result.algo;

@@ -119,10 +119,11 @@ void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 // c[m x n] (+)= a[m x k] * b[k x n], bf16 row-major, fp32 accumulation (cuBLASLt).
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
                std::int64_t k, bool accumulate, void* stream);
-// The cuBLASLt algorithm gemm_bf16 runs for these operands (its plan is made if it is not
-// yet): "tile 128x256, stages 5, split-K 1, reduction none, swizzle 0, cluster 0, algo 66,
-// waves 2.55" (waves: the heuristic's device-utilization estimate). "default" when the
-// heuristic found none and cuBLASLt chooses at the call.
+// The cuBLASLt algorithm configuration gemm_bf16 runs for these operands (its plan is made if
+// it is not yet): "tile 128x256, stages id 23, split-K 1, reduction none, swizzle 0, custom 0,
+// inner shape id 0, cluster id 2, algo 66, waves 2.55" — the ids are cublasLt.h enum values,
+// waves the heuristic's device-utilization estimate. "default" when the heuristic found none
+// and cuBLASLt chooses at the call.
 std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* c, std::int64_t m,
                         std::int64_t n, std::int64_t k);
 
