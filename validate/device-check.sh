@@ -139,22 +139,27 @@ if rows:
 # and 1.40 (70B, chunks off the 8-token grid included) and qkv 1.14-1.15: that runtime
 # gathered Q and wrote the KV cache with copies the profiler did not time. With Q read in
 # place and the one-kernel write timed, they should be near 1 on the grid.
+def validation_cases():
+    """Each case of the validation reports, with its comm ops' measured and predicted spans."""
+    for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
+        try:
+            j = json.load(open(f))
+        except Exception:
+            continue
+        for c in j.get("cases", []):
+            ops = c.get("ops", [])
+            comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
+            pcomm = [(o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]) for o in ops if o.get("stream") == "comm"]
+            yield c, ops, comm, pcomm
 alone = {}
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception:
-        continue
-    for c in j.get("cases", []):
-        ops = c.get("ops", [])
-        comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
-        for o in ops:
-            if o.get("stream") == "comm" or o["name"] not in ("attention", "qkv") or o.get("predicted_us", 0) <= 0:
-                continue
-            s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
-            if any(a < s1 and s0 < b for a, b in comm):
-                continue
-            alone.setdefault((c["model"], o["name"]), []).append(o["measured_us"] / o["predicted_us"])
+for c, ops, comm, _ in validation_cases():
+    for o in ops:
+        if o.get("stream") == "comm" or o["name"] not in ("attention", "qkv") or o.get("predicted_us", 0) <= 0:
+            continue
+        s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
+        if any(a < s1 and s0 < b for a, b in comm):
+            continue
+        alone.setdefault((c["model"], o["name"]), []).append(o["measured_us"] / o["predicted_us"])
 if alone:
     print("\nops beside no comm op, measured / predicted (median; the 2026-11-29 runs: attention 1.02 and 1.40, qkv 1.14-1.15):")
     for (m, name), v in sorted(alone.items()):
@@ -167,28 +172,20 @@ if alone:
 # measures GEMMs at every multiple of --align up to 4096 (--gemm-step): both should read near 1.
 STEP_ROWS = (1408, 1664, 2688)
 gem = {}
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception:
-        continue
-    for c in j.get("cases", []):
-        if c["strategy"].get("name") not in ("iso", "none", "ladder"):
-            continue  # chunks are token ranges of every request only for these
-        ops = c.get("ops", [])
-        chunks = c["strategy"].get("chunks") or [c["seq_len"]]
-        comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
-        pcomm = [(o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]) for o in ops if o.get("stream") == "comm"]
-        for o in ops:
-            if o.get("kind") != "gemm" or o.get("predicted_us", 0) <= 0 or o.get("chunk", 0) >= len(chunks):
-                continue
-            s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
-            p0, p1 = o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]
-            if any(a < s1 and s0 < b for a, b in comm) or any(a < p1 and p0 < b for a, b in pcomm):
-                continue
-            rows = chunks[o["chunk"]] * c.get("batch", 1)
-            cls = "1408/1664/2688" if rows in STEP_ROWS else "other"
-            gem.setdefault((c["model"], o["name"], cls), []).append(o["measured_us"] / o["predicted_us"])
+for c, ops, comm, pcomm in validation_cases():
+    if c["strategy"].get("name") not in ("iso", "none", "ladder"):
+        continue  # chunks are token ranges of every request only for these
+    chunks = c["strategy"].get("chunks") or [c["seq_len"]]
+    for o in ops:
+        if o.get("kind") != "gemm" or o.get("predicted_us", 0) <= 0 or o.get("chunk", 0) >= len(chunks):
+            continue
+        s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
+        p0, p1 = o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]
+        if any(a < s1 and s0 < b for a, b in comm) or any(a < p1 and p0 < b for a, b in pcomm):
+            continue
+        rows = chunks[o["chunk"]] * c.get("batch", 1)
+        cls = "1408/1664/2688" if rows in STEP_ROWS else "other"
+        gem.setdefault((c["model"], o["name"], cls), []).append(o["measured_us"] / o["predicted_us"])
 if gem:
     print("\nGEMMs beside no comm op, measured / predicted by rows (median; 2026-11-29: 1408/1664/2688 1.09-1.11 for down and o_proj, other 0.98-1.03):")
     for (m, name, cls), v in sorted(gem.items()):

@@ -376,14 +376,22 @@ TEST_CASE("profile cost model: communication beside attention or a norm uses its
   CHECK(cm.overlap_slowdown(ar, sim::OpKind::Gemm) == doctest::Approx(1.2));
 }
 
-TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
-  const auto m = test::toy_model();
+namespace {
+// A small shard: 4 query heads over 2 KV heads of 32, hidden 128, FFN 256.
+sim::ShardDims tiny_shard() {
   sim::ShardDims d;
   d.q_heads = 4;
   d.kv_heads = 2;
   d.head_dim = 32;
   d.hidden = 128;
   d.ffn = 256;
+  return d;
+}
+}  // namespace
+
+TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
+  const auto m = test::toy_model();
+  const sim::ShardDims d = tiny_shard();
   profiler::SweepOptions o;
   o.max_tokens = 256;
   o.quick = true;
@@ -421,12 +429,7 @@ TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and be
 
 TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on the grid") {
   sim::ModelConfig m;
-  sim::ShardDims d;
-  d.q_heads = 4;
-  d.kv_heads = 2;
-  d.head_dim = 32;
-  d.hidden = 128;
-  d.ffn = 256;
+  const sim::ShardDims d = tiny_shard();
   profiler::SweepOptions o;
   o.max_tokens = 1024;
   o.align = 64;
