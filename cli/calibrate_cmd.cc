@@ -34,6 +34,9 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "(requantize), one wave more (extra-wave), or chosen by the fit (auto)")
       ->check(CLI::IsMember({"auto", "requantize", "extra-wave"}))
       ->capture_default_str();
+  sub->add_flag("--ops", o->ops,
+                "Per op: each case's ops predicted by the fitted model beside their measured "
+                "starts and durations in --out, and the held-out ops it misses most printed");
   sub->add_flag("--fit-ops", o->fit_ops,
                 "Also fit each case's measured op durations summed by class (GEMM, attention, "
                 "norms/elementwise, all-reduce), not only its total");

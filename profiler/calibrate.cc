@@ -210,6 +210,7 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
                            op.number_or("measured_start_us", -1, /*positive=*/false), us});
         }
         k.measured_ops = ops.size();
+        for (const Span& a : spans) k.ops.push_back({a.name, a.comm, a.start, a.us});
         for (const Span& a : spans) {  // compute ops that overlapped no comm op
           if (a.comm || a.start < 0 || a.us <= 0) continue;
           bool alone = true;
@@ -593,6 +594,55 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   for (const auto& m : o.fit_on) p.source += " " + m;
   const Eval before = run_all(prep, base, false, all);
   const Eval after = run_all(prep, p, true, all);
+  // Per op, with the fitted model (prep holds its resources since the last run_all): the
+  // cases whose reports list every op under the graph's names.
+  std::vector<ojson> case_ops(cases.size());
+  struct Miss {
+    double diff_us;
+    std::size_t c, op;
+    double predicted_us, measured_us;
+    bool beside_comm;
+  };
+  std::vector<Miss> misses;
+  std::size_t ops_cases = 0;
+  if (o.ops) {
+    sim::Engine engine;
+    for (std::size_t i : all) {
+      const auto& c = cases[i];
+      const sim::Schedule& s = prep[i].schedule;
+      if (c.ops.size() != s.ops.size()) continue;
+      bool same = true;
+      for (std::size_t j = 0; j < s.ops.size() && same; ++j) {
+        same = c.ops[j].name.empty() || c.ops[j].name == sim::op_code_name(s.ops[j].code);
+      }
+      if (!same) continue;
+      ++ops_cases;
+      const sim::Timeline& tl = engine.run(s, prep[i].costs);
+      const bool held = std::find(test.begin(), test.end(), i) != test.end();
+      ojson list = ojson::array();
+      for (std::size_t j = 0; j < s.ops.size(); ++j) {
+        const auto& m = c.ops[j];
+        const double ps = static_cast<double>(tl.start_ns[j]) / 1e3,
+                     pu = static_cast<double>(tl.end_ns[j] - tl.start_ns[j]) / 1e3;
+        bool beside = false;  // measured: a compute op overlapping a comm op, or the reverse
+        for (const auto& x : c.ops) {
+          if (x.comm != m.comm && x.start_us < m.start_us + m.us && m.start_us < x.start_us + x.us)
+            beside = true;
+        }
+        list.push_back(ojson{{"name", sim::op_code_name(s.ops[j].code)},
+                             {"layer", s.ops[j].layer},
+                             {"chunk", s.ops[j].chunk},
+                             {"stream", m.comm ? "comm" : "compute"},
+                             {"predicted_start_us", ps},
+                             {"predicted_us", pu},
+                             {"measured_start_us", m.start_us},
+                             {"measured_us", m.us},
+                             {"measured_beside_comm", beside}});
+        if (held) misses.push_back({pu - m.us, i, j, pu, m.us, beside});
+      }
+      case_ops[i] = std::move(list);
+    }
+  }
 
   // The evaluation restricted to a set of cases, in the set's order.
   auto sub = [](const Eval& e, const std::vector<std::size_t>& which) {
@@ -632,6 +682,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
                          {"error_before", before.predicted_us[i] / c.measured_us - 1.0},
                          {"error_after", after.predicted_us[i] / c.measured_us - 1.0},
                          {"predicted_none_after_us", after.none_us[i]}});
+    if (!case_ops[i].is_null()) rows.back()["ops"] = std::move(case_ops[i]);
   }
   const ErrorSummary fb = summarize(errors(before, train)), fa = summarize(errors(after, train));
   const ErrorSummary tb = summarize(errors(before, test)), ta = summarize(errors(after, test));
@@ -679,6 +730,38 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   class_line("held out, fixed factors:", "held_out_fixed_factors", before, test);
   class_line("held out, contention model:", "held_out", after, test);
   os << "\n";
+  if (o.ops) {
+    // The held-out ops the fitted model misses most, in microseconds: compute ops and comm
+    // ops apart (an emulated run's copies are long, and would fill the list).
+    std::sort(misses.begin(), misses.end(), [](const Miss& a, const Miss& b) {
+      return std::fabs(a.diff_us) > std::fabs(b.diff_us);
+    });
+    os << "  per op (--ops): " << ops_cases << " of " << cases.size()
+       << " cases list every op under the graph's names; the held-out ops the fitted model "
+          "misses most:\n";
+    for (const bool comm : {false, true}) {
+      std::size_t shown = 0;
+      for (const Miss& m : misses) {
+        const auto& c = cases[m.c];
+        if (c.ops[m.op].comm != comm) continue;
+        if (++shown > (comm ? 4u : 8u)) break;
+        const sim::Op& op = prep[m.c].schedule.ops[m.op];
+        std::string split;
+        for (auto t : c.run.spec.chunk_tokens) {
+          if (!split.empty()) split += ',';
+          split += std::to_string(t);
+        }
+        os << "    " << c.run.workload.model << " " << sim::strategy_name(c.run.spec.kind) << " "
+           << split;
+        if (!c.run.workload.emulate.empty()) os << " (" << c.run.workload.emulate << ")";
+        os << ": op " << m.op << " " << sim::op_code_name(op.code) << " layer " << op.layer
+           << " chunk " << op.chunk << fmt("  predicted %.1f us", m.predicted_us)
+           << fmt(", measured %.1f us", m.measured_us) << fmt(" (%+.1f us)", m.diff_us)
+           << (m.beside_comm ? (comm ? ", beside compute" : ", beside comm") : "") << "\n";
+      }
+    }
+    os << "\n";
+  }
   os << "  decisions among the measured alternatives (none and the splits on the grid):\n";
   decisions(cases, train, sub(before, train), os, "fit set,  fixed factors:    ");
   const ojson dec_fit =

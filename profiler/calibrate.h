@@ -41,6 +41,14 @@ struct CalibrationCase {
     double us;
   };
   std::vector<AloneOp> compute_alone_us;
+  // Every op the report lists, in its order (the graph's): name, stream and measured span;
+  // empty when it lists none.
+  struct MeasuredOp {
+    std::string name;
+    bool comm = false;
+    double start_us = -1, us = 0;
+  };
+  std::vector<MeasuredOp> ops;
 };
 
 struct CalibrateOptions {
@@ -65,6 +73,9 @@ struct CalibrateOptions {
   // qkv), each one's cost (a fixed time plus one per byte of Q, or per row of K and V) fitted
   // on the fit-on models' ops that made it and ran beside nothing; "off" leaves them out.
   std::string legacy_copies = "fit";
+  // Each case's ops predicted by the fitted model beside their measurement, in --out, and
+  // the largest per-op misses of the held-out cases printed.
+  bool ops = false;
 };
 
 // A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows), the fixed

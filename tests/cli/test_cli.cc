@@ -608,9 +608,36 @@ TEST_CASE(
   // needs a residual slowdown of compute beside comm (the shipped fit, on totals only, needs
   // x1.425), and the held-out cases stay closer than the fixed factors.
   const fs::path ops = scratch() / "cal-ops.json";
-  r = calibrate("--fit-ops --wave-rule extra-wave", ops);
+  r = calibrate("--fit-ops --wave-rule extra-wave --ops", ops);
   REQUIRE(r.code == 0);
   const auto jo = nlohmann::json::parse(slurp(ops));
+  // --ops: every case's ops, predicted by the fitted model beside the report's measurements;
+  // each case's ops end where its predicted total does, and the largest misses are printed.
+  CHECK(r.out.find("per op (--ops): 40 of 40 cases") != std::string::npos);
+  for (const auto& c : jo.at("cases")) {
+    REQUIRE(c.contains("ops"));
+    double end = 0;
+    for (const auto& op : c.at("ops")) {
+      end = std::max(
+          end, op.at("predicted_start_us").get<double>() + op.at("predicted_us").get<double>());
+    }
+    CHECK(end == doctest::Approx(c.at("predicted_after_us").get<double>()).epsilon(1e-6));
+    const auto rep = nlohmann::json::parse(slurp(c.at("report").get<std::string>()));
+    const auto& st = c.at("run").at("strategy");
+    int matched = 0;
+    for (const auto& rc : rep.at("cases")) {
+      const auto chunks = st.value("chunks", nlohmann::json::array());  // none for ladder
+      if (rc.at("strategy").at("name") != st.at("name") ||
+          (!chunks.empty() && rc.at("strategy").at("chunks") != chunks) ||
+          rc.at("seq_len") != c.at("run").at("workload").at("seq")) {
+        continue;
+      }
+      ++matched;
+      REQUIRE(rc.at("ops").size() == c.at("ops").size());
+      CHECK(rc.at("ops").at(1).at("measured_us") == c.at("ops").at(1).at("measured_us"));
+    }
+    CHECK(matched >= 1);
+  }
   CHECK(jo.at("params").at("extra_wave") == true);
   CHECK(jo.at("params").at("compute_extra").get<double>() <
         j.at("params").at("compute_extra").get<double>());
