@@ -5,6 +5,7 @@
 // says which of these produced each op's time, and the report carries it.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,16 +45,24 @@ class ProfileCostModel final : public CostModel {
   Profile p_;
   AnalyticalCostModel a_;
   std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m
-  // (q heads, kv heads, head dim, class) -> flops. Decode (one query per request), a chunk
-  // without a prefix and one after a prefix have different costs per causal FLOP, so each is
-  // its own curve: the H200 profiles' cuBLAS attention ran ~89 TFLOP/s after a prefix and
-  // ~67 without (it computes the masked half of the scores too), and one curve over both
-  // missed a 5120-token chunk by 19% (results/h200/calibration/README.md). Class 3 is every
-  // prefill point, used where the op's own class has fewer than two.
-  enum AttnClass { kNoPrefix = 0, kPrefix = 1, kDecode = 2, kAnyPrefill = 3 };
+  // (q heads, kv heads, head dim, class) -> flops. Decode (one query per request) is its own
+  // curve. Prefill points are kept on one curve per ratio of prefix to chunk length (class:
+  // the ratio in eighths; the sweep measures 0, 1 and 3): a chunk without a prefix, one after
+  // a prefix as long, and one after three times as long run at different rates per causal
+  // FLOP (the H200 profiles' cuBLAS attention ~67, ~89 and ~100 TFLOP/s: without a prefix
+  // it computes the masked half of the scores too). An op reads the curves of the two ratios
+  // around its own at its FLOPs and interpolates their log times by its ratio; beyond the
+  // measured ratios it reads the nearest. One curve over every prefill point missed a
+  // 5120-token chunk by 19%, and one over every point with a prefix missed a 6016-token
+  // chunk after 512 tokens by 16% (results/h200/calibration/README.md). kAnyPrefill holds
+  // every prefill point, used where no ratio has two points.
+  static constexpr int kDecode = -2, kAnyPrefill = -1;
   static int attn_class(std::int64_t q_tokens, std::int64_t prefix) {
-    return q_tokens == 1 ? kDecode : prefix > 0 ? kPrefix : kNoPrefix;
+    return q_tokens == 1 ? kDecode
+                         : static_cast<int>(std::llround(8.0 * static_cast<double>(prefix) /
+                                                         static_cast<double>(q_tokens)));
   }
+  Estimate attention(const Op& op) const;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, Curve> attn_;
   std::map<std::pair<std::string, std::int64_t>, Curve> rowwise_;  // (name, cols) -> rows
   std::map<std::int64_t, Curve> allreduce_;                        // ranks -> elements

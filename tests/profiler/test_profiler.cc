@@ -250,7 +250,29 @@ TEST_CASE("profile cost model: attention with and without a prefix on curves of 
   const double g = attention_flops(1536, 1536) / attention_flops(1024, 1024);
   CHECK(static_cast<double>(cm.standalone_ns(attention_op(1536, 1536))) ==
         doctest::Approx(150000 * g).epsilon(0.01));
-  // A class with fewer than two points falls back to every prefill point.
+  // Between two ratios of prefix to chunk (0 and 1 here), the two curves read at the op's
+  // FLOPs, their log times interpolated by its ratio: 1024 tokens after 512 (ratio 1/2).
+  {
+    const auto op = attention_op(1024, 512);
+    const sim::ProfileCostModel c0(p, hw, 2);
+    // The ratio-0 curve at these FLOPs (1024 -> 4096, time x16 over FLOPs x~16) and the
+    // ratio-1 curve (150 -> 600 us over FLOPs x4) at these FLOPs, by hand:
+    auto loglog = [](double x0, double y0, double x1, double y1, double x) {
+      return std::exp(std::log(y0) + (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0)) *
+                                         (std::log(y1) - std::log(y0)));
+    };
+    const double fx = attention_flops(1024, 512);
+    const double a = loglog(attention_flops(1024, 0), 200, attention_flops(4096, 0), 3200, fx);
+    const double b = loglog(attention_flops(1024, 1024), 150, attention_flops(2048, 2048), 600, fx);
+    CHECK(static_cast<double>(c0.standalone_ns(op)) ==
+          doctest::Approx(1e3 * std::sqrt(a * b)).epsilon(0.001));
+  }
+  // Beyond the measured ratios (3 here, ratios 0 and 1 measured): the nearest ratio's curve.
+  CHECK(static_cast<double>(cm.standalone_ns(attention_op(512, 1536))) ==
+        doctest::Approx(150000 * attention_flops(512, 1536) / attention_flops(1024, 1024))
+            .epsilon(0.02));
+  // A ratio with fewer than two points, where no other ratio brackets the op: every prefill
+  // point.
   sim::Profile one = p;
   one.attention.pop_back();  // one prefix point left
   const sim::ProfileCostModel cm1(one, hw, 2);
