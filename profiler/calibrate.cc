@@ -613,7 +613,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       if (c.ops.size() != s.ops.size()) continue;
       bool same = true;
       for (std::size_t j = 0; j < s.ops.size() && same; ++j) {
-        same = c.ops[j].name.empty() || c.ops[j].name == sim::op_code_name(s.ops[j].code);
+        same = c.ops[j].name == sim::op_code_name(s.ops[j].code);
       }
       if (!same) continue;
       ++ops_cases;
@@ -624,10 +624,13 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
         const auto& m = c.ops[j];
         const double ps = static_cast<double>(tl.start_ns[j]) / 1e3,
                      pu = static_cast<double>(tl.end_ns[j] - tl.start_ns[j]) / 1e3;
+        const bool timed = m.start_us >= 0 && m.us > 0;
         bool beside = false;  // measured: a compute op overlapping a comm op, or the reverse
         for (const auto& x : c.ops) {
-          if (x.comm != m.comm && x.start_us < m.start_us + m.us && m.start_us < x.start_us + x.us)
+          if (timed && x.start_us >= 0 && x.us > 0 && x.comm != m.comm &&
+              x.start_us < m.start_us + m.us && m.start_us < x.start_us + x.us) {
             beside = true;
+          }
         }
         list.push_back(ojson{{"name", sim::op_code_name(s.ops[j].code)},
                              {"layer", s.ops[j].layer},
@@ -638,7 +641,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
                              {"measured_start_us", m.start_us},
                              {"measured_us", m.us},
                              {"measured_beside_comm", beside}});
-        if (held) misses.push_back({pu - m.us, i, j, pu, m.us, beside});
+        if (held && timed) misses.push_back({pu - m.us, i, j, pu, m.us, beside});
       }
       case_ops[i] = std::move(list);
     }

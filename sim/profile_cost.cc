@@ -163,21 +163,24 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
 // Attention from the profile's curves (see attn_), or us < 0 where it has none for the op.
 ProfileCostModel::Estimate ProfileCostModel::attention(const Op& op) const {
   const std::int64_t q = op.seq_end - op.seq_begin;
-  const int cls = attn_class(q, op.kv_prefix());
-  if (cls == kDecode) {
+  if (attn_class(q, op.kv_prefix()) == kDecode) {
     auto it = attn_.find({op.n, op.kv_heads, op.k, kDecode});
     return it != attn_.end() ? on_curve(it->second, op.flops, op) : Estimate{-1, ""};
   }
-  // The curves of the ratios around the op's (each with two points or more), in ratio order.
+  // The op's own ratio of prefix to chunk, in eighths (not rounded: an op near a measured
+  // ratio is read between it and the next, so its time has no step there).
+  const double ratio = 8.0 * static_cast<double>(op.kv_prefix()) / static_cast<double>(q);
+  // The curves of the ratios around it (each with two points or more), in ratio order.
   const Curve *lo = nullptr, *hi = nullptr;
-  int r_lo = 0, r_hi = 0;
+  int r_lo = 0, r_hi = 0, curves = 0;
   for (auto it = attn_.lower_bound({op.n, op.kv_heads, op.k, 0});
        it != attn_.end() && std::get<0>(it->first) == op.n &&
        std::get<1>(it->first) == op.kv_heads && std::get<2>(it->first) == op.k;
        ++it) {
     if (it->second.size() < 2) continue;
+    ++curves;
     const int r = std::get<3>(it->first);
-    if (r <= cls) {
+    if (r <= ratio) {
       lo = &it->second;
       r_lo = r;
     } else if (!hi) {
@@ -185,25 +188,22 @@ ProfileCostModel::Estimate ProfileCostModel::attention(const Op& op) const {
       r_hi = r;
     }
   }
-  if (lo && r_lo == cls) return on_curve(*lo, op.flops, op);
+  if (lo && r_lo == ratio) return on_curve(*lo, op.flops, op);
   if (!lo || !hi) {
     // Beyond the ratios measured: the nearest one's curve where two ratios or more have
-    // curves, else (one ratio's curve, or none) every prefill point.
-    int curves = 0;
-    for (auto it = attn_.lower_bound({op.n, op.kv_heads, op.k, 0});
-         it != attn_.end() && std::get<0>(it->first) == op.n &&
-         std::get<1>(it->first) == op.kv_heads && std::get<2>(it->first) == op.k;
-         ++it) {
-      curves += it->second.size() >= 2;
-    }
+    // curves, else every prefill point (or the one ratio's curve where that is all there
+    // is). Either way a reading off the op's ratio: extrapolated.
     auto any = attn_.find({op.n, op.kv_heads, op.k, kAnyPrefill});
-    if (curves >= 2 || any == attn_.end()) {
-      if (lo || hi) return on_curve(lo ? *lo : *hi, op.flops, op);
+    Estimate e{-1, ""};
+    if ((curves >= 2 || any == attn_.end()) && (lo || hi)) {
+      e = on_curve(lo ? *lo : *hi, op.flops, op);
+    } else if (any != attn_.end()) {
+      e = on_curve(any->second, op.flops, op);
     }
-    return any != attn_.end() ? on_curve(any->second, op.flops, op) : Estimate{-1, ""};
+    if (e.us >= 0) e.origin = "extrapolated";
+    return e;
   }
   const Estimate a = on_curve(*lo, op.flops, op), b = on_curve(*hi, op.flops, op);
-  const double ratio = 8.0 * static_cast<double>(op.kv_prefix()) / static_cast<double>(q);
   const double t = (ratio - r_lo) / static_cast<double>(r_hi - r_lo);
   const bool out =
       a.origin == std::string("extrapolated") || b.origin == std::string("extrapolated");

@@ -55,7 +55,9 @@ class ProfileCostModel final : public CostModel {
   // measured ratios it reads the nearest. One curve over every prefill point missed a
   // 5120-token chunk by 19%, and one over every point with a prefix missed a 6016-token
   // chunk after 512 tokens by 16% (results/h200/calibration/README.md). kAnyPrefill holds
-  // every prefill point, used where no ratio has two points.
+  // every prefill point, used beyond the measured ratios where fewer than two ratios have
+  // curves of two points (so a profile of chunks without a prefix still prices one after a
+  // prefix, labelled extrapolated).
   static constexpr int kDecode = -2, kAnyPrefill = -1;
   static int attn_class(std::int64_t q_tokens, std::int64_t prefix) {
     return q_tokens == 1 ? kDecode

@@ -225,61 +225,87 @@ TEST_CASE("profile JSON round trip") {
   CHECK(sim::profile_to_json(q).dump() == j.dump());
 }
 
-TEST_CASE("profile cost model: attention with and without a prefix on curves of their own") {
+TEST_CASE("profile cost model: prefill attention on one curve per ratio of prefix to chunk") {
   sim::Profile p;
   p.tp = 2;
   auto point = [&](std::int64_t q, std::int64_t prefix, double us) {
     p.attention.push_back({1, q, prefix, 2, 1, 32, attention_flops(q, prefix), {us, us, us, 1}});
   };
-  // Without a prefix the kernel runs at half the FLOP rate it reaches after one.
+  // Ratio 0 runs at half the FLOP rate of ratio 1; ratio 3 at 1.5 times it.
   point(1024, 0, 200);
   point(4096, 0, 3200);  // x16 FLOPs (nearly), x16 time
   point(1024, 1024, 150);
   point(2048, 2048, 600);
+  point(512, 1536, 40);
+  point(1024, 3072, 160);
   const auto hw = test::toy_hardware();
   const sim::ProfileCostModel cm(p, hw, 2);
-  // Measured points are read back exactly, each on its own curve.
-  CHECK(cm.standalone_ns(attention_op(4096, 0)) == 3200000);
-  CHECK(cm.standalone_ns(attention_op(2048, 2048)) == 600000);
-  // 2048 tokens without a prefix: between the two prefix-free points in log-log (time
-  // proportional to FLOPs there), not pulled down by the faster prefix points nearby.
-  const double f = attention_flops(2048, 0) / attention_flops(1024, 0);
-  CHECK(static_cast<double>(cm.standalone_ns(attention_op(2048, 0))) ==
-        doctest::Approx(200000 * f).epsilon(0.01));
-  // After a prefix: on the prefix curve.
-  const double g = attention_flops(1536, 1536) / attention_flops(1024, 1024);
-  CHECK(static_cast<double>(cm.standalone_ns(attention_op(1536, 1536))) ==
-        doctest::Approx(150000 * g).epsilon(0.01));
-  // Between two ratios of prefix to chunk (0 and 1 here), the two curves read at the op's
-  // FLOPs, their log times interpolated by its ratio: 1024 tokens after 512 (ratio 1/2).
+  auto us = [&](std::int64_t q, std::int64_t prefix) {
+    return static_cast<double>(cm.standalone_ns(attention_op(q, prefix))) / 1e3;
+  };
+  // Log-log interpolation between two points of one curve, by hand.
+  auto loglog = [](std::int64_t q0, std::int64_t p0, double y0, std::int64_t q1, std::int64_t p1,
+                   double y1, double x) {
+    const double x0 = attention_flops(q0, p0), x1 = attention_flops(q1, p1);
+    return std::exp(std::log(y0) + (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0)) *
+                                       (std::log(y1) - std::log(y0)));
+  };
+  // Measured points are read back exactly, each on its own curve (times are whole
+  // nanoseconds, so within 1e-5 below).
+  CHECK(us(4096, 0) == doctest::Approx(3200));
+  CHECK(us(2048, 2048) == doctest::Approx(600));
+  CHECK(us(1024, 3072) == doctest::Approx(160));
+  CHECK(cm.origin(attention_op(2048, 2048)) == "measured");
+  // On a measured ratio: that ratio's curve, not pulled by the others at the same FLOPs.
+  CHECK(
+      us(2048, 0) ==
+      doctest::Approx(loglog(1024, 0, 200, 4096, 0, 3200, attention_flops(2048, 0))).epsilon(1e-5));
+  CHECK(us(1536, 1536) ==
+        doctest::Approx(loglog(1024, 1024, 150, 2048, 2048, 600, attention_flops(1536, 1536)))
+            .epsilon(1e-5));
+  // Between ratios 0 and 1 (1536 tokens after 768: ratio 1/2, FLOPs inside both curves):
+  // the two curves at its FLOPs, log times halfway.
   {
-    const auto op = attention_op(1024, 512);
-    const sim::ProfileCostModel c0(p, hw, 2);
-    // The ratio-0 curve at these FLOPs (1024 -> 4096, time x16 over FLOPs x~16) and the
-    // ratio-1 curve (150 -> 600 us over FLOPs x4) at these FLOPs, by hand:
-    auto loglog = [](double x0, double y0, double x1, double y1, double x) {
-      return std::exp(std::log(y0) + (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0)) *
-                                         (std::log(y1) - std::log(y0)));
-    };
-    const double fx = attention_flops(1024, 512);
-    const double a = loglog(attention_flops(1024, 0), 200, attention_flops(4096, 0), 3200, fx);
-    const double b = loglog(attention_flops(1024, 1024), 150, attention_flops(2048, 2048), 600, fx);
-    CHECK(static_cast<double>(c0.standalone_ns(op)) ==
-          doctest::Approx(1e3 * std::sqrt(a * b)).epsilon(0.001));
+    const double f = attention_flops(1536, 768);
+    const double a = loglog(1024, 0, 200, 4096, 0, 3200, f);
+    const double b = loglog(1024, 1024, 150, 2048, 2048, 600, f);
+    CHECK(us(1536, 768) == doctest::Approx(std::sqrt(a * b)).epsilon(1e-5));
+    CHECK(cm.origin(attention_op(1536, 768)) == "interpolated");
   }
-  // Beyond the measured ratios (3 here, ratios 0 and 1 measured): the nearest ratio's curve.
-  CHECK(static_cast<double>(cm.standalone_ns(attention_op(512, 1536))) ==
-        doctest::Approx(150000 * attention_flops(512, 1536) / attention_flops(1024, 1024))
-            .epsilon(0.02));
-  // A ratio with fewer than two points, where no other ratio brackets the op: every prefill
-  // point.
-  sim::Profile one = p;
-  one.attention.pop_back();  // one prefix point left
+  // Between ratios 1 and 3 (1024 after 2048: ratio 2): halfway between those two curves.
+  {
+    const double f = attention_flops(1024, 2048);
+    const double a = loglog(1024, 1024, 150, 2048, 2048, 600, f);
+    const double b = loglog(512, 1536, 40, 1024, 3072, 160, f);
+    CHECK(us(1024, 2048) == doctest::Approx(std::sqrt(a * b)).epsilon(1e-5));
+  }
+  // Just off a measured ratio (1000 after 1040: ratio 1.04) the time moves off that curve
+  // by the ratio's share of the way to the next, not in a step.
+  {
+    const double f = attention_flops(1000, 1040);
+    const double a = loglog(1024, 1024, 150, 2048, 2048, 600, f);
+    const double b = loglog(512, 1536, 40, 1024, 3072, 160, f);
+    const double t = (8.0 * 1040 / 1000 - 8) / 16;
+    CHECK(us(1000, 1040) ==
+          doctest::Approx(std::exp((1 - t) * std::log(a) + t * std::log(b))).epsilon(1e-5));
+    CHECK(us(1000, 1040) != doctest::Approx(a).epsilon(1e-4));
+  }
+  // Beyond the measured ratios (ratio 5): the nearest ratio's curve, labelled extrapolated.
+  CHECK(us(512, 2560) ==
+        doctest::Approx(loglog(512, 1536, 40, 1024, 3072, 160, attention_flops(512, 2560)))
+            .epsilon(1e-5));
+  CHECK(cm.origin(attention_op(512, 2560)) == "extrapolated");
+  // With fewer than two ratios measured in two points, an op off them reads every prefill
+  // point, labelled extrapolated.
+  sim::Profile one;
+  one.tp = 2;
+  one.attention = {p.attention[0], p.attention[1], p.attention[2]};  // ratio 0; one ratio-1 point
   const sim::ProfileCostModel cm1(one, hw, 2);
   sim::Profile all = one;
-  for (auto& a : all.attention) a.prefix = 0;  // (flops kept: one curve over the three)
+  for (auto& x : all.attention) x.prefix = 0;  // (flops kept: one curve over the three)
   CHECK(cm1.standalone_ns(attention_op(1536, 1536)) ==
         sim::ProfileCostModel(all, hw, 2).standalone_ns(attention_op(1536, 1536)));
+  CHECK(cm1.origin(attention_op(1536, 1536)) == "extrapolated");
 }
 
 TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, analytical") {
