@@ -151,6 +151,12 @@ class CudaKernels final : public RankKernels {
 
 class CudaRun {
  public:
+  // The GEMM plans (shape and cuBLASLt algorithm) rank 0's context made.
+  std::vector<cu::GemmPlanInfo> gemm_plans() {
+    if (ranks_.empty()) return {};
+    cu::set_device(ranks_[0].ctx->device());
+    return cu::gemm_plans(*ranks_[0].ctx);
+  }
   // mpi: this process runs rank mpi::rank() alone, on its node's GPU local_rank % GPUs.
   CudaRun(const ModelData& m, const sim::Schedule& s, const std::string& comm,
           const std::vector<std::int64_t>& target_ns, int ctas, bool mpi, bool fused,
@@ -555,6 +561,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
   RunResult r = median_of_runs(std::move(runs));
   r.attention_kernel = cu::attention_kernel_name(fused);
+  for (auto& g : run.gemm_plans()) r.gemm_kernels.push_back({g.m, g.n, g.k, std::move(g.kernel)});
   return r;
 }
 

@@ -210,6 +210,33 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
                 run.append([p["m"], p["m"], kern])
         for a, b, kern in run:
             print(f"  {name:8s} m {a:5d}-{b:<5d} {kern}")
+# The runtime's cuBLASLt algorithm per GEMM shape (validate reports' gemm_kernels) against the
+# profile's at the same shape: a GEMM the runtime ran with another algorithm than the profile
+# timed is priced from a kernel that did not run.
+prof_kern = {}
+for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
+    try:
+        pj = json.load(open(f))
+    except Exception:
+        continue
+    for p in pj.get("gemm", []):
+        if p.get("kernel"):
+            prof_kern[(pj.get("model"), p["m"], p["n"], p["k"])] = p["kernel"].split(", waves")[0]
+same, differ = 0, {}
+for c, ops, comm, pcomm in validation_cases():
+    for g in c.get("gemm_kernels", []):
+        pk = prof_kern.get((c["model"], g["m"], g["n"], g["k"]))
+        if pk is None:
+            continue
+        rk = g["kernel"].split(", waves")[0]
+        if rk == pk:
+            same += 1
+        else:
+            differ[(c["model"], g["m"], g["n"], g["k"])] = (pk, rk)
+if same or differ:
+    print(f"\nGEMM shapes in both a validation run and its profile: {same} with the same cuBLASLt algorithm, {len(differ)} with another")
+    for (m, gm, gn, gk), (pk, rk) in sorted(differ.items())[:12]:
+        print(f"  {m:12s} {gm}x{gn}x{gk}: profile {pk} | run {rk}")
 for f in sorted(glob.glob(os.path.join(r, "calibrate-*fit-on-*.log"))):
     print(f"\n{os.path.basename(f)}:")
     print(open(f).read().rstrip())

@@ -49,6 +49,13 @@ struct RunResult {
   std::vector<std::int64_t> totals_ns;  // every timed run
   std::vector<float> output;            // final residual stream, [batch][seq][hidden]
   std::string attention_kernel;         // CUDA: which attention kernel ran
+  // CUDA: the cuBLASLt algorithm configuration of each GEMM shape rank 0 ran (as the
+  // profile's `kernel`), to compare with the profile's at the same shape.
+  struct GemmKernel {
+    std::int64_t m, n, k;
+    std::string kernel;
+  };
+  std::vector<GemmKernel> gemm_kernels;
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,

@@ -471,6 +471,13 @@ ojson validate_json(const ValidateReport& r) {
       ops.push_back(std::move(e));
     }
     k["ops"] = std::move(ops);
+    if (!c.measured.gemm_kernels.empty()) {
+      ojson g = ojson::array();
+      for (const auto& x : c.measured.gemm_kernels) {
+        g.push_back(ojson{{"m", x.m}, {"n", x.n}, {"k", x.k}, {"kernel", x.kernel}});
+      }
+      k["gemm_kernels"] = std::move(g);
+    }
     cases.push_back(std::move(k));
   }
   j["cases"] = std::move(cases);

@@ -131,4 +131,17 @@ std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* 
   return plan_for(ctx.impl(), a, b, c, m, n, k).kernel;
 }
 
+std::vector<GemmPlanInfo> gemm_plans(Context& ctx) {
+  std::vector<GemmPlanInfo> out;
+  for (const auto& [key, plan] : ctx.impl().plans) {
+    GemmPlanInfo g{std::get<0>(key), std::get<1>(key), std::get<2>(key), plan.kernel};
+    if (!out.empty() && out.back().m == g.m && out.back().n == g.n && out.back().k == g.k &&
+        out.back().kernel == g.kernel) {
+      continue;  // the same shape and algorithm at other pointer alignments
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace tpo::validate::cuda

@@ -126,6 +126,13 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
 // and cuBLASLt chooses at the call.
 std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* c, std::int64_t m,
                         std::int64_t n, std::int64_t k);
+// Every GEMM shape this context has made a plan for, with its algorithm configuration (as
+// gemm_kernel), once per (m, n, k, configuration), in shape order.
+struct GemmPlanInfo {
+  std::int64_t m, n, k;
+  std::string kernel;
+};
+std::vector<GemmPlanInfo> gemm_plans(Context& ctx);
 
 using validate::AttentionShape;
 // Scratch bytes attention_bf16 needs for a shape: pointer arrays, fp32 scores and bf16
