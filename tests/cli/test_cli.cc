@@ -302,10 +302,45 @@ TEST_CASE("profile: an interrupted run resumes where it stopped") {
   CHECK(r.out.find("rerun the same command to resume") != std::string::npos);
   CHECK(fs::exists(prof.string() + ".partial"));
   CHECK_FALSE(fs::exists(prof));
+  // A finished GEMM's library kernel (as the CUDA backend records it) is resumed with its
+  // time: mark each finished GEMM line of the log with one.
+  std::set<std::string> marked;
+  {
+    std::istringstream in(slurp(prof.string() + ".partial"));
+    std::string line, out;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("key") && j.at("key").get<std::string>().rfind("gemm/", 0) == 0) {
+        j["kernel"] = "k:" + j.at("key").get<std::string>();
+        marked.insert(j.at("key").get<std::string>());
+      }
+      out += j.dump() + "\n";
+    }
+    std::ofstream(prof.string() + ".partial") << out;
+  }
+  REQUIRE_FALSE(marked.empty());
   r = tpo(cmd);
   CHECK(r.code == 0);
   CHECK(r.out.find("resuming from") != std::string::npos);
   CHECK(r.out.find("5 of") != std::string::npos);  // the 5 finished ones were not redone
+  {
+    // Each table row measured before the stop carries its logged kernel; those measured in
+    // the resumed run carry none (the CPU backend names no library kernel).
+    const auto pj = nlohmann::json::parse(slurp(prof));
+    int resumed = 0;
+    for (const auto& g : pj.at("gemm")) {
+      const std::string name = g.at("name");
+      const std::string key = "gemm/" + (name == "qkv" ? std::string("qkv+kv_store") : name) +
+                              "/m" + std::to_string(g.at("m").get<int>());
+      if (marked.count(key)) {
+        ++resumed;
+        CHECK(g.value("kernel", "") == "k:" + key);
+      } else {
+        CHECK_FALSE(g.contains("kernel"));
+      }
+    }
+    CHECK(resumed > 0);
+  }
   CHECK(fs::exists(prof));
   CHECK_FALSE(fs::exists(prof.string() + ".partial"));
   // qkv was timed as the runtime runs it, with its KV-cache write (1 KV head of 32 per rank).
