@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -380,8 +381,15 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   // "Don't overlap" unless the winner beats none by more than the threshold.
   if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
   point.simulations = simulations;
-  point.cost_sources =
-      sim::cost_sources(sim::build_schedule(w, point.candidates[point.best].spec), cm);
+  {
+    const sim::Schedule best = sim::build_schedule(w, point.candidates[point.best].spec);
+    point.cost_sources = sim::cost_sources(best, cm);
+    std::set<std::int64_t> rows;
+    for (const auto& op : best.ops) {
+      if (op.kind == sim::OpKind::Gemm && cm.origin(op) == "interpolated") rows.insert(op.m);
+    }
+    point.gemm_rows_interpolated.assign(rows.begin(), rows.end());
+  }
   if (searched) {  // the best at the default budget, for what the chosen budget gains
     const std::int64_t def = budgets[1].ctas;
     point.best_at_default_budget_ns = point.none_ns();

@@ -66,6 +66,9 @@ struct PlanPoint {
   std::int64_t simulations = 0;                      // graphs timed for this point
   std::int64_t best_at_default_budget_ns = 0;        // with a budget search: the best there
   std::map<std::string, std::int64_t> cost_sources;  // of the best candidate's ops
+  // The best candidate's GEMM row counts that the profile interpolated (between its measured
+  // rows), ascending; empty with the analytical model.
+  std::vector<std::int64_t> gemm_rows_interpolated;
   std::int64_t none_ns() const { return candidates.empty() ? 0 : candidates.front().total_ns; }
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/error.h"
@@ -83,6 +84,23 @@ void print_plan(std::ostream& os, const Plan& plan) {
     os << "\nop costs of the chosen schedules:";
     for (const auto& [k, n] : total) os << " " << n << " " << k;
     os << " (profile " << plan.options.workload.profile << ")\n";
+    std::set<std::int64_t> rows;
+    for (const auto& p : plan.points)
+      rows.insert(p.gemm_rows_interpolated.begin(), p.gemm_rows_interpolated.end());
+    if (!rows.empty()) {
+      os << "GEMMs of the chosen schedules at rows the profile did not measure (interpolated):";
+      std::size_t shown = 0;
+      for (auto m : rows) {
+        if (++shown > 12) {
+          os << " ...";
+          break;
+        }
+        os << " " << m;
+      }
+      os << "\n  (a cuBLASLt GEMM's time can step between measured rows: on the H200, 1408, 1664 "
+            "and 2688 rows ran 9-11% over the interpolation;\n  a CUDA profile made since "
+            "2026-12-02 measures every multiple of --align up to 4096 rows, --gemm-step)\n";
+    }
   }
   if (!plan.options.comm_ctas.empty()) {
     os << "\ncomm SM budget searched: " << plan.options.comm_ctas
@@ -171,6 +189,7 @@ ojson plan_json(const Plan& plan) {
                            {"simulations", p.simulations},
                            {"best_at_default_budget_us", to_us(p.best_at_default_budget_ns)},
                            {"cost_sources", p.cost_sources},
+                           {"gemm_rows_interpolated", p.gemm_rows_interpolated},
                            {"candidates", std::move(cands)}});
   }
   j["lookup"] = std::move(lookup);

@@ -973,6 +973,42 @@ TEST_CASE(
   CHECK(nlohmann::json::parse(slurp(vj)).at("execution").at("mode") == "eager");
 }
 
+TEST_CASE("plan --profile: the chosen schedules' GEMM rows the profile interpolated are named") {
+  const std::string src = std::string(TPO_TEST_DATA) + "/../..";
+  const fs::path pj = scratch() / "interp.plan.json";
+  auto r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 2048:8192 --profile " + src +
+               "/configs/profiles/h200-llama2-70b-tp8.json --json " + pj.string());
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(pj));
+  // The profile measured GEMMs on its grid only (2^i and 1.5 x 2^i rows): each interpolated row
+  // is off that grid, and is among the chosen schedule's chunk rows; the text names them.
+  const std::set<std::int64_t> grid = {64,   128,  192,  256,  384,  512,  768,
+                                       1024, 1536, 2048, 3072, 4096, 6144, 8192};
+  int named = 0;
+  for (const auto& p : j.at("points")) {
+    const auto& best = p.at("candidates").at(p.at("best").get<std::size_t>());
+    std::set<std::int64_t> chunks;
+    for (const auto& c : best.at("chunks")) chunks.insert(c.get<std::int64_t>());
+    for (const auto& m : p.at("gemm_rows_interpolated")) {
+      ++named;
+      CHECK(grid.count(m.get<std::int64_t>()) == 0);
+      CHECK(chunks.count(m.get<std::int64_t>()) == 1);
+      std::string row = " ";
+      row += std::to_string(m.get<std::int64_t>());
+      CHECK(r.out.find(row) != std::string::npos);
+    }
+  }
+  if (named > 0) {
+    CHECK(r.out.find("at rows the profile did not measure (interpolated)") != std::string::npos);
+  }
+  // The analytical model interpolates nothing.
+  r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 --json " + pj.string());
+  REQUIRE(r.code == 0);
+  for (const auto& p : nlohmann::json::parse(slurp(pj)).at("points")) {
+    CHECK(p.at("gemm_rows_interpolated").empty());
+  }
+}
+
 TEST_CASE(
     "outputs as a set: a plan killed at any moment leaves all old or all new files and no "
     "temporary") {
