@@ -258,12 +258,12 @@ void check_writable(const std::string& path, const std::string& option) {
     throw InputError(option, path, "folder '" + dir.string() + "' does not exist");
   }
   if (fs::is_directory(p, ec)) throw InputError(option, path, "is a folder, give a file name");
-    // Try a file in the folder now, so an unwritable place fails before any work and before any
-    // other output is written. An unnamed file (O_TMPFILE) where the file system has them: it
-    // leaves nothing behind even if the process is killed right here. Elsewhere the very
-    // temporary file the final write will use, removed at once (a run killed between the two
-    // leaves it; the next run that writes this output removes it).
 #ifdef O_TMPFILE
+  // Try a file in the folder now, so an unwritable place fails before any work and before any
+  // other output is written. An unnamed file (O_TMPFILE) where the file system has them: it
+  // leaves nothing behind even if the process is killed right here. Elsewhere the very
+  // temporary file the final write will use, removed at once (a run killed between the two
+  // leaves it; the next run that writes this output removes it).
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   if (fd >= 0) {
     ::close(fd);
