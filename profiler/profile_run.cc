@@ -342,12 +342,11 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   h.warmup = o.warmup;
   h.progress = o.progress;
   h.resume_path = o.out + ".partial";
-  nlohmann::json opts{{"backend", o.backend},    {"model", so.model},
-                      {"hardware", so.hardware}, {"tp", w.tp},
-                      {"quick", o.quick},        {"max_tokens", sw.max_tokens},
-                      {"align", o.align},        {"gemm_step", sw.gemm_step},
-                      {"reps", o.reps},
-                      {"warmup", o.warmup},      {"accuracy", o.accuracy}};
+  nlohmann::json opts{
+      {"backend", o.backend}, {"model", so.model},         {"hardware", so.hardware},
+      {"tp", w.tp},           {"quick", o.quick},          {"max_tokens", sw.max_tokens},
+      {"align", o.align},     {"gemm_step", sw.gemm_step}, {"reps", o.reps},
+      {"warmup", o.warmup},   {"accuracy", o.accuracy}};
   if (o.backend == "cuda") opts["attention"] = o.attention;
   h.fingerprint = opts.dump();
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "
