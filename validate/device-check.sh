@@ -139,13 +139,16 @@ if rows:
 # and 1.40 (70B, chunks off the 8-token grid included) and qkv 1.14-1.15: that runtime
 # gathered Q and wrote the KV cache with copies the profiler did not time. With Q read in
 # place and the one-kernel write timed, they should be near 1 on the grid.
-def validation_cases():
-    """Each case of the validation reports, with its comm ops' measured and predicted spans."""
-    for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
+def readable(pattern):
+    """Each file of the run matching pattern that parses as JSON: (path, content)."""
+    for f in sorted(glob.glob(os.path.join(r, pattern))):
         try:
-            j = json.load(open(f))
+            yield f, json.load(open(f))
         except Exception:
             continue
+def validation_cases():
+    """Each case of the validation reports, with its comm ops' measured and predicted spans."""
+    for f, j in readable("validate-*.json"):
         for c in j.get("cases", []):
             ops = c.get("ops", [])
             comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
@@ -192,11 +195,8 @@ if gem:
         v.sort()
         print(f"  {m:12s} {name:8s} {cls:15s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
 # The cuBLASLt kernel each profiled GEMM ran, as ranges of rows.
-for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
-    try:
-        pts = json.load(open(f)).get("gemm", [])
-    except Exception:
-        continue
+for f, pj in readable("profile-*.json"):
+    pts = pj.get("gemm", [])
     if not any(p.get("kernel") for p in pts):
         continue
     print(f"\n{os.path.basename(f)}: cuBLASLt kernels by GEMM rows")
@@ -214,11 +214,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
 # profile's at the same shape: a GEMM the runtime ran with another algorithm than the profile
 # timed is priced from a kernel that did not run.
 prof_kern = {}
-for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
-    try:
-        pj = json.load(open(f))
-    except Exception:
-        continue
+for f, pj in readable("profile-*.json"):
     for p in pj.get("gemm", []):
         if p.get("kernel"):
             prof_kern[(pj.get("model"), p["m"], p["n"], p["k"])] = p["kernel"].split(", waves")[0]
