@@ -1,7 +1,9 @@
 // `tpo plan`: flags bound to planner::PlanOptions (or GenerateOptions for --scenario
 // generate), validated before any work; outputs written atomically at the end.
+#include <exception>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "planner/generate.h"
@@ -21,7 +23,26 @@ struct PlanCli {
   std::int64_t prompt = 1024;
   std::int64_t new_tokens = 512;
   bool seq_given = false;
+  std::string interpolation_risk = "auto";
 };
+
+// --interpolation-risk: auto (the profile's own interpolation error), off, or a fraction.
+double parse_interpolation_risk(const std::string& t) {
+  if (t == "auto") return -1;
+  if (t == "off") return 0;
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != t.size() || !(v >= 0) || v >= 1) {
+    throw InputError("--interpolation-risk", t,
+                     "must be auto, off or a fraction in [0, 1) (0.03: 3% slower)");
+  }
+  return v;
+}
 
 // Options that would be silently ignored are errors: the user meant something by them.
 void check_given(const PlanCli& c, const CLI::App& sub) {
@@ -129,6 +150,12 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--threshold", o.threshold,
                   "Recommend overlap only if it beats none by more than this fraction")
       ->capture_default_str();
+  sub->add_option("--interpolation-risk", c->interpolation_risk,
+                  "With --profile: rank a candidate whose GEMMs run at rows the profile did not "
+                  "measure as this fraction slower (predicted times are unchanged): auto (the "
+                  "profile's own interpolation error, leave-one-out over its GEMM rows), off, "
+                  "or a fraction")
+      ->capture_default_str();
   sub->add_flag("--allow-arch-change", o.allow_arch_change,
                 "Let the planner choose ladder, iso+ladder and parallel-block, which change the "
                 "model (they need a model trained for them)");
@@ -152,6 +179,7 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_flag("--quiet", o.quiet, "No progress on stderr");
   return [c, sub] {
     check_given(*c, *sub);
+    c->plan.interpolation_risk = parse_interpolation_risk(c->interpolation_risk);
     return run_plan_cli(*c);
   };
 }

@@ -205,7 +205,16 @@ double Evaluator::surrogate_ns(const StrategySpec& spec) {
 double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks,
                                  double best, bool* exact) {
   ++simulations_;
-  return scorer.score_ns(chunks, best, exact);
+  const double f = risk_factor(chunks);
+  return scorer.score_ns(chunks, best / f, exact) * f;
+}
+
+double Evaluator::risk_factor(const std::vector<std::int64_t>& chunks) const {
+  if (risk_ <= 0) return 1.0;
+  for (auto c : chunks) {
+    if (!cm_.gemm_rows_measured(c * w_.batch)) return 1.0 + risk_;
+  }
+  return 1.0;
 }
 
 std::string join_tokens(const std::vector<std::int64_t>& v) {
@@ -284,12 +293,23 @@ std::vector<Variant> strategy_variants(Evaluator& ev, StrategyKind kind, std::in
   std::vector<Variant> out;
   // The best split for each chunk count, searched.
   if (d.uses_chunks() && sim::not_applicable_reason(w, StrategySpec(kind)).empty()) {
-    std::vector<std::int64_t> seed;
+    // With an interpolation charge, the best split by prediction alone is searched too and
+    // kept as a candidate where it differs, so the plan can say what the charge changed.
+    const double risk = ev.interpolation_risk();
+    std::vector<std::int64_t> seed, seed0;
     for (std::int64_t c = 2; c <= max_chunks; ++c) {
       const SplitResult r = search_split(ev, kind, c, align, seed);
       if (r.chunks.empty()) continue;
       seed = r.chunks;
       out.push_back({StrategySpec(kind, r.chunks), join_tokens(r.chunks)});
+      if (risk <= 0) continue;
+      ev.set_interpolation_risk(0);
+      const SplitResult r0 = search_split(ev, kind, c, align, seed0);
+      ev.set_interpolation_risk(risk);
+      seed0 = r0.chunks;
+      if (r0.chunks != r.chunks) {
+        out.push_back({StrategySpec(kind, r0.chunks), join_tokens(r0.chunks)});
+      }
     }
   }
   for (const StrategySpec& s : d.variants(w)) {
@@ -354,10 +374,13 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     simulations += ev.simulations();
   }
   const bool searched = budgets.size() > 1;
+  const double risk =
+      o.interpolation_risk < 0 ? cm.gemm_interpolation_error() : o.interpolation_risk;
   for (std::size_t bi = searched ? 1 : 0; bi < budgets.size(); ++bi) {
     Evaluator ev(w, *budgets[bi].cm);
     ev.set_pruning(o.prune);
     ev.set_coarse_lines(o.coarse_lines);
+    ev.set_interpolation_risk(risk);
     for (StrategyKind k : parse_strategy_list(o.strategies)) {
       if (k == StrategyKind::None) continue;
       for (auto& v : strategy_variants(ev, k, o.align, o.max_chunks)) {
@@ -370,16 +393,40 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     }
     simulations += ev.simulations();
   }
-  point.best = 0;
+  // Candidates ranked by predicted time, those with GEMMs at rows the profile interpolated
+  // as if `risk` slower; and by prediction alone, to say where that changed the pick.
+  bool charged = false;
+  if (risk > 0) {
+    for (auto& c : point.candidates) {
+      for (const auto& op : sim::build_schedule(w, c.spec).ops) {
+        if (op.kind == sim::OpKind::Gemm && !cm.gemm_rows_measured(op.m)) {
+          c.interpolated_rows = charged = true;
+          break;
+        }
+      }
+    }
+  }
+  point.interpolation_risk = charged ? risk : 0.0;
+  auto ranked = [&](const Candidate& c) {
+    return static_cast<double>(c.total_ns) * (c.interpolated_rows ? 1.0 + risk : 1.0);
+  };
+  point.best = point.best_by_prediction = 0;
   for (std::size_t i = 0; i < point.candidates.size(); ++i) {
     Candidate& c = point.candidates[i];
     c.speedup =
         c.total_ns > 0 ? static_cast<double>(point.none_ns()) / static_cast<double>(c.total_ns) : 0;
     c.allowed = c.preserves_function() || o.allow_arch_change;
-    if (c.allowed && c.total_ns < point.candidates[point.best].total_ns) point.best = i;
+    if (!c.allowed) continue;
+    if (ranked(c) < ranked(point.candidates[point.best])) point.best = i;
+    if (c.total_ns < point.candidates[point.best_by_prediction].total_ns) {
+      point.best_by_prediction = i;
+    }
   }
   // "Don't overlap" unless the winner beats none by more than the threshold.
   if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
+  if (point.candidates[point.best_by_prediction].speedup <= 1.0 + o.threshold) {
+    point.best_by_prediction = 0;
+  }
   point.simulations = simulations;
   {
     const sim::Schedule best = sim::build_schedule(w, point.candidates[point.best].spec);

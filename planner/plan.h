@@ -39,6 +39,11 @@ struct PlanOptions {
   // The descent's long boundary lines coarse to fine (Evaluator::coarse_lines): off only to
   // compare with every position tried.
   bool coarse_lines = true;
+  // With a profile, a candidate whose GEMMs run at rows the profile did not measure is ranked
+  // as if this fraction slower (its predicted time is not changed): < 0, the profile's own
+  // interpolation error (CostModel::gemm_interpolation_error, --interpolation-risk auto);
+  // 0: ranked by prediction alone.
+  double interpolation_risk = -1;
 };
 
 // The workload options of one planned point of length `seq` (prefill: prompt tokens;
@@ -50,9 +55,10 @@ struct Candidate {
   std::string detail;  // "2253,1843" / "last 40 layers" / "4 pieces"
   std::int64_t total_ns = 0;
   std::int64_t exposed_comm_ns = 0;
-  double speedup = 0;          // none / this
-  bool allowed = true;         // false: changes the model and --allow-arch-change is off
-  std::int64_t comm_ctas = 0;  // the comm SM budget it was timed with (0: the default)
+  double speedup = 0;              // none / this
+  bool allowed = true;             // false: changes the model and --allow-arch-change is off
+  std::int64_t comm_ctas = 0;      // the comm SM budget it was timed with (0: the default)
+  bool interpolated_rows = false;  // some GEMM at rows the profile did not measure
   std::string strategy() const { return sim::strategy_name(spec.kind); }
   bool preserves_function() const { return sim::preserves_function(spec.kind); }
 };
@@ -69,6 +75,11 @@ struct PlanPoint {
   // The best candidate's GEMM row counts that the profile interpolated (between its measured
   // rows), ascending; empty with the analytical model.
   std::vector<std::int64_t> gemm_rows_interpolated;
+  // The ranking's charge on candidates with interpolated GEMM rows (PlanOptions::
+  // interpolation_risk resolved; 0: off or nothing interpolated), and the candidate ranked
+  // by prediction alone (== best unless the charge changed the pick).
+  double interpolation_risk = 0;
+  std::size_t best_by_prediction = 0;
   std::int64_t none_ns() const { return candidates.empty() ? 0 : candidates.front().total_ns; }
 };
 
@@ -126,9 +137,15 @@ class Evaluator {
   // surrogate_ns of a split of the scorer's strategy and chunk count (split_scorer.h).
   // With a finite `best` the run may stop early, returning a lower bound >= best (see
   // SplitScorer::score_ns).
+  // Ranked as 1 + risk times it when a chunk's GEMM rows were not measured (see
+  // PlanOptions::interpolation_risk); 0 (the default) ranks by prediction alone.
   double split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks,
                         double best = std::numeric_limits<double>::infinity(),
                         bool* exact = nullptr);
+  void set_interpolation_risk(double r) { risk_ = r; }
+  double interpolation_risk() const { return risk_; }
+  // 1 + the risk when some chunk's GEMMs (chunk tokens x batch rows) were not measured, else 1.
+  double risk_factor(const std::vector<std::int64_t>& chunks) const;
 
  private:
   std::int64_t time_ns(const sim::Workload& w, const sim::StrategySpec& spec,
@@ -143,6 +160,7 @@ class Evaluator {
   std::int64_t shortened_ = 0;
   bool pruning_ = true;
   bool coarse_lines_ = true;
+  double risk_ = 0;
 };
 
 struct SplitResult {

@@ -101,6 +101,25 @@ void print_plan(std::ostream& os, const Plan& plan) {
             "and 2688 rows ran 9-11% over the interpolation;\n  a CUDA profile made since "
             "2026-12-02 measures every multiple of --align up to 4096 rows, --gemm-step)\n";
     }
+    double risk = 0;
+    for (const auto& p : plan.points) risk = std::max(risk, p.interpolation_risk);
+    if (risk > 0) {
+      os << "ranking: a candidate with GEMMs at rows the profile interpolated counts "
+         << fmt("%.1f%%", 100 * risk) << " slower ("
+         << (plan.options.interpolation_risk < 0
+                 ? "the profile's own interpolation error, leave-one-out; "
+                 : "--interpolation-risk; ")
+         << "predicted times unchanged; --interpolation-risk off ranks by prediction alone)\n";
+      for (const auto& p : plan.points) {
+        if (p.best == p.best_by_prediction) continue;
+        const Candidate& b = p.candidates[p.best];
+        const Candidate& a = p.candidates[p.best_by_prediction];
+        os << "  " << p.seq << ": " << (p.best == 0 ? "don't overlap" : b.detail) << " ("
+           << fmt("%.3f", to_us(b.total_ns) / 1e3) << " ms) over "
+           << (p.best_by_prediction == 0 ? "don't overlap" : a.detail) << " ("
+           << fmt("%.3f", to_us(a.total_ns) / 1e3) << " ms), whose GEMM rows were interpolated\n";
+      }
+    }
   }
   if (!plan.options.comm_ctas.empty()) {
     os << "\ncomm SM budget searched: " << plan.options.comm_ctas
@@ -134,7 +153,8 @@ ojson plan_json(const Plan& plan) {
                  {"exposed_comm_us", to_us(c.exposed_comm_ns)},
                  {"preserves_function", c.preserves_function()},
                  {"allowed", c.allowed},
-                 {"comm_ctas", c.comm_ctas}};
+                 {"comm_ctas", c.comm_ctas},
+                 {"interpolated_rows", c.interpolated_rows}};
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
@@ -154,7 +174,9 @@ ojson plan_json(const Plan& plan) {
                        {"layers", o.workload.layers},
                        {"profile", o.workload.profile},
                        {"comm_ctas", o.comm_ctas},
-                       {"exec", o.workload.exec}};
+                       {"exec", o.workload.exec},
+                       {"interpolation_risk",
+                        o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;
@@ -190,6 +212,8 @@ ojson plan_json(const Plan& plan) {
                            {"best_at_default_budget_us", to_us(p.best_at_default_budget_ns)},
                            {"cost_sources", p.cost_sources},
                            {"gemm_rows_interpolated", p.gemm_rows_interpolated},
+                           {"interpolation_risk", p.interpolation_risk},
+                           {"best_by_prediction", p.best_by_prediction},
                            {"candidates", std::move(cands)}});
   }
   j["lookup"] = std::move(lookup);

@@ -31,6 +31,12 @@ class CostModel {
   virtual std::string origin(const Op& /*op*/) const { return name(); }
   // The contention model's parameters; null (or disabled): the fixed slowdown factors.
   virtual const ContentionParams* contention() const { return nullptr; }
+  // Whether every GEMM of the model was timed at `m` rows (a measured profile); a model
+  // that prices every size alike (the analytical one) answers true.
+  virtual bool gemm_rows_measured(std::int64_t /*m*/) const { return true; }
+  // How far a GEMM time read between measured rows can be off: the model's own estimate
+  // (a profile: leave-one-out over its measured rows), 0 where nothing is interpolated.
+  virtual double gemm_interpolation_error() const { return 0; }
   // Host launch costs (sim/launch.h): the hardware file's, or what a profile measured.
   virtual const LaunchCosts& launch() const {
     static const LaunchCosts kNone;  // nothing charged (test models)

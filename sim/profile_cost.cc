@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "sim/error.h"
 #include "sim/json_io.h"
@@ -34,6 +35,29 @@ const char* rowwise_name(OpCode c) {
   }
 }
 
+// The median |read / measured - 1| of every interior point of the curves, each read in
+// log-log space between its two neighbours as if it had not been measured; 0 if none.
+template <class Curves>
+double leave_one_out_error(const Curves& curves) {
+  std::vector<double> err;
+  for (const auto& [key, c] : curves) {
+    for (std::size_t i = 1; i + 1 < c.size(); ++i) {
+      const auto &a = c[i - 1], &b = c[i], &d = c[i + 1];
+      if (a.second <= 0 || b.second <= 0 || d.second <= 0 || a.first <= 0) continue;
+      const double t =
+          (std::log(b.first) - std::log(a.first)) / (std::log(d.first) - std::log(a.first));
+      const double read =
+          std::exp(std::log(a.second) + t * (std::log(d.second) - std::log(a.second)));
+      err.push_back(std::fabs(read / b.second - 1.0));
+    }
+  }
+  if (err.empty()) return 0;
+  const auto mid = err.begin() + static_cast<std::ptrdiff_t>(err.size() / 2);
+  std::nth_element(err.begin(), mid, err.end());
+  if (err.size() % 2 == 1) return *mid;
+  return 0.5 * (*mid + *std::max_element(err.begin(), mid));
+}
+
 }  // namespace
 
 ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp)
@@ -62,6 +86,19 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     allreduce_[r.ranks].emplace_back(static_cast<double>(r.elements), r.t.median_us);
   }
   for (auto& [k, c] : gemm_) sort_curve(c);
+  gemm_loo_ = leave_one_out_error(gemm_);
+  for (const auto& [key, c] : gemm_) {
+    std::vector<std::int64_t> rows;
+    for (const auto& [m, us] : c) rows.push_back(static_cast<std::int64_t>(m));
+    if (key == gemm_.begin()->first) {
+      gemm_rows_ = rows;
+    } else {
+      std::vector<std::int64_t> both;
+      std::set_intersection(gemm_rows_.begin(), gemm_rows_.end(), rows.begin(), rows.end(),
+                            std::back_inserter(both));
+      gemm_rows_ = std::move(both);
+    }
+  }
   for (auto& [k, c] : attn_) sort_curve(c);
   for (auto& [k, c] : rowwise_) sort_curve(c);
   for (auto& [k, c] : allreduce_) sort_curve(c);

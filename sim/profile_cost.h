@@ -5,6 +5,7 @@
 // says which of these produced each op's time, and the report carries it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -32,6 +33,15 @@ class ProfileCostModel final : public CostModel {
   void set_contention(const ContentionParams& p) { contention_ = p; }
   const LaunchCosts& launch() const override { return launch_; }
   const Profile& profile() const { return p_; }
+  // Rows at which every GEMM curve of the profile has a point.
+  bool gemm_rows_measured(std::int64_t m) const override {
+    return std::binary_search(gemm_rows_.begin(), gemm_rows_.end(), m);
+  }
+  // Leave-one-out: each GEMM point between two others read off the curve without it (log-log
+  // between its neighbours), the median |read / measured - 1| over all such points; 0 where
+  // no curve has three points. Its neighbours lie twice as far apart as an interpolated
+  // op's, so it overstates the error of reading between adjacent points rather than under.
+  double gemm_interpolation_error() const override { return gemm_loo_; }
 
  private:
   using Curve = std::vector<std::pair<double, double>>;  // (size, us), sorted by size
@@ -45,6 +55,8 @@ class ProfileCostModel final : public CostModel {
   Profile p_;
   AnalyticalCostModel a_;
   std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m
+  std::vector<std::int64_t> gemm_rows_;                          // sorted
+  double gemm_loo_ = 0;
   // (q heads, kv heads, head dim, class) -> flops. Decode (one query per request) is its own
   // curve. Prefill points are kept on one curve per ratio of prefix to chunk length (class:
   // the ratio in eighths; the sweep measures 0, 1 and 3): a chunk without a prefix, one after

@@ -1001,6 +1001,25 @@ TEST_CASE("plan --profile: the chosen schedules' GEMM rows the profile interpola
   if (named > 0) {
     CHECK(r.out.find("at rows the profile did not measure (interpolated)") != std::string::npos);
   }
+  // Ranked with a heavy interpolation charge, every pick rests on measured GEMM rows (none is
+  // measured at these lengths, so one always does); the plan records the charge.
+  r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096,8192 --profile " + src +
+          "/configs/profiles/h200-llama2-70b-tp8.json --interpolation-risk 0.5 --json " +
+          pj.string());
+  REQUIRE(r.code == 0);
+  const auto jr = nlohmann::json::parse(slurp(pj));  // (kept: the loops read into it)
+  CHECK(jr.at("options").at("interpolation_risk") == 0.5);
+  for (const auto& p : jr.at("points")) {
+    CHECK(p.at("gemm_rows_interpolated").empty());
+    const auto& best = p.at("candidates").at(p.at("best").get<std::size_t>());
+    CHECK_FALSE(best.at("interpolated_rows").get<bool>());
+  }
+  for (const char* bad : {"-0.1", "1", "x", "0.1x"}) {
+    r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 --interpolation-risk " +
+            std::string(bad));
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--interpolation-risk") != std::string::npos);
+  }
   // The analytical model interpolates nothing.
   r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 --json " + pj.string());
   REQUIRE(r.code == 0);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 #include <tuple>
 
 #include "../sim/toy.h"
@@ -68,6 +69,79 @@ TEST_CASE("planner finds the hand-derived optimum split of a comm-bound toy") {
   CHECK(best.strategy() == "iso");
   CHECK(best.spec.chunk_tokens == std::vector<std::int64_t>{4, 8});
   CHECK(best.total_ns == 52);
+}
+
+// The comm-bound toy as a profile would price it, measured at some GEMM rows only.
+class PartlyMeasuredToy final : public sim::CostModel {
+ public:
+  PartlyMeasuredToy(std::set<std::int64_t> rows, double error)
+      : rows_(std::move(rows)), error_(error) {}
+  std::int64_t standalone_ns(const sim::Op& op) const override { return toy_.standalone_ns(op); }
+  double overlap_slowdown(const sim::Op&, sim::OpKind) const override { return 1.0; }
+  std::string name() const override { return "partly measured toy"; }
+  bool gemm_rows_measured(std::int64_t m) const override { return rows_.count(m) > 0; }
+  double gemm_interpolation_error() const override { return error_; }
+
+ private:
+  CommBoundToy toy_;
+  std::set<std::int64_t> rows_;
+  double error_;
+};
+
+TEST_CASE("interpolation risk: a split on interpolated GEMM rows is ranked that much slower") {
+  // S = 12: 4,8 is predicted 52 ns, 6,6 54 ns (4S + a above S/3), none 72. Only 6 rows (and
+  // 12, none's) are measured: 4,8 counts 52 (1 + r), beaten by 6,6 once r > 2/52 = 3.8%.
+  auto best_of = [](double profile_error, double option) {
+    Plan plan = toy_plan({12}, 1, "iso", 1);
+    plan.options.interpolation_risk = option;
+    const PartlyMeasuredToy cm({6, 12}, profile_error);
+    run_plan(plan, &cm);
+    return plan.points[0];
+  };
+  // auto: the cost model's own error.
+  PlanPoint p = best_of(0.05, -1);
+  CHECK(p.candidates[p.best].spec.chunk_tokens == std::vector<std::int64_t>{6, 6});
+  CHECK(p.candidates[p.best].total_ns == 54);  // the prediction, not the ranking
+  CHECK_FALSE(p.candidates[p.best].interpolated_rows);
+  CHECK(p.interpolation_risk == doctest::Approx(0.05));
+  // By prediction alone the pick would have been 4,8: the plan says so.
+  REQUIRE(p.best_by_prediction != p.best);
+  CHECK(p.candidates[p.best_by_prediction].spec.chunk_tokens == std::vector<std::int64_t>{4, 8});
+  // Below the gap the charge changes nothing; off, nothing is charged.
+  p = best_of(0.03, -1);
+  CHECK(p.candidates[p.best].spec.chunk_tokens == std::vector<std::int64_t>{4, 8});
+  CHECK(p.best == p.best_by_prediction);
+  p = best_of(0.05, 0);
+  CHECK(p.candidates[p.best].spec.chunk_tokens == std::vector<std::int64_t>{4, 8});
+  CHECK(p.interpolation_risk == 0);
+  // An explicit fraction overrides the profile's.
+  p = best_of(0.0, 0.10);
+  CHECK(p.candidates[p.best].spec.chunk_tokens == std::vector<std::int64_t>{6, 6});
+  // Every row measured: nothing charged, whatever the error.
+  Plan plan = toy_plan({12}, 1, "iso", 1);
+  const PartlyMeasuredToy all({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 0.5);
+  run_plan(plan, &all);
+  CHECK(plan.points[0].candidates[plan.points[0].best].total_ns == 52);
+  CHECK(plan.points[0].interpolation_risk == 0);
+}
+
+TEST_CASE("interpolation risk: the pruned split search equals brute force without pruning") {
+  const PartlyMeasuredToy cm({64, 128, 192, 256, 384}, 0.03);
+  for (std::int64_t seq : {448, 512}) {
+    for (std::int64_t k : {2, 3}) {
+      auto w = test::toy_workload(seq, 4);
+      Evaluator ev(w, cm), evb(w, cm);
+      ev.set_interpolation_risk(0.03);
+      evb.set_interpolation_risk(0.03);
+      evb.set_pruning(false);
+      CAPTURE(seq);
+      CAPTURE(k);
+      const auto s = brute_force_split(ev, StrategyKind::Iso, k, 64);
+      const auto b = brute_force_split(evb, StrategyKind::Iso, k, 64);
+      CHECK(s.chunks == b.chunks);
+      CHECK(s.score_ns == b.score_ns);
+    }
+  }
 }
 
 TEST_CASE(

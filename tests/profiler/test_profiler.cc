@@ -332,6 +332,37 @@ TEST_CASE("profile cost model: measured, interpolated in log-log, extrapolated, 
   CHECK(cm.origin(gemm_op(64, 999, 128)) == "analytical");
 }
 
+TEST_CASE("profile cost model: the rows every GEMM measured, and its leave-one-out error") {
+  sim::Profile p;
+  p.tp = 2;
+  // gate_up at 64, 128, 256 rows: 128 read between 64 and 256 in log-log is 200 us, measured
+  // 250 (-20%); 256 between 128 and 512 is sqrt(250 x 1000) = 500 us, measured 400 (+25%).
+  // down at 64 and 256 only: no interior point.
+  p.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}, ""});
+  p.gemm.push_back({"gate_up", 128, 512, 128, {250, 250, 250, 1}, ""});
+  p.gemm.push_back({"gate_up", 256, 512, 128, {400, 400, 400, 1}, ""});
+  p.gemm.push_back({"gate_up", 512, 512, 128, {1000, 1000, 1000, 1}, ""});
+  p.gemm.push_back({"down", 64, 128, 256, {50, 50, 50, 1}, ""});
+  p.gemm.push_back({"down", 256, 128, 256, {200, 200, 200, 1}, ""});
+  const auto hw = test::toy_hardware();
+  const sim::ProfileCostModel cm(p, hw, 2);
+  CHECK(cm.gemm_interpolation_error() == doctest::Approx(0.225));  // median of 0.2 and 0.25
+  // Rows are measured only where every GEMM has a point.
+  CHECK(cm.gemm_rows_measured(64));
+  CHECK(cm.gemm_rows_measured(256));
+  CHECK_FALSE(cm.gemm_rows_measured(128));  // gate_up only
+  CHECK_FALSE(cm.gemm_rows_measured(512));
+  CHECK_FALSE(cm.gemm_rows_measured(100));
+  // Too few points to read one without it: no error claimed; the analytical model none.
+  sim::Profile two;
+  two.tp = 2;
+  two.gemm = {p.gemm[4], p.gemm[5]};
+  CHECK(sim::ProfileCostModel(two, hw, 2).gemm_interpolation_error() == 0);
+  const sim::AnalyticalCostModel a(hw, 2);
+  CHECK(a.gemm_interpolation_error() == 0);
+  CHECK(a.gemm_rows_measured(1408));
+}
+
 TEST_CASE("profile cost model: qkv's KV-cache write added only where the profile did not time it") {
   auto hw = test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;
