@@ -49,7 +49,7 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (c.scenario == "generate") {
     for (const char* opt : {"--seq", "--phase", "--context", "--threshold", "--allow-arch-change",
-                            "--csv", "--svg"}) {
+                            "--csv", "--svg", "--interpolation-risk"}) {
       if (given(opt)) {
         throw InputError(opt, "",
                          "does not apply to --scenario generate (it uses --prompt, "
@@ -64,6 +64,11 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
       throw InputError("--context", std::to_string(c.plan.workload.context),
                        "in a decode plan --seq lists the context lengths; drop --context");
     }
+  }
+  if (given("--interpolation-risk") && c.plan.workload.profile.empty()) {
+    throw InputError("--interpolation-risk", c.interpolation_risk,
+                     "applies with --profile only (the analytical model prices every GEMM size "
+                     "alike and charges nothing)");
   }
   if (given("--context") && c.plan.workload.context < 0) {
     throw InputError("--context", std::to_string(c.plan.workload.context), "must be >= 0");

@@ -206,7 +206,12 @@ double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int
                                  double best, bool* exact) {
   ++simulations_;
   const double f = risk_factor(chunks);
-  return scorer.score_ns(chunks, best / f, exact) * f;
+  if (f == 1.0) return scorer.score_ns(chunks, best, exact);
+  bool whole = true;
+  const double s = scorer.score_ns(chunks, best / f, &whole) * f;
+  if (exact) *exact = whole;
+  // A bound >= best / f times f may round below best: it must still read as no better.
+  return whole ? s : std::max(s, best);
 }
 
 double Evaluator::risk_factor(const std::vector<std::int64_t>& chunks) const {
@@ -422,8 +427,12 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
       point.best_by_prediction = i;
     }
   }
-  // "Don't overlap" unless the winner beats none by more than the threshold.
-  if (point.candidates[point.best].speedup <= 1.0 + o.threshold) point.best = 0;
+  // "Don't overlap" unless the winner beats none by more than the threshold (as ranked: a
+  // charged winner beats none by that much after its charge).
+  if (ranked(point.candidates.front()) <=
+      ranked(point.candidates[point.best]) * (1.0 + o.threshold)) {
+    point.best = 0;
+  }
   if (point.candidates[point.best_by_prediction].speedup <= 1.0 + o.threshold) {
     point.best_by_prediction = 0;
   }

@@ -104,7 +104,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
     double risk = 0;
     for (const auto& p : plan.points) risk = std::max(risk, p.interpolation_risk);
     if (risk > 0) {
-      os << "ranking: a candidate with GEMMs at rows the profile interpolated counts "
+      os << "ranking: a candidate with GEMMs at rows the profile did not measure counts "
          << fmt("%.1f%%", 100 * risk) << " slower ("
          << (plan.options.interpolation_risk < 0
                  ? "the profile's own interpolation error, leave-one-out; "
@@ -114,10 +114,13 @@ void print_plan(std::ostream& os, const Plan& plan) {
         if (p.best == p.best_by_prediction) continue;
         const Candidate& b = p.candidates[p.best];
         const Candidate& a = p.candidates[p.best_by_prediction];
-        os << "  " << p.seq << ": " << (p.best == 0 ? "don't overlap" : b.detail) << " ("
+        auto name = [](const Candidate& c, bool none) {
+          return none ? std::string("don't overlap") : c.strategy() + " " + c.detail;
+        };
+        os << "  " << p.seq << ": " << name(b, p.best == 0) << " ("
            << fmt("%.3f", to_us(b.total_ns) / 1e3) << " ms) over "
-           << (p.best_by_prediction == 0 ? "don't overlap" : a.detail) << " ("
-           << fmt("%.3f", to_us(a.total_ns) / 1e3) << " ms), whose GEMM rows were interpolated\n";
+           << name(a, p.best_by_prediction == 0) << " (" << fmt("%.3f", to_us(a.total_ns) / 1e3)
+           << " ms), whose GEMM rows were not all measured\n";
       }
     }
   }

@@ -39,8 +39,10 @@ class ProfileCostModel final : public CostModel {
   }
   // Leave-one-out: each GEMM point between two others read off the curve without it (log-log
   // between its neighbours), the median |read / measured - 1| over all such points; 0 where
-  // no curve has three points. Its neighbours lie twice as far apart as an interpolated
-  // op's, so it overstates the error of reading between adjacent points rather than under.
+  // no curve has three points. On a grid of 2^i and 1.5 x 2^i rows a left-out point's
+  // neighbours lie twice as far apart as an interpolated op's; on a dense grid (every
+  // multiple of --align up to 4096 rows) the median comes mostly from there, and may
+  // understate the error of reading across the sparse rows above it.
   double gemm_interpolation_error() const override { return gemm_loo_; }
 
  private:

@@ -1014,9 +1014,22 @@ TEST_CASE("plan --profile: the chosen schedules' GEMM rows the profile interpola
     const auto& best = p.at("candidates").at(p.at("best").get<std::size_t>());
     CHECK_FALSE(best.at("interpolated_rows").get<bool>());
   }
+  const std::string with_profile =
+      " --profile " + src + "/configs/profiles/h200-llama2-70b-tp8.json";
   for (const char* bad : {"-0.1", "1", "x", "0.1x"}) {
     r = tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 --interpolation-risk " +
-            std::string(bad));
+            std::string(bad) + with_profile);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--interpolation-risk") != std::string::npos);
+  }
+  // Where it would be ignored it is refused: without a profile, and in a generate scenario.
+  for (const std::string& ignored :
+       {std::string("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 "
+                    "--interpolation-risk 0.1"),
+        "plan --scenario generate --model llama2-70b --hardware h200x8 --tp 8 "
+        "--interpolation-risk 0.1" +
+            with_profile}) {
+    r = tpo(ignored);
     CHECK(r.code == 2);
     CHECK(r.out.find("--interpolation-risk") != std::string::npos);
   }
