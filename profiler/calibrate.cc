@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -71,6 +72,7 @@ struct Prepared {
   // profile's interpolation error: the planner's ranking charge (PlanOptions).
   bool interpolated_rows = false, none_interpolated_rows = false;
   double interpolation_risk = 0;
+  std::vector<char> gemm_rows_measured;  // per op of `schedule`: not a GEMM, or at measured rows
 };
 
 bool any_gemm_interpolated(const sim::Schedule& s, const sim::CostModel& cm) {
@@ -98,6 +100,9 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     p.interpolated_rows = any_gemm_interpolated(p.schedule, *cm);
     p.none_interpolated_rows = any_gemm_interpolated(p.none, *cm);
     p.interpolation_risk = cm->gemm_interpolation_error();
+    for (const auto& op : p.schedule.ops) {
+      p.gemm_rows_measured.push_back(op.kind != sim::OpKind::Gemm || cm->gemm_rows_measured(op.m));
+    }
     p.costs.resources.clear();
     p.none_costs.resources.clear();
     out.push_back(std::move(p));
@@ -567,6 +572,56 @@ ojson fit_legacy_copies(const std::vector<CalibrationCase>& cases, std::vector<P
   return out;
 }
 
+// The planner's interpolation charge checked on the runs: GEMMs that ran beside nothing
+// (chunks on the 8-token grid, every model; qkv left out, as its legacy KV copies are fitted
+// on such ops), measured against the profile, at rows the profile measured and at rows it
+// did not; beside the profiles' own leave-one-out interpolation error, which the planner
+// charges. Nothing here is fitted.
+ojson gemm_interpolation_check(const std::vector<CalibrationCase>& cases,
+                               const std::vector<Prepared>& prep,
+                               const std::vector<std::size_t>& which, std::ostream& os) {
+  std::vector<double> at[2];  // [0]: rows measured, [1]: not; measured / profile - 1
+  std::set<std::int64_t> rows;
+  std::map<std::string, double> charge;
+  for (std::size_t i : which) {
+    const auto& k = cases[i];
+    const Prepared& p = prep[i];
+    if (k.measured_ops != p.schedule.ops.size()) continue;
+    charge[k.run.workload.model] = p.interpolation_risk;
+    for (const auto& a : k.compute_alone_us) {
+      const sim::Op& op = p.schedule.ops[a.index];
+      if (op.kind != sim::OpKind::Gemm || sim::kv_store_bytes(op) > 0 || a.us <= 0) continue;
+      const bool unmeasured = !p.gemm_rows_measured[a.index];
+      if (unmeasured) rows.insert(op.m);
+      at[unmeasured].push_back(a.us / (static_cast<double>(p.costs.standalone_ns[a.index]) / 1e3) -
+                               1.0);
+    }
+  }
+  ojson out = ojson::object();
+  if (at[1].empty()) return out;
+  os << "GEMMs beside nothing (o_proj, gate_up, down; every model), measured / profile - 1, "
+        "where the profile measured their rows and where it did not (the planner's "
+        "interpolation charge, checked):\n";
+  const char* names[2] = {"rows measured", "rows not measured"};
+  for (int u = 0; u < 2; ++u) {
+    std::vector<double> abs;
+    for (double e : at[u]) abs.push_back(std::fabs(e));
+    const double med = median_of(at[u]), med_abs = median_of(abs);
+    os << "  " << names[u] << ": " << at[u].size() << " ops"
+       << ", median " << pct(med) << ", median |.| " << fmt("%.1f%%", 100 * med_abs) << "\n";
+    out[u ? "rows_not_measured" : "rows_measured"] =
+        ojson{{"ops", at[u].size()}, {"median", med}, {"median_abs", med_abs}};
+  }
+  os << "  the rows not measured:";
+  for (auto m : rows) os << " " << m;
+  os << "\n  the profiles' leave-one-out GEMM interpolation error (the charge):";
+  for (const auto& [model, c] : charge) os << " " << model << fmt(" %.1f%%", 100 * c);
+  os << "\n\n";
+  out["rows"] = rows;
+  out["charge"] = charge;
+  return out;
+}
+
 }  // namespace
 
 int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
@@ -602,6 +657,10 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   if (train.empty()) throw InputError("--fit-on", o.fit_on.front(), "no case of that model");
   const ojson copies_json =
       o.legacy_copies == "fit" ? fit_legacy_copies(cases, prep, train, test, os) : ojson("off");
+  std::vector<std::size_t> on_grid = train;
+  on_grid.insert(on_grid.end(), test.begin(), test.end());
+  std::sort(on_grid.begin(), on_grid.end());
+  const ojson interp_json = gemm_interpolation_check(cases, prep, on_grid, os);
   const sim::Workload w0 = sim::make_workload(cases[train.front()].run.workload);
   const sim::ContentionParams base = w0.hardware.contention;
   // The fit-on models' interference microbenchmarks, when asked to fit them too.
@@ -834,6 +893,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       ojson{{"fit", dec_fit}, {"held_out", dec_test}, {"held_out_fixed_factors", dec_test_before}};
   rep["fit_on"] = o.fit_on;
   rep["legacy_copies"] = copies_json;
+  rep["gemm_interpolation"] = interp_json;
   rep["params"] = sim::contention_json(p);
   rep["fit"] = ojson{{"fixed_factors", summary_json(fb)}, {"contention", summary_json(fa)}};
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};

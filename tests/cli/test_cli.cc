@@ -711,6 +711,26 @@ TEST_CASE(
     CHECK_MESSAGE(std::abs(e) < (std::string(k) == "attention" ? 0.05 : 0.15), k);
   }
   CHECK(std::abs(jo.at("held_out").at("contention").at("mean_signed_error").get<double>()) < 0.01);
+  // (3) GEMMs at rows the profile did not measure ran further over it than those at measured
+  // rows, by about the profiles' own leave-one-out interpolation error, which `plan` charges;
+  // ranked with that charge, the held-out picks are within 2% of the fastest measured
+  // (by prediction alone one is 9% off: a near-tie, results/h200/calibration/README.md).
+  const auto& gi = jo.at("gemm_interpolation");
+  const double at_measured = gi.at("rows_measured").at("median").get<double>();
+  const double not_measured = gi.at("rows_not_measured").at("median").get<double>();
+  CHECK(gi.at("rows_not_measured").at("ops").get<int>() > 10);
+  CHECK(not_measured > at_measured + 0.01);
+  for (const auto& [model, charge] : gi.at("charge").items()) {
+    CHECK_MESSAGE(charge.get<double>() > 0.01, model);
+    CHECK_MESSAGE(charge.get<double>() < 0.05, model);
+  }
+  double worst = 0, worst_ranked = 0;
+  for (const auto& d : jo.at("decisions").at("held_out")) {
+    worst = std::max(worst, d.at("regret").get<double>());
+    worst_ranked = std::max(worst_ranked, d.at("regret_with_interpolation_risk").get<double>());
+  }
+  CHECK(worst > 0.05);
+  CHECK(worst_ranked < 0.02);
   // Without the copies (--legacy-copies off) the report says so.
   const fs::path off = scratch() / "cal-off.json";
   r = calibrate("--legacy-copies off", off);
