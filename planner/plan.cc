@@ -398,22 +398,18 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     }
     simulations += ev.simulations();
   }
-  // Candidates ranked by predicted time, those with GEMMs at rows the profile interpolated
+  // Candidates ranked by predicted time, those with GEMMs at rows the profile did not measure
   // as if `risk` slower; and by prediction alone, to say where that changed the pick.
   bool charged = false;
   if (risk > 0) {
     for (auto& c : point.candidates) {
-      for (const auto& op : sim::build_schedule(w, c.spec).ops) {
-        if (op.kind == sim::OpKind::Gemm && !cm.gemm_rows_measured(op.m)) {
-          c.interpolated_rows = charged = true;
-          break;
-        }
-      }
+      c.unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(sim::build_schedule(w, c.spec), cm);
+      charged = charged || c.unmeasured_gemm_rows;
     }
   }
   point.interpolation_risk = charged ? risk : 0.0;
   auto ranked = [&](const Candidate& c) {
-    return static_cast<double>(c.total_ns) * (c.interpolated_rows ? 1.0 + risk : 1.0);
+    return static_cast<double>(c.total_ns) * (c.unmeasured_gemm_rows ? 1.0 + risk : 1.0);
   };
   point.best = point.best_by_prediction = 0;
   for (std::size_t i = 0; i < point.candidates.size(); ++i) {

@@ -55,10 +55,10 @@ struct Candidate {
   std::string detail;  // "2253,1843" / "last 40 layers" / "4 pieces"
   std::int64_t total_ns = 0;
   std::int64_t exposed_comm_ns = 0;
-  double speedup = 0;              // none / this
-  bool allowed = true;             // false: changes the model and --allow-arch-change is off
-  std::int64_t comm_ctas = 0;      // the comm SM budget it was timed with (0: the default)
-  bool interpolated_rows = false;  // some GEMM at rows the profile did not measure
+  double speedup = 0;                 // none / this
+  bool allowed = true;                // false: changes the model and --allow-arch-change is off
+  std::int64_t comm_ctas = 0;         // the comm SM budget it was timed with (0: the default)
+  bool unmeasured_gemm_rows = false;  // some GEMM at rows the profile did not measure
   std::string strategy() const { return sim::strategy_name(spec.kind); }
   bool preserves_function() const { return sim::preserves_function(spec.kind); }
 };
@@ -75,7 +75,7 @@ struct PlanPoint {
   // The best candidate's GEMM row counts that the profile interpolated (between its measured
   // rows), ascending; empty with the analytical model.
   std::vector<std::int64_t> gemm_rows_interpolated;
-  // The ranking's charge on candidates with interpolated GEMM rows (PlanOptions::
+  // The ranking's charge on candidates with unmeasured GEMM rows (PlanOptions::
   // interpolation_risk resolved; 0: off or nothing interpolated), and the candidate ranked
   // by prediction alone (== best unless the charge changed the pick).
   double interpolation_risk = 0;

@@ -157,7 +157,7 @@ ojson plan_json(const Plan& plan) {
                  {"preserves_function", c.preserves_function()},
                  {"allowed", c.allowed},
                  {"comm_ctas", c.comm_ctas},
-                 {"interpolated_rows", c.interpolated_rows}};
+                 {"unmeasured_gemm_rows", c.unmeasured_gemm_rows}};
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;

@@ -17,6 +17,7 @@
 #include "sim/profile.h"
 #include "sim/profile_cost.h"
 #include "sim/report.h"
+#include "sim/stats.h"
 #include "sim/version.h"
 
 namespace tpo::profiler {
@@ -70,17 +71,10 @@ struct Prepared {
   bool attention_batched_gemm = false;  // the profile's attention kernel (sim/contention.h)
   // Some GEMM of the schedule (of none) at rows the profile did not measure, and the
   // profile's interpolation error: the planner's ranking charge (PlanOptions).
-  bool interpolated_rows = false, none_interpolated_rows = false;
+  bool unmeasured_gemm_rows = false, none_unmeasured_gemm_rows = false;
   double interpolation_risk = 0;
   std::vector<char> gemm_rows_measured;  // per op of `schedule`: not a GEMM, or at measured rows
 };
-
-bool any_gemm_interpolated(const sim::Schedule& s, const sim::CostModel& cm) {
-  for (const auto& op : s.ops) {
-    if (op.kind == sim::OpKind::Gemm && !cm.gemm_rows_measured(op.m)) return true;
-  }
-  return false;
-}
 
 std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
                               const std::vector<std::string>& profiles) {
@@ -97,8 +91,8 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     p.costs = sim::cost_schedule(p.schedule, *cm);
     p.none_costs = sim::cost_schedule(p.none, *cm);
     if (const auto* cp = cm->contention()) p.attention_batched_gemm = cp->attention_batched_gemm;
-    p.interpolated_rows = any_gemm_interpolated(p.schedule, *cm);
-    p.none_interpolated_rows = any_gemm_interpolated(p.none, *cm);
+    p.unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(p.schedule, *cm);
+    p.none_unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(p.none, *cm);
     p.interpolation_risk = cm->gemm_interpolation_error();
     for (const auto& op : p.schedule.ops) {
       p.gemm_rows_measured.push_back(op.kind != sim::OpKind::Gemm || cm->gemm_rows_measured(op.m));
@@ -246,11 +240,7 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
 }
 
 namespace {
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using sim::median;
 }  // namespace
 
 ErrorSummary summarize(const std::vector<double>& errors) {
@@ -263,7 +253,7 @@ ErrorSummary summarize(const std::vector<double>& errors) {
     s.mean_signed += e / static_cast<double>(errors.size());
     s.worst_abs = std::max(s.worst_abs, std::fabs(e));
   }
-  s.median_abs = median_of(std::move(a));
+  s.median_abs = median(std::move(a));
   return s;
 }
 
@@ -404,10 +394,10 @@ CopyFit fit_copy(const std::vector<AlonePoint>& pts) {
                        dx);
     }
   }
-  g.us_per_unit = std::max(0.0, median_of(slopes));
+  g.us_per_unit = std::max(0.0, median(slopes));
   for (const auto& p : pts)
     rest.push_back(p.measured_us - p.standalone_us - g.us_per_unit * p.size);
-  g.fixed_us = std::max(0.0, median_of(rest));
+  g.fixed_us = std::max(0.0, median(rest));
   return g;
 }
 
@@ -455,7 +445,7 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
     };
     const double none_pred = e.none_us[ks.front()];
     Pick by_pred{none_pred, none_meas, "none"};
-    Pick ranked{none_pred * (p0.none_interpolated_rows ? 1 + p0.interpolation_risk : 1.0),
+    Pick ranked{none_pred * (p0.none_unmeasured_gemm_rows ? 1 + p0.interpolation_risk : 1.0),
                 none_meas, "none"};
     double best_meas = none_meas;
     for (auto k : ks) {
@@ -463,7 +453,7 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       const Prepared& p = prep[set[k]];
       best_meas = std::min(best_meas, c.measured_us);
       const double pred = e.predicted_us[k];
-      const double charged = pred * (p.interpolated_rows ? 1 + p.interpolation_risk : 1.0);
+      const double charged = pred * (p.unmeasured_gemm_rows ? 1 + p.interpolation_risk : 1.0);
       if (pred < by_pred.score) by_pred = {pred, c.measured_us, sim::variant_text(c.run.spec)};
       if (charged < ranked.score) ranked = {charged, c.measured_us, sim::variant_text(c.run.spec)};
     }
@@ -606,7 +596,7 @@ ojson gemm_interpolation_check(const std::vector<CalibrationCase>& cases,
   for (int u = 0; u < 2; ++u) {
     std::vector<double> abs;
     for (double e : at[u]) abs.push_back(std::fabs(e));
-    const double med = median_of(at[u]), med_abs = median_of(abs);
+    const double med = median(at[u]), med_abs = median(abs);
     os << "  " << names[u] << ": " << at[u].size() << " ops"
        << ", median " << pct(med) << ", median |.| " << fmt("%.1f%%", 100 * med_abs) << "\n";
     out[u ? "rows_not_measured" : "rows_measured"] =

@@ -18,6 +18,7 @@
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/simulate.h"
+#include "sim/stats.h"
 #include "sim/version.h"
 
 namespace tpo::profiler {
@@ -89,11 +90,9 @@ const char* kind_label(ItemKind k) {
   }
 }
 
+// A slowdown's median (1: none measured), or an error's.
 double median_of(std::vector<double> v) {
-  if (v.empty()) return 1.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return sim::median(std::move(v), 1.0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "sim/error.h"
 #include "sim/json_io.h"
+#include "sim/stats.h"
 
 namespace tpo::sim {
 
@@ -51,11 +52,7 @@ double leave_one_out_error(const Curves& curves) {
       err.push_back(std::fabs(read / b.second - 1.0));
     }
   }
-  if (err.empty()) return 0;
-  const auto mid = err.begin() + static_cast<std::ptrdiff_t>(err.size() / 2);
-  std::nth_element(err.begin(), mid, err.end());
-  if (err.size() % 2 == 1) return *mid;
-  return 0.5 * (*mid + *std::max_element(err.begin(), mid));
+  return median(std::move(err));
 }
 
 }  // namespace
@@ -307,6 +304,13 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
   auto cm = std::make_unique<ProfileCostModel>(std::move(p), w.hardware, w.tp);
   cm->set_exec(w.exec);
   return cm;
+}
+
+bool has_unmeasured_gemm_rows(const Schedule& s, const CostModel& cm) {
+  for (const auto& op : s.ops) {
+    if (op.kind == OpKind::Gemm && !cm.gemm_rows_measured(op.m)) return true;
+  }
+  return false;
 }
 
 std::map<std::string, std::int64_t> cost_sources(const Schedule& s, const CostModel& cm) {

@@ -97,6 +97,10 @@ class ProfileCostModel final : public CostModel {
 // naming --profile when the profile does not fit the workload.
 std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string& profile_path);
 
+// Whether some GEMM of the schedule runs at rows the cost model did not measure
+// (CostModel::gemm_rows_measured): the planner's interpolation charge applies to it.
+bool has_unmeasured_gemm_rows(const Schedule& s, const CostModel& cm);
+
 // How many ops of a schedule each cost source priced ("measured", "interpolated", ...).
 std::map<std::string, std::int64_t> cost_sources(const Schedule& s, const CostModel& cm);
 

@@ -1032,7 +1032,7 @@ TEST_CASE("plan --profile: the chosen schedules' GEMM rows the profile interpola
   for (const auto& p : jr.at("points")) {
     CHECK(p.at("gemm_rows_interpolated").empty());
     const auto& best = p.at("candidates").at(p.at("best").get<std::size_t>());
-    CHECK_FALSE(best.at("interpolated_rows").get<bool>());
+    CHECK_FALSE(best.at("unmeasured_gemm_rows").get<bool>());
   }
   const std::string with_profile =
       " --profile " + src + "/configs/profiles/h200-llama2-70b-tp8.json";

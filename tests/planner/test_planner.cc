@@ -102,7 +102,7 @@ TEST_CASE("interpolation risk: a split on interpolated GEMM rows is ranked that 
   PlanPoint p = best_of(0.05, -1);
   CHECK(p.candidates[p.best].spec.chunk_tokens == std::vector<std::int64_t>{6, 6});
   CHECK(p.candidates[p.best].total_ns == 54);  // the prediction, not the ranking
-  CHECK_FALSE(p.candidates[p.best].interpolated_rows);
+  CHECK_FALSE(p.candidates[p.best].unmeasured_gemm_rows);
   CHECK(p.interpolation_risk == doctest::Approx(0.05));
   // By prediction alone the pick would have been 4,8: the plan says so.
   REQUIRE(p.best_by_prediction != p.best);
