@@ -73,6 +73,12 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
       break;
   }
+  // Below the roofline's ridge a kernel is memory-bound (decode's GEMMs and attention): it
+  // holds no waves, and only the HBM it draws is shared.
+  if (r.waves > 0 && p.flops_per_ns > 0 && p.hbm_gbps > 0 && op.bytes > 0 &&
+      op.flops / op.bytes < p.flops_per_ns / p.hbm_gbps) {
+    r.waves = 0;
+  }
   if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
   return r;
 }

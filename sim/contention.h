@@ -39,7 +39,12 @@ struct ContentionParams {
   // (results/h200/inschedule_gemms.py): measured at P = 16 only; its form at other budgets is
   // an assumption.
   bool extra_wave = false;
-  double hbm_gbps = 0;               // HBM bandwidth the ops share (GB/s = bytes/ns)
+  double hbm_gbps = 0;  // HBM bandwidth the ops share (GB/s = bytes/ns)
+  // The GEMM rate the GPU reaches (dense bf16 peak x the hardware file's gemm_max, flops/ns):
+  // with hbm_gbps it sets the roofline's ridge. A GEMM or attention kernel of fewer FLOPs per
+  // byte than the ridge is memory-bound: its blocks wait on HBM, not on SMs, so beside a comm
+  // kernel it shares HBM (rule 4) and takes no extra wave. 0: every such kernel is SM-bound.
+  double flops_per_ns = 0;
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
   double comm_extra = 0;     // further slowdown of a comm kernel beside a compute kernel

@@ -371,6 +371,48 @@ TEST_CASE(
   CHECK(op_resources(a, 1000, p).waves == doctest::Approx(10.24));
 }
 
+TEST_CASE(
+    "contention: below the roofline's ridge a GEMM or attention kernel is memory-bound: no "
+    "waves, so no extra wave beside a comm kernel, only HBM shared") {
+  ContentionParams p = hundred_sms(128, 128);
+  p.extra_wave = true;
+  p.comm_ctas = 20;
+  p.hbm_gbps = 4000;           // bytes/ns
+  p.flops_per_ns = 1'000'000;  // 1000 TFLOP/s: the ridge at 250 flops per byte
+  Op decode = make(OpCode::GateUp);
+  set_gemm_work(decode, 1, 4096, 4096, false);  // ~1 flop per byte: memory-bound
+  const OpResources d = op_resources(decode, 10000, p);
+  CHECK(d.waves == 0);
+  CHECK(d.beside_comm == 1.0);
+  CHECK(d.hbm_gbps == doctest::Approx(decode.bytes / 10000.0));
+  Op prefill = make(OpCode::GateUp);
+  set_gemm_work(prefill, 4096, 4096, 4096, false);  // ~1365 flops per byte: SM-bound
+  const OpResources f = op_resources(prefill, 200000, p);
+  CHECK(f.waves == doctest::Approx(10.24));  // 32 x 32 tiles on 100 SMs
+  CHECK(f.beside_comm == doctest::Approx(1.25));
+  // Just below and just above the ridge.
+  Op thin = make(OpCode::GateUp);
+  set_gemm_work(thin, 256, 4096, 4096, false);
+  const double ridge = thin.flops / thin.bytes;
+  p.flops_per_ns = p.hbm_gbps * ridge * 1.01;
+  CHECK(op_resources(thin, 10000, p).waves == 0);
+  p.flops_per_ns = p.hbm_gbps * ridge * 0.99;
+  CHECK(op_resources(thin, 10000, p).waves > 0);
+  // Decode attention (one query over a 4096-token cache) is memory-bound too.
+  p.flops_per_ns = 1'000'000;
+  Op a = make(OpCode::Attention);
+  set_attention_work(a, 1, 1, 4096, 8, 1, 128);
+  a.seq_begin = 4096;
+  a.seq_end = 4097;
+  a.req_begin = 0;
+  a.req_end = 1;
+  CHECK(op_resources(a, 5000, p).waves == 0);
+  // Without the GPU's GEMM rate (flops_per_ns 0) every such kernel counts its waves.
+  p.flops_per_ns = 0;
+  CHECK(op_resources(decode, 10000, p).waves == doctest::Approx(1.0));
+  CHECK(op_resources(decode, 10000, p).beside_comm == 2.0);
+}
+
 TEST_CASE("engine: a graph loaded once runs with new costs as run() does") {
   Schedule s;
   s.ops = {make(OpCode::Qkv), make(OpCode::OProj), make(OpCode::AllReduce, {0}),
