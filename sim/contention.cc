@@ -73,13 +73,15 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
       break;
   }
-  // Below the roofline's ridge a kernel is memory-bound (decode's GEMMs and attention): it
-  // holds no waves, and only the HBM it draws is shared.
+  if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
+  // Below the roofline's ridge a GEMM or attention kernel is memory-bound (decode's GEMMs and
+  // attention, thin chunks): its blocks wait on HBM, not on SMs, so beside a comm kernel it
+  // loses no wave and only the HBM it draws is shared. It keeps its waves: its blocks still
+  // hold every SM, so a comm kernel that arrives waits for them to retire.
   if (r.waves > 0 && p.flops_per_ns > 0 && p.hbm_gbps > 0 && op.bytes > 0 &&
       op.flops / op.bytes < p.flops_per_ns / p.hbm_gbps) {
-    r.waves = 0;
+    r.beside_comm = 1.0;
   }
-  if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
   return r;
 }
 
@@ -99,6 +101,7 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
     *field = o.raw().at(k).get<bool>();
   }
   p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);
+  p.flops_per_ns = o.number_or("flops_per_ns", p.flops_per_ns, /*positive=*/false);
   p.comm_hbm_gbps_per_cta =
       o.number_or("comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta, /*positive=*/false);
   p.compute_extra = o.number_or("compute_extra", p.compute_extra, /*positive=*/false);
@@ -119,6 +122,7 @@ nlohmann::ordered_json contention_json(const ContentionParams& p) {
                                 {"stream_k", p.stream_k},
                                 {"extra_wave", p.extra_wave},
                                 {"hbm_gbps", p.hbm_gbps},
+                                {"flops_per_ns", p.flops_per_ns},
                                 {"comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta},
                                 {"compute_extra", p.compute_extra},
                                 {"comm_extra", p.comm_extra},

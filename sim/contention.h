@@ -43,7 +43,9 @@ struct ContentionParams {
   // The GEMM rate the GPU reaches (dense bf16 peak x the hardware file's gemm_max, flops/ns):
   // with hbm_gbps it sets the roofline's ridge. A GEMM or attention kernel of fewer FLOPs per
   // byte than the ridge is memory-bound: its blocks wait on HBM, not on SMs, so beside a comm
-  // kernel it shares HBM (rule 4) and takes no extra wave. 0: every such kernel is SM-bound.
+  // kernel it takes no extra wave (beside_comm 1) and only shares HBM; it still holds its SMs,
+  // so a comm kernel arriving waits for its wave. 0: every such kernel is SM-bound. Written
+  // with a fit (as hbm_gbps is), so a profile keeps the ridge its fit was made with.
   double flops_per_ns = 0;
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)

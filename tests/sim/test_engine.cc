@@ -373,7 +373,7 @@ TEST_CASE(
 
 TEST_CASE(
     "contention: below the roofline's ridge a GEMM or attention kernel is memory-bound: no "
-    "waves, so no extra wave beside a comm kernel, only HBM shared") {
+    "extra wave beside a comm kernel, only HBM shared; its blocks still hold the SMs") {
   ContentionParams p = hundred_sms(128, 128);
   p.extra_wave = true;
   p.comm_ctas = 20;
@@ -382,7 +382,7 @@ TEST_CASE(
   Op decode = make(OpCode::GateUp);
   set_gemm_work(decode, 1, 4096, 4096, false);  // ~1 flop per byte: memory-bound
   const OpResources d = op_resources(decode, 10000, p);
-  CHECK(d.waves == 0);
+  CHECK(d.waves == doctest::Approx(1.0));  // split-K fills every SM: it holds them all
   CHECK(d.beside_comm == 1.0);
   CHECK(d.hbm_gbps == doctest::Approx(decode.bytes / 10000.0));
   Op prefill = make(OpCode::GateUp);
@@ -390,14 +390,16 @@ TEST_CASE(
   const OpResources f = op_resources(prefill, 200000, p);
   CHECK(f.waves == doctest::Approx(10.24));  // 32 x 32 tiles on 100 SMs
   CHECK(f.beside_comm == doctest::Approx(1.25));
-  // Just below and just above the ridge.
+  // Just below, at and just above the ridge (at it: SM-bound).
   Op thin = make(OpCode::GateUp);
   set_gemm_work(thin, 256, 4096, 4096, false);
   const double ridge = thin.flops / thin.bytes;
   p.flops_per_ns = p.hbm_gbps * ridge * 1.01;
-  CHECK(op_resources(thin, 10000, p).waves == 0);
+  CHECK(op_resources(thin, 10000, p).beside_comm == 1.0);
+  p.flops_per_ns = p.hbm_gbps * ridge;
+  CHECK(op_resources(thin, 10000, p).beside_comm == 2.0);  // 1 wave, one more beside comm
   p.flops_per_ns = p.hbm_gbps * ridge * 0.99;
-  CHECK(op_resources(thin, 10000, p).waves > 0);
+  CHECK(op_resources(thin, 10000, p).beside_comm == 2.0);
   // Decode attention (one query over a 4096-token cache) is memory-bound too.
   p.flops_per_ns = 1'000'000;
   Op a = make(OpCode::Attention);
@@ -406,11 +408,40 @@ TEST_CASE(
   a.seq_end = 4097;
   a.req_begin = 0;
   a.req_end = 1;
-  CHECK(op_resources(a, 5000, p).waves == 0);
-  // Without the GPU's GEMM rate (flops_per_ns 0) every such kernel counts its waves.
+  CHECK(op_resources(a, 5000, p).beside_comm == 1.0);
+  // Without the GPU's GEMM rate (flops_per_ns 0) every such kernel loses its wave.
   p.flops_per_ns = 0;
-  CHECK(op_resources(decode, 10000, p).waves == doctest::Approx(1.0));
   CHECK(op_resources(decode, 10000, p).beside_comm == 2.0);
+  // Written with a fit and read back, as hbm_gbps is; 0 (the rule off) too.
+  for (double rate : {0.0, 8.2e5}) {
+    p.flops_per_ns = rate;
+    CHECK(contention_from_json(nlohmann::json::parse(contention_json(p).dump()), "f", "c", {})
+              .flops_per_ns == rate);
+  }
+}
+
+TEST_CASE(
+    "contention: a memory-bound GEMM beside a comm kernel runs at its HBM share, and a comm "
+    "kernel arriving while it holds every SM waits for its blocks") {
+  // G: a one-wave memory-bound GEMM (beside_comm 1), 400 alone, drawing 3000 GB/s. AR0 (100,
+  // 2000 GB/s) beside it from 0: 5000 on a 4000 GB/s HBM, both at 1/1.25: AR0 ends at 125, G
+  // has done 100. AR1 (100) arrives at 125 and waits for G's one wave: G's last 300 alone end
+  // at 425, then AR1 runs alone to 525.
+  Schedule s;
+  s.ops = {make(OpCode::GateUp), make(OpCode::AllReduce), make(OpCode::AllReduce)};
+  OpResources g = sm_bound(1.0f);
+  g.hbm_gbps = 3000;
+  g.beside_comm = 1.0;
+  Engine e;
+  const Timeline& tl = e.run(s, contended({400, 100, 100}, {g, comm(2000), comm(2000)}));
+  CHECK(tl.start_ns == std::vector<std::int64_t>{0, 0, 125});
+  CHECK(tl.end_ns == std::vector<std::int64_t>{425, 125, 525});
+  // SM-bound (one wave more beside comm, x2) instead: AR0 ends at 125 (x1.25 from HBM), G has
+  // done 62.5 at x2; AR1 waits for the wave (337.5 alone), to 462.5; G ends there, AR1 at 562.5.
+  g.beside_comm = 2.0;
+  const Timeline& sm = e.run(s, contended({400, 100, 100}, {g, comm(2000), comm(2000)}));
+  CHECK(sm.end_ns[0] == 463);
+  CHECK(sm.end_ns[2] == 563);
 }
 
 TEST_CASE("engine: a graph loaded once runs with new costs as run() does") {
