@@ -61,8 +61,8 @@ struct CalibrateOptions {
   // weighs as much as a schedule); the other models' pairs stay held out.
   bool fit_microbenchmarks = false;
   // How a kernel's waves fare beside a comm kernel (sim/contention.h): "auto" lets the fit
-  // choose on the fit-on cases, "requantize" (waves over the SMs left; the shipped fit) or
-  // "extra-wave".
+  // choose on the fit-on cases, "requantize" (waves over the SMs left; the default) or
+  // "extra-wave" (one wave more; the shipped fit's).
   std::string wave_rule = "requantize";
   // Fit each case's op durations summed by class too (GEMM, attention, norms/elementwise,
   // all-reduce, each weighted by its share of the case's measured time), not only its
