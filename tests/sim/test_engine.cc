@@ -338,6 +338,17 @@ ContentionParams hundred_sms(std::int64_t tile_m, std::int64_t tile_n) {
   p.gemm_cta_n = tile_n;
   return p;
 }
+// Attention of `q` queries after `prefix` cached tokens, `heads` query heads over one KV head
+// (head dim 128), one request.
+Op attention_at(std::int64_t q, std::int64_t prefix, std::int64_t heads) {
+  Op a = make(OpCode::Attention);
+  set_attention_work(a, 1, q, prefix, heads, 1, 128);
+  a.seq_begin = prefix;
+  a.seq_end = prefix + q;
+  a.req_begin = 0;
+  a.req_end = 1;
+  return a;
+}
 }  // namespace
 
 TEST_CASE(
@@ -355,13 +366,7 @@ TEST_CASE(
     "contention: attention's blocks, a fused kernel's (128 query rows per head) or the batched "
     "GEMMs' score tiles (keys x queries per head)") {
   ContentionParams p = hundred_sms(128, 256);
-  Op a = make(OpCode::Attention);
-  // A chunk of 1000 queries after 1000 cached tokens, 8 query heads, 1 request.
-  set_attention_work(a, 1, 1000, 1000, 8, 1, 128);
-  a.seq_begin = 1000;
-  a.seq_end = 2000;
-  a.req_begin = 0;
-  a.req_end = 1;
+  Op a = attention_at(1000, 1000, 8);  // a chunk of 1000 queries after 1000 cached tokens
   // Fused: ceil(1000 / 128) = 8 blocks per head, 64 in all: fewer than the SMs, one wave.
   CHECK(op_resources(a, 1000, p).waves == doctest::Approx(1.0));
   // Batched GEMMs: ceil(2000 / 128) x ceil(1000 / 256) = 16 x 4 tiles per head, 512 in all.
@@ -402,13 +407,7 @@ TEST_CASE(
   CHECK(op_resources(thin, 10000, p).beside_comm == 2.0);
   // Decode attention (one query over a 4096-token cache) is memory-bound too.
   p.flops_per_ns = 1'000'000;
-  Op a = make(OpCode::Attention);
-  set_attention_work(a, 1, 1, 4096, 8, 1, 128);
-  a.seq_begin = 4096;
-  a.seq_end = 4097;
-  a.req_begin = 0;
-  a.req_end = 1;
-  CHECK(op_resources(a, 5000, p).beside_comm == 1.0);
+  CHECK(op_resources(attention_at(1, 4096, 8), 5000, p).beside_comm == 1.0);
   // Without the GPU's GEMM rate (flops_per_ns 0) every such kernel loses its wave.
   p.flops_per_ns = 0;
   CHECK(op_resources(decode, 10000, p).beside_comm == 2.0);
