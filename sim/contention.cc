@@ -74,12 +74,12 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       break;
   }
   if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
-  // Below the roofline's ridge a GEMM or attention kernel is memory-bound (decode's GEMMs and
-  // attention, thin chunks): its blocks wait on HBM, not on SMs, so beside a comm kernel it
-  // loses no wave and only the HBM it draws is shared. It keeps its waves: its blocks still
-  // hold every SM, so a comm kernel that arrives waits for them to retire.
-  if (r.waves > 0 && p.flops_per_ns > 0 && p.hbm_gbps > 0 && op.bytes > 0 &&
-      op.flops / op.bytes < p.flops_per_ns / p.hbm_gbps) {
+  // A GEMM or attention kernel that nearly saturates HBM alone (decode's large GEMMs) is
+  // memory-bound: its blocks wait on HBM, not on SMs, so beside a comm kernel it loses no wave
+  // and only the HBM it draws is shared. It keeps its waves: its blocks still hold every SM, so
+  // a comm kernel that arrives waits for them to retire.
+  if (r.waves > 0 && p.memory_bound_share > 0 && p.hbm_gbps > 0 &&
+      op.bytes / ns >= p.memory_bound_share * p.hbm_gbps) {
     r.beside_comm = 1.0;
   }
   return r;
@@ -101,11 +101,16 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
     *field = o.raw().at(k).get<bool>();
   }
   p.hbm_gbps = o.number_or("hbm_gbps", p.hbm_gbps);
-  p.flops_per_ns = o.number_or("flops_per_ns", p.flops_per_ns, /*positive=*/false);
+  p.memory_bound_share =
+      o.number_or("memory_bound_share", p.memory_bound_share, /*positive=*/false);
   p.comm_hbm_gbps_per_cta =
       o.number_or("comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta, /*positive=*/false);
   p.compute_extra = o.number_or("compute_extra", p.compute_extra, /*positive=*/false);
   p.comm_extra = o.number_or("comm_extra", p.comm_extra, /*positive=*/false);
+  if (p.memory_bound_share > 1) {
+    throw InputError(file, o.field("memory_bound_share"),
+                     "must be a share of the HBM bandwidth, between 0 and 1");
+  }
   p.source = o.string_or("source", p.source);
   if (p.sms > 0 && p.comm_ctas >= p.sms) {
     throw InputError(file, o.field("comm_ctas"),
@@ -122,7 +127,7 @@ nlohmann::ordered_json contention_json(const ContentionParams& p) {
                                 {"stream_k", p.stream_k},
                                 {"extra_wave", p.extra_wave},
                                 {"hbm_gbps", p.hbm_gbps},
-                                {"flops_per_ns", p.flops_per_ns},
+                                {"memory_bound_share", p.memory_bound_share},
                                 {"comm_hbm_gbps_per_cta", p.comm_hbm_gbps_per_cta},
                                 {"compute_extra", p.compute_extra},
                                 {"comm_extra", p.comm_extra},

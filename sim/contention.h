@@ -40,13 +40,11 @@ struct ContentionParams {
   // an assumption.
   bool extra_wave = false;
   double hbm_gbps = 0;  // HBM bandwidth the ops share (GB/s = bytes/ns)
-  // The GEMM rate the GPU reaches (dense bf16 peak x the hardware file's gemm_max, flops/ns):
-  // with hbm_gbps it sets the roofline's ridge. A GEMM or attention kernel of fewer FLOPs per
-  // byte than the ridge is memory-bound: its blocks wait on HBM, not on SMs, so beside a comm
-  // kernel it takes no extra wave (beside_comm 1) and only shares HBM; it still holds its SMs,
-  // so a comm kernel arriving waits for its wave. 0: every such kernel is SM-bound. Written
-  // with a fit (as hbm_gbps is), so a profile keeps the ridge its fit was made with.
-  double flops_per_ns = 0;
+  // A GEMM or attention kernel that alone draws at least this share of hbm_gbps (its bytes
+  // over its standalone time) is memory-bound: its blocks wait on HBM, not on SMs, so beside a
+  // comm kernel it takes no extra wave (beside_comm 1) and only shares HBM; it still holds its
+  // SMs, so a comm kernel arriving waits for its wave. 0: every such kernel is SM-bound.
+  double memory_bound_share = 0;
   double comm_hbm_gbps_per_cta = 0;  // HBM bandwidth a comm kernel draws per CTA
   double compute_extra = 0;  // further slowdown of a compute kernel beside a comm kernel (L2)
   double comm_extra = 0;     // further slowdown of a comm kernel beside a compute kernel

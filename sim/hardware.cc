@@ -142,7 +142,6 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.comm_under_compute = parse_slowdown(inter.object("comm_slowdown_under_compute"));
   h.contention.sms = h.sms;
   h.contention.hbm_gbps = h.memory_bandwidth_gbps * h.memory_efficiency;
-  h.contention.flops_per_ns = h.bf16_dense_tflops * 1e3 * h.gemm_max_efficiency;
   if (o.has("contention")) {
     h.contention = contention_from_json(j.at("contention"), path, "contention", h.contention);
   }

@@ -119,21 +119,13 @@ TEST_CASE("every shipped hardware file loads and cites a source for each block o
   CHECK(load_hardware("h100x8").max_tp() == 8);
 }
 
-TEST_CASE("the contention model's datasheet values: SMs, HBM and the roofline's ridge") {
+TEST_CASE("the contention model's datasheet values and h200x8's memory-bound share") {
   const HardwareConfig h = load_hardware("h200x8");
   CHECK(h.contention.sms == 132);
   CHECK(h.contention.hbm_gbps == doctest::Approx(4800 * 0.83));
-  // Dense bf16 peak (TFLOP/s = 1e3 flops/ns) x gemm_max: the ridge at ~206 flops per byte.
-  CHECK(h.contention.flops_per_ns == doctest::Approx(989.4e3 * 0.83));
-  CHECK(h.contention.flops_per_ns / h.contention.hbm_gbps == doctest::Approx(206.1).epsilon(1e-3));
-  // A profile's contention block (a fit) keeps the ridge it was written with.
-  const ContentionParams p =
-      contention_from_json(nlohmann::json{{"flops_per_ns", 5e5}, {"hbm_gbps", 2500}}, "p.json",
-                           "contention", h.contention);
-  CHECK(p.flops_per_ns == 5e5);
-  CHECK(p.hbm_gbps == 2500);
-  CHECK(contention_from_json(nlohmann::json::object(), "p.json", "contention", h.contention)
-            .flops_per_ns == h.contention.flops_per_ns);
+  CHECK(h.contention.memory_bound_share == 0.75);
+  // Machines without a contention block keep the rule off.
+  CHECK(load_hardware("h100x8").contention.memory_bound_share == 0);
 }
 
 TEST_CASE("bad hardware files name the field") {

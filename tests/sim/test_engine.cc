@@ -1,6 +1,7 @@
 // The event engine on small hand-built graphs, with exact expected start and end times.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/contention.h"
@@ -377,46 +378,47 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "contention: below the roofline's ridge a GEMM or attention kernel is memory-bound: no "
+    "contention: a GEMM or attention kernel that nearly saturates HBM alone is memory-bound: no "
     "extra wave beside a comm kernel, only HBM shared; its blocks still hold the SMs") {
   ContentionParams p = hundred_sms(128, 128);
   p.extra_wave = true;
   p.comm_ctas = 20;
-  p.hbm_gbps = 4000;           // bytes/ns
-  p.flops_per_ns = 1'000'000;  // 1000 TFLOP/s: the ridge at 250 flops per byte
+  p.hbm_gbps = 4000;  // bytes/ns
+  p.memory_bound_share = 0.75;
   Op decode = make(OpCode::GateUp);
-  set_gemm_work(decode, 1, 4096, 4096, false);  // ~1 flop per byte: memory-bound
-  const OpResources d = op_resources(decode, 10000, p);
+  set_gemm_work(decode, 1, 4096, 4096, false);      // ~33.6 MB
+  const double at_hbm = decode.bytes / p.hbm_gbps;  // ns to move them at the HBM's rate
+  // At 90% of the HBM's rate alone: memory-bound.
+  const OpResources d = op_resources(decode, std::llround(at_hbm / 0.9), p);
   CHECK(d.waves == doctest::Approx(1.0));  // split-K fills every SM: it holds them all
   CHECK(d.beside_comm == 1.0);
-  CHECK(d.hbm_gbps == doctest::Approx(decode.bytes / 10000.0));
+  CHECK(d.hbm_gbps == doctest::Approx(0.9 * p.hbm_gbps).epsilon(1e-4));
+  // At 60%: SM-bound, one wave more beside the comm kernel (as the H200 runs' 256-row GEMMs).
+  CHECK(op_resources(decode, std::llround(at_hbm / 0.6), p).beside_comm == 2.0);
+  // Just above and just below the share.
+  CHECK(op_resources(decode, std::llround(at_hbm / 0.76), p).beside_comm == 1.0);
+  CHECK(op_resources(decode, std::llround(at_hbm / 0.74), p).beside_comm == 2.0);
+  // A prefill GEMM far from the HBM's rate keeps its wave factor.
   Op prefill = make(OpCode::GateUp);
-  set_gemm_work(prefill, 4096, 4096, 4096, false);  // ~1365 flops per byte: SM-bound
+  set_gemm_work(prefill, 4096, 4096, 4096, false);
   const OpResources f = op_resources(prefill, 200000, p);
   CHECK(f.waves == doctest::Approx(10.24));  // 32 x 32 tiles on 100 SMs
   CHECK(f.beside_comm == doctest::Approx(1.25));
-  // Just below, at and just above the ridge (at it: SM-bound).
-  Op thin = make(OpCode::GateUp);
-  set_gemm_work(thin, 256, 4096, 4096, false);
-  const double ridge = thin.flops / thin.bytes;
-  p.flops_per_ns = p.hbm_gbps * ridge * 1.01;
-  CHECK(op_resources(thin, 10000, p).beside_comm == 1.0);
-  p.flops_per_ns = p.hbm_gbps * ridge;
-  CHECK(op_resources(thin, 10000, p).beside_comm == 2.0);  // 1 wave, one more beside comm
-  p.flops_per_ns = p.hbm_gbps * ridge * 0.99;
-  CHECK(op_resources(thin, 10000, p).beside_comm == 2.0);
-  // Decode attention (one query over a 4096-token cache) is memory-bound too.
-  p.flops_per_ns = 1'000'000;
-  CHECK(op_resources(attention_at(1, 4096, 8), 5000, p).beside_comm == 1.0);
-  // Without the GPU's GEMM rate (flops_per_ns 0) every such kernel loses its wave.
-  p.flops_per_ns = 0;
-  CHECK(op_resources(decode, 10000, p).beside_comm == 2.0);
-  // Written with a fit and read back, as hbm_gbps is; 0 (the rule off) too.
-  for (double rate : {0.0, 8.2e5}) {
-    p.flops_per_ns = rate;
+  // Decode attention streaming its KV cache near the HBM's rate is memory-bound too.
+  const Op a = attention_at(1, 4096, 8);
+  CHECK(op_resources(a, std::llround(a.bytes / p.hbm_gbps / 0.8), p).beside_comm == 1.0);
+  // The rule off (share 0): every such kernel loses its wave.
+  p.memory_bound_share = 0;
+  CHECK(op_resources(decode, std::llround(at_hbm / 0.9), p).beside_comm == 2.0);
+  // Written with a fit and read back; a share above 1 is refused, naming the field.
+  for (double share : {0.0, 0.75}) {
+    p.memory_bound_share = share;
     CHECK(contention_from_json(nlohmann::json::parse(contention_json(p).dump()), "f", "c", {})
-              .flops_per_ns == rate);
+              .memory_bound_share == share);
   }
+  CHECK_THROWS_AS(
+      contention_from_json(nlohmann::json{{"memory_bound_share", 1.5}}, "h.json", "contention", {}),
+      tpo::InputError);
 }
 
 TEST_CASE(
