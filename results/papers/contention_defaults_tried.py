@@ -13,7 +13,7 @@ RULES = ("extra_wave (a kernel of W waves beside a comm kernel takes (W+1)/W of 
          "24-CTA collective spilled into a second wave). hbm_gbps and sms come from the gpu and "
          "efficiency blocks (datasheet). comm_hbm_gbps_per_cta: 2.5 x the link's busbw_gbps / "
          "comm_ctas, an ASSUMPTION from 'NCCL traffic costs 2-3x its link rate in memory traffic' "
-         "(NVIDIA/nccl#1428, REFERENCES.md). ")
+         "(NVIDIA/nccl#1428, REFERENCES.md). memory_bound_share 0.75: as h200x8.json, an ASSUMPTION. ")
 NVL_EXTRA = ("comm_extra 0.3: TRANSFERRED from the H200 fit (the emulated copy kernel beside "
              "compute on NVLink-class SM copies), an ASSUMPTION here. ")
 PCIE_EXTRA = ("comm_extra 0.1: this file's earlier fixed comm-beside-GEMM factor (1.1), an "
@@ -54,7 +54,7 @@ for name, (ctas, full, busbw, extra_text, extra, ctas_text) in FILES.items():
     d["contention"] = collections.OrderedDict([
         ("comm_ctas", ctas), ("comm_ctas_full", full), ("gemm_cta_m", 256), ("gemm_cta_n", 256),
         ("extra_wave", True), ("comm_hbm_gbps_per_cta", round(2.5 * busbw / ctas, 2)),
-        ("compute_extra", 0.0), ("comm_extra", extra),
+        ("compute_extra", 0.0), ("comm_extra", extra), ("memory_bound_share", 0.75),
         ("source", "DATASHEET DEFAULTS AND ASSUMPTIONS, not measured on this machine (2026-12-02). "
                    + ctas_text + RULES + extra_text +
                    "Not fitted to any published result. TRIED, NOT SHIPPED (results/README.md).")])
