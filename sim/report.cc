@@ -240,6 +240,8 @@ std::string chrome_trace(const Workload& w, const SimResult& r) {
 }
 
 std::string unaligned_chunks_note(const Schedule& s) {
+  // About splits: an unsplit prompt, or decode's one token per request, is what it is.
+  if (s.chunk_tokens.size() < 2) return "";
   std::string odd;
   for (auto t : s.chunk_tokens) {
     if (t % 8 != 0) odd += (odd.empty() ? "" : ", ") + std::to_string(t);

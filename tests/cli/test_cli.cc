@@ -543,6 +543,12 @@ TEST_CASE("simulate: chunk lengths off the 8-token grid get a note") {
           "--split 0.5,0.5");
   CHECK(r.code == 0);
   CHECK(r.out.find("not multiples of 8") == std::string::npos);
+  // Not about splits: decode's one token, or a prompt left whole.
+  for (const char* w : {"--phase decode --seq 1024", "--seq 4095"}) {
+    r = tpo(std::string("simulate --model llama3.1-8b --hardware h100x8 --tp 2 ") + w);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("not multiples of 8") == std::string::npos);
+  }
 }
 
 TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") {
