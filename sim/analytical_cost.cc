@@ -2,7 +2,8 @@
 // SMs (so 2253 tokens cost a whole extra wave, not 0.55 x 4096), each tile at a per-SM peak
 // times an efficiency that falls with small K, bounded below by the time to move the bytes;
 // when there are fewer tiles than SMs, K is split over the idle SMs (split-K).
-// Attention: exact causal-with-prefix FLOPs and bytes, roofline. Norms and elementwise ops:
+// Attention: exact causal-with-prefix FLOPs and bytes, roofline, at an efficiency that rises
+// with the keys each query block streams (attention_kv_half). Norms and elementwise ops:
 // bytes / bandwidth. All-reduce: latency + bus bytes / bus bandwidth, hierarchical across
 // nodes. A per-kernel GPU overhead is added to every kernel (host launch costs are the
 // execution mode's, sim/launch.h). Efficiencies are the hardware file's.
@@ -132,7 +133,14 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
   const std::int64_t tiles = std::max<std::int64_t>(1, ((q + 127) / 128) * op.n * reqs);
   const std::int64_t waves = (tiles + hw_.sms - 1) / hw_.sms;
   const double util = static_cast<double>(tiles) / static_cast<double>(waves * hw_.sms);
-  const double peak = hw_.bf16_dense_tflops * 1e3 * hw_.attention_max_efficiency;  // flops/ns
+  double eff = hw_.attention_max_efficiency;
+  if (hw_.attention_kv_half > 0) {
+    // Causal with the diagonal bottom-right: a query block streams the prefix and, on average,
+    // half the chunk; short streams pay the kernel's prologue and epilogue per block.
+    const double kv = static_cast<double>(op.seq_begin) + 0.5 * static_cast<double>(q + 1);
+    eff *= kv / (kv + hw_.attention_kv_half);
+  }
+  const double peak = hw_.bf16_dense_tflops * 1e3 * eff;  // flops/ns
   return std::max(op.flops / (peak * util), memory_ns(op.bytes));
 }
 

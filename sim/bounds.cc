@@ -36,6 +36,7 @@ const FieldBound kBounds[] = {
     {"eager_us.allreduce", 0, 1e6, false, "us (at most 1 s)"},
     {"efficiency.gemm_max", 0, 1, true, "fraction of peak"},
     {"efficiency.attention_max", 0, 1, true, "fraction of peak"},
+    {"efficiency.attention_kv_half", 0, 1e7, false, "tokens"},
     {"efficiency.memory", 0, 1, true, "fraction of peak"},
     {"efficiency.gemm_tile_m", 1, 4096, false, "rows"},
     {"efficiency.gemm_tile_n", 1, 4096, false, "columns"},

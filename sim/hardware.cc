@@ -101,6 +101,7 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.gemm_tile_n = eff.integer("gemm_tile_n");
   h.gemm_k_half = eff.number("gemm_k_half", /*positive=*/false);
   h.attention_max_efficiency = eff.number("attention_max");
+  h.attention_kv_half = eff.number_or("attention_kv_half", 0, /*positive=*/false);
   h.memory_efficiency = eff.number("memory");
   for (const char* k : {"gemm_max", "attention_max", "memory"}) {
     if (eff.number(k) > 1.0) throw InputError(path, eff.field(k), "an efficiency must be <= 1.0");

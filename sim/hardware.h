@@ -58,6 +58,10 @@ struct HardwareConfig {
   bool gemm_stream_k = false;
   double gemm_overhead_us = 0;  // GPU time a GEMM kernel adds (default kernel_overhead_us)
   double attention_max_efficiency = 0;
+  // Fused attention's efficiency rises with the keys each query block streams: at
+  // attention_max x kv / (kv + attention_kv_half), kv the average keys per query (the prefix
+  // plus half the chunk, causal). 0: flat at attention_max.
+  double attention_kv_half = 0;
   double memory_efficiency = 0;
   // Memory-bound ops whose bytes fit in l2_resident_mib run at l2_gbps (0: not modelled).
   double l2_resident_mib = 0;

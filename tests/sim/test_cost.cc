@@ -159,6 +159,28 @@ TEST_CASE("attention: causal FLOPs at the attention efficiency, fewer tiles than
   CHECK(cm.attention_ns(a) == doctest::Approx(1000));
 }
 
+TEST_CASE("attention: the efficiency rises with the keys each query block streams") {
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 4;
+  hw.bf16_dense_tflops = 0.004;  // 4 FLOP/ns
+  Op a;
+  a.code = OpCode::Attention;
+  a.kind = OpKind::Attention;
+  a.req_begin = 0;
+  a.req_end = 1;
+  a.n = 4;  // 4 tiles on 4 SMs
+  a.flops = 4000;
+  a.seq_begin = 0;
+  a.seq_end = 127;  // causal, no prefix: 64 keys per query on average
+  const double flat = AnalyticalCostModel(hw, 2).attention_ns(a);
+  hw.attention_kv_half = 64;
+  const AnalyticalCostModel cm(hw, 2);
+  CHECK(cm.attention_ns(a) == doctest::Approx(2 * flat));  // kv = half: half the efficiency
+  a.seq_begin = 4096 - 127;                                // after a prefix: 3969 + 64 keys
+  a.seq_end = 4096;
+  CHECK(cm.attention_ns(a) == doctest::Approx(flat * (4033.0 + 64) / 4033.0));
+}
+
 TEST_CASE("qkv: the KV-cache write after its GEMM is one kernel moving K and V of its rows") {
   auto hw = tpo::test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
