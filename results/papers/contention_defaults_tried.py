@@ -14,43 +14,43 @@ RULES = ("extra_wave (a kernel of W waves beside a comm kernel takes (W+1)/W of 
          "efficiency blocks (datasheet). comm_hbm_gbps_per_cta: 2.5 x the link's busbw_gbps / "
          "comm_ctas, an ASSUMPTION from 'NCCL traffic costs 2-3x its link rate in memory traffic' "
          "(NVIDIA/nccl#1428, REFERENCES.md). memory_bound_share 0.75: as h200x8.json, an ASSUMPTION. ")
-NVL_EXTRA = ("comm_extra 0.3: TRANSFERRED from the H200 fit (the emulated copy kernel beside "
+NVL_EXTRA = (0.3, "comm_extra 0.3: TRANSFERRED from the H200 fit (the emulated copy kernel beside "
              "compute on NVLink-class SM copies), an ASSUMPTION here. ")
-PCIE_EXTRA = ("comm_extra 0.1: this file's earlier fixed comm-beside-GEMM factor (1.1), an "
+PCIE_EXTRA = (0.1, "comm_extra 0.1: this file's earlier fixed comm-beside-GEMM factor (1.1), an "
               "ASSUMPTION: the comm is bound by PCIe and host memory, not by the SMs or HBM it "
               "shares. ")
 FILES = {
-  "a100x8": (24, 24, 210.0, NVL_EXTRA, 0.3,
+  "a100x8": (24, 24, NVL_EXTRA,
              "comm_ctas 24: NCCL's all-reduce on a DGX A100 (12 NVLinks) runs 24 CTAs "
              "(NVIDIA/nccl#1225). comm_ctas_full 24: NCCL launches the fewest SMs that reach the "
              "platform's bandwidth (NVIDIA/nccl#689), so its default budget is taken as full. "),
-  "a800x8": (16, 16, 140.0, NVL_EXTRA, 0.3,
+  "a800x8": (16, 16, NVL_EXTRA,
              "comm_ctas 16: ASSUMPTION, two CTAs per NVLink as on a DGX A100 (24 CTAs for 12 "
              "NVLinks, NVIDIA/nccl#1225) over the A800's 8 NVLinks (400 GB/s). comm_ctas_full 16: "
              "NCCL launches the fewest SMs that reach the platform's bandwidth (NVIDIA/nccl#689). "),
-  "h100x8": (16, 8, 476.0, NVL_EXTRA, 0.3,
+  "h100x8": (16, 8, NVL_EXTRA,
              "comm_ctas 16: NCCL's NVLS all-reduce needs at most 16 channels for peak bandwidth "
              "(NVIDIA/nccl#1041; the ring algorithm may use 24, REFERENCES.md). comm_ctas_full 8: "
              "ASSUMPTION as in h200x8.json (TokenWeave, arXiv 2505.11329, ran NVLink multimem "
              "all-reduce on 2-8 SMs of an H100). "),
-  "h100x16": (16, 8, 476.0, NVL_EXTRA, 0.3,
+  "h100x16": (16, 8, NVL_EXTRA,
               "comm_ctas 16: NCCL on a DGX with 8 NICs launches 16 SMs (NVIDIA/nccl#689), as "
               "its NVLS all-reduce inside the node (NVIDIA/nccl#1041). comm_ctas_full 8: "
               "ASSUMPTION as in h200x8.json (TokenWeave, arXiv 2505.11329). The HBM draw uses "
               "the NVLink busbw (the intra-node part). "),
-  "h100x8-nop2p": (2, 2, 25.0, PCIE_EXTRA, 0.1,
+  "h100x8-nop2p": (2, 2, PCIE_EXTRA,
                    "comm_ctas 2: ASSUMPTION, NCCL through host memory is bound by PCIe and "
                    "launches few SMs ('a PCI system ... should just launch 2 SMs', "
                    "NVIDIA/nccl#689). comm_ctas_full 2: the same. "),
-  "rtx4090x8": (2, 2, 18.0, PCIE_EXTRA, 0.1,
+  "rtx4090x8": (2, 2, PCIE_EXTRA,
                 "comm_ctas 2: ASSUMPTION, NCCL on a PCIe system without P2P is bound by PCIe and "
                 "launches few SMs ('a PCI system ... should just launch 2 SMs', "
                 "NVIDIA/nccl#689). comm_ctas_full 2: the same. "),
 }
-for name, (ctas, full, busbw, extra_text, extra, ctas_text) in FILES.items():
+for name, (ctas, full, (extra, extra_text), ctas_text) in FILES.items():
     path = f"configs/hardware/{name}.json"
     d = json.load(open(path), object_pairs_hook=collections.OrderedDict)
-    assert d["node"]["link"]["busbw_gbps"] == busbw, name
+    busbw = d["node"]["link"]["busbw_gbps"]
     d["contention"] = collections.OrderedDict([
         ("comm_ctas", ctas), ("comm_ctas_full", full), ("gemm_cta_m", 256), ("gemm_cta_n", 256),
         ("extra_wave", True), ("comm_hbm_gbps_per_cta", round(2.5 * busbw / ctas, 2)),

@@ -129,6 +129,22 @@ TEST_CASE("the contention model's datasheet values and h200x8's memory-bound sha
 }
 
 TEST_CASE("bad hardware files name the field") {
+  {
+    // The attention curve's half-length and the memory-bound share out of range.
+    auto h = tpo::read_json_file(resolve_config("hardware", "h200x8", "hardware"));
+    const std::string p =
+        (std::filesystem::temp_directory_path() / "tpo_test_bad_hw_attn.json").string();
+    h["efficiency"]["attention_kv_half"] = -5;
+    std::ofstream(p) << h.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("'efficiency.attention_kv_half'") !=
+          std::string::npos);
+    h["efficiency"]["attention_kv_half"] = 192;
+    h["contention"]["memory_bound_share"] = 1.5;
+    std::ofstream(p) << h.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("'contention.memory_bound_share'") !=
+          std::string::npos);
+    std::filesystem::remove(p);
+  }
   auto e = error_of([] { load_hardware(data + "/bad_hw_sms.json"); });
   CHECK(e.find("bad_hw_sms.json") != std::string::npos);
   CHECK(e.find("'gpu.sms'") != std::string::npos);
