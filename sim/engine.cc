@@ -204,10 +204,15 @@ void Engine::load(const Schedule& s) {
   s_ = &s;
   const std::size_t n = s.ops.size();
   const std::size_t streams = static_cast<std::size_t>(s.num_ranks) * kStreamsPerRank;
+  pair_ = streams == kStreamsPerRank && !skip_;
   op_stream_.resize(n);
   op_cls_.resize(n);
   deps_init_.resize(n);
-  succ_small_.assign(n, SuccList{0, {}});
+  if (pair_) {
+    gate_.resize(n);
+  } else {
+    succ_small_.assign(n, SuccList{0, {}});
+  }
   stream_offset_.assign(streams + 1, 0);
   // Locals, not members, in the loops: the stores through the int arrays would otherwise make
   // the compiler reload every member vector's pointers after each one.
@@ -218,14 +223,28 @@ void Engine::load(const Schedule& s) {
   std::uint8_t* op_cls = op_cls_.data();
   fill_.resize(n);
   std::int32_t* place = fill_.data();
-  bool overflow = false;
+  std::int32_t* gate = gate_.data();  // per op (pair_)
+  bool overflow = false, later = false;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     const auto me = static_cast<std::int32_t>(i);
+    const std::int32_t g = s.global_stream(op);
+    if (g < 0 || static_cast<std::size_t>(g) >= streams) {
+      throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
+    }
+    std::int32_t need = 0;
     for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= n) {
         throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
                                std::to_string(d));
+      }
+      if (pair_) {
+        if (d >= me) {
+          later = true;  // its place is not known yet: the pass below
+        } else if (op_stream[d] != g) {
+          need = std::max(need, place[d] + 1);
+        }
+        continue;
       }
       SuccList& x = small[d];
       if (x.n < kSuccInline) {
@@ -235,14 +254,20 @@ void Engine::load(const Schedule& s) {
       }
       ++x.n;
     }
+    if (pair_) gate[i] = need;
     deps_init[i] = static_cast<std::int32_t>(op.deps.size());
-    const std::int32_t g = s.global_stream(op);
-    if (g < 0 || static_cast<std::size_t>(g) >= streams) {
-      throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
-    }
     op_stream[i] = g;
     op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
     place[i] = stream_count[g]++;  // its place in its stream's list
+  }
+  if (later) {  // a dependency on a later op: on the other stream a gate, on its own never
+    for (std::size_t i = 0; i < n; ++i) {
+      for (auto d : s.ops[i].deps) {
+        if (static_cast<std::size_t>(d) < i) continue;
+        const auto u = static_cast<std::size_t>(d);
+        gate[i] = op_stream[u] == op_stream[i] ? kNever : std::max(gate[i], place[u] + 1);
+      }
+    }
   }
   for (std::size_t g = 0; g < streams; ++g) stream_offset_[g + 1] += stream_offset_[g];
   stream_ops_.resize(n);
@@ -252,8 +277,18 @@ void Engine::load(const Schedule& s) {
     // From each op's place: no store feeds the next iteration's load.
     std::int32_t* by_stream = stream_ops_.data();
     const std::int32_t* first = stream_offset_.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      by_stream[first[op_stream[i]] + place[i]] = static_cast<std::int32_t>(i);
+    if (pair_) {  // and the gates by place, beside the ops
+      gate_place_.resize(n);
+      std::int32_t* by_place = gate_place_.data();
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t at = first[op_stream[i]] + place[i];
+        by_stream[at] = static_cast<std::int32_t>(i);
+        by_place[at] = gate[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        by_stream[first[op_stream[i]] + place[i]] = static_cast<std::int32_t>(i);
+      }
     }
   }
   succ_csr_ = overflow;
@@ -307,7 +342,11 @@ void Engine::reset(const OpCosts& costs) {
   }
   tl_.start_ns.assign(n, -1);
   tl_.end_ns.assign(n, -1);
-  deps_left_ = deps_init_;
+  if (pair_) {
+    finished_[0] = finished_[1] = 0;
+  } else {
+    deps_left_ = deps_init_;
+  }
   stream_head_.assign(stream_offset_.begin(), stream_offset_.end() - 1);
   running_.assign(streams, -1);
   rank_dirty_.assign(streams / kStreamsPerRank, 0);
@@ -364,8 +403,14 @@ void Engine::begin_run(const OpCosts& costs) {
   if (!s_) throw std::logic_error("engine: run before load()");
   reset(costs);
   const std::size_t streams = stream_offset_.size() - 1;
-  for (std::size_t g = 0; g < streams; ++g) try_start<false>(static_cast<std::int32_t>(g), 0);
-  settle<false>(0);
+  if (pair_) {
+    try_start_pair(0, 0);
+    try_start_pair(1, 0);
+    rerate(0, 0);
+  } else {
+    for (std::size_t g = 0; g < streams; ++g) try_start<false>(static_cast<std::int32_t>(g), 0);
+    settle<false>(0);
+  }
   done_ = 0;
   now_ = 0;
   watch_ = -1;
@@ -375,6 +420,8 @@ void Engine::begin_run(const OpCosts& costs) {
 }
 
 bool Engine::advance(std::int32_t stop) {
+  if (pair_)
+    return res_ == nullptr && release_ == nullptr ? advance_fixed(stop) : advance_pair(stop);
   return running_.size() == kStreamsPerRank ? advance_impl<true>(stop) : advance_impl<false>(stop);
 }
 
@@ -416,6 +463,174 @@ bool Engine::advance_impl(std::int32_t stop) {
     if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
   }
   return false;
+}
+
+inline void Engine::try_start_pair(std::int32_t stream, std::int64_t now) {
+  const auto st = static_cast<std::size_t>(stream);
+  if (running_[st] != -1) return;  // an op runs, or one waits for its launch
+  const std::int32_t h = stream_head_[st];
+  if (h >= stream_offset_[st + 1]) return;
+  if (gate_place_[static_cast<std::size_t>(h)] > finished_[st ^ 1]) return;
+  stream_head_[st] = h + 1;
+  const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
+  OpState& x = st_[static_cast<std::size_t>(op)];
+  x.waiting = 0;
+  if (release_ != nullptr && release_[static_cast<std::size_t>(op)] > now) {
+    running_[st] = held(op);  // as in try_start: it holds its stream until its launch
+    x.waiting = kUnlaunched;
+    push(release_[static_cast<std::size_t>(op)], op);
+    return;
+  }
+  start<true>(op, now);
+}
+
+// As advance_impl<true>, with the streams' finished counts in place of dependency counters.
+// The start order within an event does not matter: a comm kernel waits only for a kernel
+// that started before the event, and the re-rating pushes in stream order.
+bool Engine::advance_pair(std::int32_t stop) {
+  if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
+  for (std::int32_t top; (top = pop<true>()) >= 0;) {
+    const auto i = static_cast<std::size_t>(top);
+    OpState& x = st_[i];
+    const std::int64_t now = now_ = x.finish_ns;
+    if (x.waiting == kUnlaunched) {  // launched now: it starts
+      x.waiting = 0;
+      start<true>(top, now);
+    } else if (x.waiting) {  // a comm kernel got its SMs: its work starts
+      x.waiting = 0;
+      x.remaining_ns = static_cast<double>(alone_[i]);
+      x.factor = 0;
+      x.last_update_ns = now;
+      rerate(0, now);
+      continue;
+    } else {
+      tl_.end_ns[i] = now;
+      ++done_;
+      const std::int32_t g = op_stream_[i];
+      running_[static_cast<std::size_t>(g)] = -1;
+      ++finished_[g];
+      try_start_pair(g ^ 1, now);
+      try_start_pair(g, now);
+    }
+    rerate(0, now);  // (start() marks rank 0 dirty: unread here)
+    if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// One stream's running op in advance_fixed (op -1: none), with its OpState fields.
+struct Lane {
+  std::int32_t op;
+  std::uint8_t cls;  // its slowdown class
+  double remaining_ns, factor;
+  std::int64_t last_update_ns, finish_ns;
+  std::uint32_t key_seq;
+};
+
+}  // namespace
+
+// advance_pair for fixed factors and queued execution. The arithmetic is set_factor's and
+// the order of pushes rerate's (compute, then comm), so the timeline and the event count
+// are the same bit for bit; the state goes back to the members when the loop stops.
+bool Engine::advance_fixed(std::int32_t stop) {
+  if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
+  const std::int64_t* alone = alone_;
+  const std::array<double, 3>* slow = slow_;
+  const std::uint8_t* cls = op_cls_.data();
+  const std::int32_t* ops = stream_ops_.data();
+  const std::int32_t* gate = gate_place_.data();
+  std::int64_t* start_ns = tl_.start_ns.data();
+  std::int64_t* end_ns = tl_.end_ns.data();
+  const std::int32_t end0 = stream_offset_[1], end1 = stream_offset_[2];
+  std::int32_t head0 = stream_head_[0], head1 = stream_head_[1];
+  std::int32_t fin0 = finished_[0], fin1 = finished_[1];
+  std::uint32_t seq = seq_;
+  std::size_t done = done_;
+  std::int64_t now = now_;
+  auto lane = [&](std::int32_t op) {
+    Lane l{op, 0, 0, 0, 0, 0, 0};
+    if (op >= 0) {
+      const OpState& x = st_[static_cast<std::size_t>(op)];
+      l = {op, cls[op], x.remaining_ns, x.factor, x.last_update_ns, x.finish_ns, x.key_seq};
+    }
+    return l;
+  };
+  Lane c = lane(running_[0]), m = lane(running_[1]);
+  bool hit = false;
+  auto set = [&](Lane& l, double f) {  // set_factor
+    if (f == l.factor) return;
+    if (l.factor > 0) {
+      l.remaining_ns -= static_cast<double>(now - l.last_update_ns) / l.factor;
+      if (l.remaining_ns < 0) l.remaining_ns = 0;
+    }
+    l.last_update_ns = now;
+    l.factor = f;
+    const double left = l.remaining_ns * f - 1e-6;
+    auto whole = static_cast<std::int64_t>(left);
+    if (static_cast<double>(whole) < left) ++whole;
+    l.finish_ns = now + (whole > 0 ? whole : 0);
+    l.key_seq = seq++;
+  };
+  auto begin = [&](Lane& l, std::int32_t op) {  // start
+    start_ns[op] = now;
+    l = {op, cls[op], static_cast<double>(alone[op]), 0, now, 0, 0};
+    hit |= op == stop;
+  };
+  for (;;) {
+    // The next event: the earlier finish, ties to the earlier update.
+    bool comp;
+    if (c.op >= 0) {
+      comp = m.op < 0 || c.finish_ns < m.finish_ns ||
+             (c.finish_ns == m.finish_ns && c.key_seq < m.key_seq);
+    } else if (m.op >= 0) {
+      comp = false;
+    } else {
+      break;
+    }
+    ++done;
+    if (comp) {
+      now = c.finish_ns;
+      end_ns[c.op] = now;
+      c.op = -1;
+      ++fin0;
+      if (m.op < 0 && head1 < end1 && gate[head1] <= fin0) begin(m, ops[head1++]);
+      if (head0 < end0 && gate[head0] <= fin1) begin(c, ops[head0++]);
+    } else {
+      now = m.finish_ns;
+      end_ns[m.op] = now;
+      m.op = -1;
+      ++fin1;
+      if (c.op < 0 && head0 < end0 && gate[head0] <= fin1) begin(c, ops[head0++]);
+      if (head1 < end1 && gate[head1] <= fin0) begin(m, ops[head1++]);
+    }
+    // rerate
+    if (c.op >= 0) set(c, m.op >= 0 ? slow[c.op][m.cls] : 1.0);
+    if (m.op >= 0) set(m, c.op >= 0 ? slow[m.op][c.cls] : 1.0);
+    if (hit) break;
+  }
+  auto store = [&](const Lane& l, std::size_t g) {
+    running_[g] = l.op;
+    if (l.op < 0) return;
+    OpState& x = st_[static_cast<std::size_t>(l.op)];
+    x.remaining_ns = l.remaining_ns;
+    x.factor = l.factor;
+    x.last_update_ns = l.last_update_ns;
+    x.finish_ns = l.finish_ns;
+    x.key_seq = l.key_seq;
+    x.waiting = 0;
+  };
+  store(c, 0);
+  store(m, 1);
+  stream_head_[0] = head0;
+  stream_head_[1] = head1;
+  finished_[0] = fin0;
+  finished_[1] = fin1;
+  seq_ = seq;
+  done_ = done;
+  now_ = now;
+  return hit;
 }
 
 const Timeline& Engine::end_run(bool stats) {

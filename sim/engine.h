@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -74,6 +75,14 @@ class Engine {
   // emit it, so the pending events are two and the rank to re-rate is rank 0.
   template <bool One>
   bool advance_impl(std::int32_t stop);
+  // The loop for a one-rank graph without steady-state skipping (pair_): an op starts when it
+  // heads its stream and the other stream has finished gate_ of its ops, so no successor
+  // lists or dependency counters are kept.
+  bool advance_pair(std::int32_t stop);
+  // The same with fixed factors and queued execution (no contention model, no launch times),
+  // the planner's common case: the two running ops' fluid state in locals.
+  bool advance_fixed(std::int32_t stop);
+  void try_start_pair(std::int32_t stream, std::int64_t now);
   const Timeline& end_run(bool stats);
   template <bool One>
   void settle(std::int64_t now);  // re-rates the ranks whose running set changed
@@ -161,6 +170,15 @@ class Engine {
     return succ_csr_ ? succ_.data() + succ_offset_[i + 1] : succ_small_[i].s + succ_small_[i].n;
   }
   std::vector<std::int32_t> stream_offset_, stream_ops_, stream_head_;
+  // One-rank graphs (pair_): the streams' ops run in order, so an op's dependencies are done
+  // once its own stream reaches it and the other stream has finished as many ops as its
+  // gate: one more than the place of its last dependency on the other stream (kNever: a
+  // dependency on itself or a later op of its own stream); gate_ per op while loading,
+  // gate_place_ per place in stream_ops_.
+  bool pair_ = false;
+  std::vector<std::int32_t> gate_, gate_place_;
+  std::int32_t finished_[kStreamsPerRank] = {};  // ops finished per stream (pair_)
+  static constexpr std::int32_t kNever = std::numeric_limits<std::int32_t>::max();
   std::vector<std::int32_t> running_;     // per stream: see held(); also the pending events
   std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting
   std::vector<std::int32_t> dirty_ranks_;

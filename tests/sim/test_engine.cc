@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 #include "sim/contention.h"
@@ -526,4 +527,87 @@ TEST_CASE("engine: steady-state skipping gives exactly the full run's timeline")
   }
   CHECK(runs > 40);
   CHECK(skipped > runs * 1000);
+}
+
+TEST_CASE("engine: the one-rank loops give the general loop's timeline on random graphs") {
+  // One-rank graphs run on loops that track the streams' finished counts instead of
+  // dependency counters (and, with fixed factors and queued execution, keep the running ops
+  // in locals). The general loop runs the same graphs when steady-state skipping is on (no
+  // layers here, so nothing is skipped). Random graphs of both streams: dependencies on
+  // earlier ops of either stream, now and then on a later op or on the op itself (a
+  // deadlock both must report), zero costs (ties), fixed factors, launch times and the
+  // contention model; each also stopped at an op and run on.
+  std::mt19937 rng(20261202);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const double factors[] = {1.0, 1.25, 1.5, 2.0, 3.7};
+  int runs = 0, deadlocks = 0, overlapped = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const int n = pick(1, 40);
+    const int mode = trial % 3;  // 0 fixed factors, 1 launch times, 2 contention
+    Schedule s;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::int32_t> deps;
+      const int k = i > 0 ? pick(0, 3) : 0;
+      for (int d = 0; d < k; ++d) deps.push_back(pick(0, i - 1));
+      if (pick(0, 99) < 2) deps.push_back(pick(i, n - 1));  // on itself or a later op
+      s.ops.push_back(make(pick(0, 2) == 0 ? OpCode::AllReduce : OpCode::GateUp, deps));
+    }
+    OpCosts c;
+    for (int i = 0; i < n; ++i) {
+      c.standalone_ns.push_back(pick(0, 4) == 0 ? 0 : pick(1, 300));
+      c.slowdown.push_back({factors[pick(0, 4)], factors[pick(0, 4)], factors[pick(0, 4)]});
+    }
+    if (mode == 1) {
+      std::int64_t t = 0;
+      for (int i = 0; i < n; ++i) c.release_ns.push_back(t += pick(0, 60));
+    } else if (mode == 2) {
+      c.contention.enabled = true;
+      c.contention.sms = 100;
+      c.contention.comm_ctas = 20;
+      c.contention.hbm_gbps = 4000;
+      for (int i = 0; i < n; ++i) {
+        OpResources r;
+        r.comm = s.ops[static_cast<std::size_t>(i)].stream == StreamKind::Comm;
+        r.waves = r.comm ? 0.0f : static_cast<float>(pick(0, 30)) / 10.0f;
+        r.hbm_gbps = static_cast<float>(pick(0, 3000));
+        c.resources.push_back(r);
+      }
+    }
+    Engine general, pair, stopped;
+    general.set_skip_steady_state(true);
+    Timeline a;
+    bool threw = false;
+    try {
+      a = general.run(s, c);
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    CAPTURE(trial);
+    if (threw) {
+      ++deadlocks;
+      CHECK_THROWS_AS(pair.run(s, c), std::logic_error);
+      continue;
+    }
+    const Timeline& b = pair.run(s, c);
+    CHECK(a.start_ns == b.start_ns);
+    CHECK(a.end_ns == b.end_ns);
+    CHECK(a.total_ns == b.total_ns);
+    CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
+    CHECK(a.compute_busy_ns == b.compute_busy_ns);
+    CHECK(general.events_pushed() == pair.events_pushed());
+    if (a.hidden_comm_ns > 0) ++overlapped;
+    // Stopped at an op, then run on (the split search's early stop).
+    stopped.load(s);
+    const auto stop = static_cast<std::int32_t>(pick(0, n - 1));
+    REQUIRE(stopped.run_until_started(c, stop));
+    CHECK(stopped.timeline().start_ns[static_cast<std::size_t>(stop)] ==
+          a.start_ns[static_cast<std::size_t>(stop)]);
+    const Timeline& r = stopped.run_on();
+    CHECK(r.end_ns == a.end_ns);
+    CHECK(stopped.events_pushed() == general.events_pushed());
+    ++runs;
+  }
+  CHECK(runs > 400);
+  CHECK(deadlocks > 5);
+  CHECK(overlapped > 100);
 }
