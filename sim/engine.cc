@@ -101,10 +101,9 @@ inline void Engine::try_start(std::int32_t stream, std::int64_t now) {
   start<One>(op, now);
 }
 
-// Sets the op's rate factor; when it changes, carries the remaining work over and schedules
-// the new finish time (rounded up to whole nanoseconds).
-inline void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
-  OpState& x = st_[static_cast<std::size_t>(op)];
+// Sets an op's rate factor; when it changes, carries the remaining work over and schedules
+// the new finish time (rounded up to whole nanoseconds) under the next sequence number.
+inline void Engine::refactor(OpState& x, double f, std::int64_t now, std::uint32_t& seq) {
   if (f == x.factor) return;
   if (x.factor > 0) {
     x.remaining_ns -= static_cast<double>(now - x.last_update_ns) / x.factor;
@@ -115,65 +114,82 @@ inline void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
   const double left = x.remaining_ns * f - 1e-6;
   auto whole = static_cast<std::int64_t>(left);
   if (static_cast<double>(whole) < left) ++whole;
-  push(now + (whole > 0 ? whole : 0), op);
+  x.finish_ns = now + (whole > 0 ? whole : 0);
+  x.key_seq = seq++;
+}
+
+inline void Engine::set_factor(std::int32_t op, double f, std::int64_t now) {
+  refactor(st_[static_cast<std::size_t>(op)], f, now, seq_);
 }
 
 // A comm kernel arriving while an SM-bound kernel that started earlier holds every SM gets
-// SMs when that kernel's current wave retires: until then it only waits.
-void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now) {
-  const auto ci = static_cast<std::size_t>(compute);
-  const OpResources& r = res_[ci];
-  const OpState& a = st_[ci];
-  if (r.waves <= 0 || tl_.start_ns[ci] >= now || a.factor <= 0) return;
+// SMs when that kernel's current wave retires: until then it only waits. `a` is the compute
+// kernel's state (`r` its resources, `alone` its standalone time, `started` its start); the
+// wait, or 0 for none.
+inline double Engine::sm_wait(const ContentionParams& p, const OpResources& r, const OpState& a,
+                              std::int64_t alone_ns, std::int64_t started, std::int64_t now) {
+  if (r.waves <= 0 || started >= now || a.factor <= 0) return 0;
   // A kernel of fewer blocks than the SMs the comm kernel leaves free never blocks it.
-  const ContentionParams& p = c_->contention;
   if (static_cast<double>(r.waves) * static_cast<double>(p.sms) <=
       static_cast<double>(p.sms - p.comm_ctas)) {
-    return;
+    return 0;
   }
-  const double alone = static_cast<double>(alone_[ci]);
+  const double alone = static_cast<double>(alone_ns);
   const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
   const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
   const double into = std::fmod(std::max(0.0, alone - left), wave);
   // While it waits the comm kernel holds nothing: the compute kernel runs alone (rate 1).
   const double wait_ns = std::min(wave - into, std::max(0.0, left));
-  if (wait_ns < 1) return;
+  return wait_ns < 1 ? 0 : wait_ns;
+}
+
+void Engine::wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now) {
+  const auto ci = static_cast<std::size_t>(compute);
+  const double wait_ns =
+      sm_wait(c_->contention, res_[ci], st_[ci], alone_[ci], tl_.start_ns[ci], now);
+  if (wait_ns <= 0) return;
   OpState& x = st_[static_cast<std::size_t>(comm)];
   x.waiting = 1;
   x.remaining_ns = wait_ns;
 }
 
-// Rates of a compute op `a` and a comm op `b` overlapping on one GPU (either may be -1).
-inline void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now) {
-  const ContentionParams& p = c_->contention;
-  if (b >= 0 && st_[static_cast<std::size_t>(b)].waiting) {
-    OpState& x = st_[static_cast<std::size_t>(b)];
+// Rates of a compute op and a comm op overlapping on one GPU: their resources and states
+// (null: none runs on that stream); `alone_b` is the comm op's standalone time.
+inline void Engine::rerate_contended(const ContentionParams& p, const OpResources* ra, OpState* a,
+                                     const OpResources* rb, OpState* b, std::int64_t alone_b,
+                                     std::int64_t now, std::uint32_t& seq) {
+  if (b != nullptr && b->waiting) {
     // The kernel it waited for is gone (or never held every SM): it starts its work now.
-    if (a < 0 || res_[static_cast<std::size_t>(a)].waves <= 0) {
-      x.waiting = 0;
-      x.remaining_ns = static_cast<double>(alone_[static_cast<std::size_t>(b)]);
-      x.factor = 0;
-      x.last_update_ns = now;
+    if (a == nullptr || ra->waves <= 0) {
+      b->waiting = 0;
+      b->remaining_ns = static_cast<double>(alone_b);
+      b->factor = 0;
+      b->last_update_ns = now;
     } else {
-      set_factor(b, 1.0, now);  // only time passes
-      if (a >= 0) set_factor(a, 1.0, now);
+      refactor(*b, 1.0, now, seq);  // only time passes
+      refactor(*a, 1.0, now, seq);
       return;
     }
   }
   double fa = 1.0, fb = 1.0;
-  if (a >= 0 && b >= 0) {
-    const OpResources& ra = res_[static_cast<std::size_t>(a)];
-    const OpResources& rb = res_[static_cast<std::size_t>(b)];
-    const double demand = static_cast<double>(ra.hbm_gbps) + static_cast<double>(rb.hbm_gbps);
+  if (a != nullptr && b != nullptr) {
+    const double demand = static_cast<double>(ra->hbm_gbps) + static_cast<double>(rb->hbm_gbps);
     const double mem = p.hbm_gbps > 0 && demand > p.hbm_gbps ? demand / p.hbm_gbps : 1.0;
-    const double waves = ra.beside_comm > 0
-                             ? ra.beside_comm
-                             : wave_factor(ra.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
+    const double waves = ra->beside_comm > 0
+                             ? ra->beside_comm
+                             : wave_factor(ra->waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
     fa = std::max(waves, mem) * (1.0 + p.compute_extra);
     fb = mem * (1.0 + p.comm_extra);
   }
-  if (a >= 0) set_factor(a, fa, now);
-  if (b >= 0) set_factor(b, fb, now);
+  if (a != nullptr) refactor(*a, fa, now, seq);
+  if (b != nullptr) refactor(*b, fb, now, seq);
+}
+
+inline void Engine::rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now) {
+  const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+  rerate_contended(c_->contention, a >= 0 ? &res_[i] : nullptr, a >= 0 ? &st_[i] : nullptr,
+                   b >= 0 ? &res_[j] : nullptr, b >= 0 ? &st_[j] : nullptr, b >= 0 ? alone_[j] : 0,
+                   now, seq_);
 }
 
 inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
@@ -404,9 +420,7 @@ void Engine::begin_run(const OpCosts& costs) {
   reset(costs);
   const std::size_t streams = stream_offset_.size() - 1;
   if (pair_) {
-    try_start_pair(0, 0);
-    try_start_pair(1, 0);
-    rerate(0, 0);
+    fresh_ = true;  // the lanes' loop starts the first ops
   } else {
     for (std::size_t g = 0; g < streams; ++g) try_start<false>(static_cast<std::int32_t>(g), 0);
     settle<false>(0);
@@ -420,8 +434,13 @@ void Engine::begin_run(const OpCosts& costs) {
 }
 
 bool Engine::advance(std::int32_t stop) {
-  if (pair_)
-    return res_ == nullptr && release_ == nullptr ? advance_fixed(stop) : advance_pair(stop);
+  if (pair_) {
+    if (res_ == nullptr) {
+      return release_ == nullptr ? advance_lanes<false, false>(stop)
+                                 : advance_lanes<false, true>(stop);
+    }
+    return release_ == nullptr ? advance_lanes<true, false>(stop) : advance_lanes<true, true>(stop);
+  }
   return running_.size() == kStreamsPerRank ? advance_impl<true>(stop) : advance_impl<false>(stop);
 }
 
@@ -465,79 +484,32 @@ bool Engine::advance_impl(std::int32_t stop) {
   return false;
 }
 
-inline void Engine::try_start_pair(std::int32_t stream, std::int64_t now) {
-  const auto st = static_cast<std::size_t>(stream);
-  if (running_[st] != -1) return;  // an op runs, or one waits for its launch
-  const std::int32_t h = stream_head_[st];
-  if (h >= stream_offset_[st + 1]) return;
-  if (gate_place_[static_cast<std::size_t>(h)] > finished_[st ^ 1]) return;
-  stream_head_[st] = h + 1;
-  const std::int32_t op = stream_ops_[static_cast<std::size_t>(h)];
-  OpState& x = st_[static_cast<std::size_t>(op)];
-  x.waiting = 0;
-  if (release_ != nullptr && release_[static_cast<std::size_t>(op)] > now) {
-    running_[st] = held(op);  // as in try_start: it holds its stream until its launch
-    x.waiting = kUnlaunched;
-    push(release_[static_cast<std::size_t>(op)], op);
-    return;
-  }
-  start<true>(op, now);
-}
-
-// As advance_impl<true>, with the streams' finished counts in place of dependency counters.
-// The start order within an event does not matter: a comm kernel waits only for a kernel
-// that started before the event, and the re-rating pushes in stream order.
-bool Engine::advance_pair(std::int32_t stop) {
-  if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
-  for (std::int32_t top; (top = pop<true>()) >= 0;) {
-    const auto i = static_cast<std::size_t>(top);
-    OpState& x = st_[i];
-    const std::int64_t now = now_ = x.finish_ns;
-    if (x.waiting == kUnlaunched) {  // launched now: it starts
-      x.waiting = 0;
-      start<true>(top, now);
-    } else if (x.waiting) {  // a comm kernel got its SMs: its work starts
-      x.waiting = 0;
-      x.remaining_ns = static_cast<double>(alone_[i]);
-      x.factor = 0;
-      x.last_update_ns = now;
-      rerate(0, now);
-      continue;
-    } else {
-      tl_.end_ns[i] = now;
-      ++done_;
-      const std::int32_t g = op_stream_[i];
-      running_[static_cast<std::size_t>(g)] = -1;
-      ++finished_[g];
-      try_start_pair(g ^ 1, now);
-      try_start_pair(g, now);
-    }
-    rerate(0, now);  // (start() marks rank 0 dirty: unread here)
-    if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
-  }
-  return false;
-}
-
 namespace {
 
-// One stream's running op in advance_fixed (op -1: none), with its OpState fields.
+// One stream's op in advance_lanes (op -1: none) with its fluid state: running, held until
+// its launch (waiting kUnlaunched), or a comm kernel waiting for SMs.
 struct Lane {
   std::int32_t op;
   std::uint8_t cls;  // its slowdown class
-  double remaining_ns, factor;
-  std::int64_t last_update_ns, finish_ns;
-  std::uint32_t key_seq;
+  bool comm;         // its resources' comm flag (contention)
 };
 
 }  // namespace
 
-// advance_pair for fixed factors and queued execution. The arithmetic is set_factor's and
-// the order of pushes rerate's (compute, then comm), so the timeline and the event count
-// are the same bit for bit; the state goes back to the members when the loop stops.
-bool Engine::advance_fixed(std::int32_t stop) {
-  if (stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
+// The loop of a one-rank graph (pair_), as advance_impl<true> with the streams' finished
+// counts in place of dependency counters, and the two streams' ops and fluid state in
+// locals. The arithmetic is set_factor's and the pushes come in rerate's order (compute,
+// then comm), so the timeline and the event count are the same bit for bit. The start order
+// within an event does not matter: a comm kernel waits only for a kernel that started
+// before the event. The state goes back to the members when the loop stops.
+template <bool Contention, bool Release>
+bool Engine::advance_lanes(std::int32_t stop) {
+  if (!fresh_ && stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
   const std::int64_t* alone = alone_;
   const std::array<double, 3>* slow = slow_;
+  const OpResources* res = res_;
+  const std::int64_t* release = release_;
+  const ContentionParams& p = c_->contention;
   const std::uint8_t* cls = op_cls_.data();
   const std::int32_t* ops = stream_ops_.data();
   const std::int32_t* gate = gate_place_.data();
@@ -549,80 +521,123 @@ bool Engine::advance_fixed(std::int32_t stop) {
   std::uint32_t seq = seq_;
   std::size_t done = done_;
   std::int64_t now = now_;
-  auto lane = [&](std::int32_t op) {
-    Lane l{op, 0, 0, 0, 0, 0, 0};
-    if (op >= 0) {
-      const OpState& x = st_[static_cast<std::size_t>(op)];
-      l = {op, cls[op], x.remaining_ns, x.factor, x.last_update_ns, x.finish_ns, x.key_seq};
-    }
-    return l;
+  Lane c{-1, 0, false}, m{-1, 0, false};
+  OpState cs{}, ms{};
+  auto load_lane = [&](std::size_t g, Lane& l, OpState& x) {
+    const std::int32_t v = running_[g];
+    if (v == -1) return;
+    l.op = v >= 0 ? v : held(v);
+    l.cls = cls[l.op];
+    if constexpr (Contention) l.comm = res[l.op].comm;
+    x = st_[static_cast<std::size_t>(l.op)];
   };
-  Lane c = lane(running_[0]), m = lane(running_[1]);
+  load_lane(0, c, cs);
+  load_lane(1, m, ms);
   bool hit = false;
-  auto set = [&](Lane& l, double f) {  // set_factor
-    if (f == l.factor) return;
-    if (l.factor > 0) {
-      l.remaining_ns -= static_cast<double>(now - l.last_update_ns) / l.factor;
-      if (l.remaining_ns < 0) l.remaining_ns = 0;
-    }
-    l.last_update_ns = now;
-    l.factor = f;
-    const double left = l.remaining_ns * f - 1e-6;
-    auto whole = static_cast<std::int64_t>(left);
-    if (static_cast<double>(whole) < left) ++whole;
-    l.finish_ns = now + (whole > 0 ? whole : 0);
-    l.key_seq = seq++;
+  // A lane's op runs (not held for its launch).
+  auto runs = [](const Lane& l, const OpState& x) {
+    return l.op >= 0 && (!Release || x.waiting != kUnlaunched);
   };
-  auto begin = [&](Lane& l, std::int32_t op) {  // start
+  auto begin = [&](Lane& l, OpState& x, const Lane& other, const OpState& ox, std::int32_t op,
+                   bool is_comm_stream) {  // start
     start_ns[op] = now;
-    l = {op, cls[op], static_cast<double>(alone[op]), 0, now, 0, 0};
+    l.op = op;
+    x.remaining_ns = static_cast<double>(alone[op]);
+    x.last_update_ns = now;
+    x.factor = 0;
+    x.waiting = 0;
     hit |= op == stop;
+    if constexpr (Contention) {
+      // As start(): a comm kernel (on the comm stream) beside a running compute kernel.
+      if (l.comm && is_comm_stream && runs(other, ox)) {
+        const double w = sm_wait(p, res[other.op], ox, alone[other.op], start_ns[other.op], now);
+        if (w > 0) {
+          x.waiting = 1;
+          x.remaining_ns = w;
+        }
+      }
+    }
   };
-  for (;;) {
-    // The next event: the earlier finish, ties to the earlier update.
+  auto take = [&](Lane& l, OpState& x, const Lane& other, const OpState& ox, std::int32_t& head,
+                  std::int32_t end, std::int32_t other_fin, bool is_comm_stream) {  // try_start
+    if (l.op >= 0 || head >= end || gate[head] > other_fin) return;
+    const std::int32_t op = ops[head++];
+    l.cls = cls[op];
+    if constexpr (Contention) l.comm = res[op].comm;
+    if constexpr (Release) {
+      if (release[op] > now) {  // it holds its stream until its launch
+        l.op = op;
+        x.waiting = kUnlaunched;
+        x.finish_ns = release[op];
+        x.key_seq = seq++;
+        return;
+      }
+    }
+    begin(l, x, other, ox, op, is_comm_stream);
+  };
+  auto rerate_lanes = [&] {
+    const bool a = runs(c, cs), b = runs(m, ms);
+    if constexpr (Contention) {
+      rerate_contended(p, a ? &res[c.op] : nullptr, a ? &cs : nullptr, b ? &res[m.op] : nullptr,
+                       b ? &ms : nullptr, b ? alone[m.op] : 0, now, seq);
+    } else {
+      if (a) refactor(cs, b ? slow[c.op][m.cls] : 1.0, now, seq);
+      if (b) refactor(ms, a ? slow[m.op][c.cls] : 1.0, now, seq);
+    }
+  };
+  if (fresh_) {  // the run's first starts (begin_run)
+    fresh_ = false;
+    take(c, cs, m, ms, head0, end0, fin1, false);
+    take(m, ms, c, cs, head1, end1, fin0, true);
+    rerate_lanes();
+  }
+  while (!hit) {
+    // The next event: the earlier key, ties to the earlier update.
     bool comp;
     if (c.op >= 0) {
-      comp = m.op < 0 || c.finish_ns < m.finish_ns ||
-             (c.finish_ns == m.finish_ns && c.key_seq < m.key_seq);
+      comp = m.op < 0 || cs.finish_ns < ms.finish_ns ||
+             (cs.finish_ns == ms.finish_ns && cs.key_seq < ms.key_seq);
     } else if (m.op >= 0) {
       comp = false;
     } else {
       break;
     }
-    ++done;
-    if (comp) {
-      now = c.finish_ns;
-      end_ns[c.op] = now;
-      c.op = -1;
-      ++fin0;
-      if (m.op < 0 && head1 < end1 && gate[head1] <= fin0) begin(m, ops[head1++]);
-      if (head0 < end0 && gate[head0] <= fin1) begin(c, ops[head0++]);
+    Lane& l = comp ? c : m;
+    OpState& x = comp ? cs : ms;
+    now = x.finish_ns;
+    if (Release && x.waiting == kUnlaunched) {  // launched now: it starts
+      if (comp) {
+        begin(c, cs, m, ms, c.op, false);
+      } else {
+        begin(m, ms, c, cs, m.op, true);
+      }
+    } else if (Contention && x.waiting) {  // a comm kernel got its SMs: its work starts
+      x.waiting = 0;
+      x.remaining_ns = static_cast<double>(alone[l.op]);
+      x.factor = 0;
+      x.last_update_ns = now;
     } else {
-      now = m.finish_ns;
-      end_ns[m.op] = now;
-      m.op = -1;
-      ++fin1;
-      if (c.op < 0 && head0 < end0 && gate[head0] <= fin1) begin(c, ops[head0++]);
-      if (head1 < end1 && gate[head1] <= fin0) begin(m, ops[head1++]);
+      end_ns[l.op] = now;
+      l.op = -1;
+      ++done;
+      if (comp) {
+        ++fin0;
+        take(m, ms, c, cs, head1, end1, fin0, true);
+        take(c, cs, m, ms, head0, end0, fin1, false);
+      } else {
+        ++fin1;
+        take(c, cs, m, ms, head0, end0, fin1, false);
+        take(m, ms, c, cs, head1, end1, fin0, true);
+      }
     }
-    // rerate
-    if (c.op >= 0) set(c, m.op >= 0 ? slow[c.op][m.cls] : 1.0);
-    if (m.op >= 0) set(m, c.op >= 0 ? slow[m.op][c.cls] : 1.0);
-    if (hit) break;
+    rerate_lanes();
   }
-  auto store = [&](const Lane& l, std::size_t g) {
-    running_[g] = l.op;
-    if (l.op < 0) return;
-    OpState& x = st_[static_cast<std::size_t>(l.op)];
-    x.remaining_ns = l.remaining_ns;
-    x.factor = l.factor;
-    x.last_update_ns = l.last_update_ns;
-    x.finish_ns = l.finish_ns;
-    x.key_seq = l.key_seq;
-    x.waiting = 0;
+  auto store = [&](const Lane& l, const OpState& x, std::size_t g) {
+    running_[g] = l.op < 0 ? -1 : (Release && x.waiting == kUnlaunched ? held(l.op) : l.op);
+    if (l.op >= 0) st_[static_cast<std::size_t>(l.op)] = x;
   };
-  store(c, 0);
-  store(m, 1);
+  store(c, cs, 0);
+  store(m, ms, 1);
   stream_head_[0] = head0;
   stream_head_[1] = head1;
   finished_[0] = fin0;

@@ -77,12 +77,11 @@ class Engine {
   bool advance_impl(std::int32_t stop);
   // The loop for a one-rank graph without steady-state skipping (pair_): an op starts when it
   // heads its stream and the other stream has finished gate_ of its ops, so no successor
-  // lists or dependency counters are kept.
-  bool advance_pair(std::int32_t stop);
-  // The same with fixed factors and queued execution (no contention model, no launch times),
-  // the planner's common case: the two running ops' fluid state in locals.
-  bool advance_fixed(std::int32_t stop);
-  void try_start_pair(std::int32_t stream, std::int64_t now);
+  // lists or dependency counters are kept, and the two streams' ops and fluid state are
+  // locals. One instance per cost kind: contention model or fixed factors, launch times or
+  // queued execution.
+  template <bool Contention, bool Release>
+  bool advance_lanes(std::int32_t stop);
   const Timeline& end_run(bool stats);
   template <bool One>
   void settle(std::int64_t now);  // re-rates the ranks whose running set changed
@@ -96,6 +95,14 @@ class Engine {
   void rerate_contention(std::int32_t a, std::int32_t b, std::int64_t now);
   void wait_for_sms(std::int32_t comm, std::int32_t compute, std::int64_t now);
   void set_factor(std::int32_t op, double f, std::int64_t now);
+  // The rules on an op's state, for both loops (see the definitions).
+  struct OpState;
+  static void refactor(OpState& x, double f, std::int64_t now, std::uint32_t& seq);
+  static double sm_wait(const ContentionParams& p, const OpResources& r, const OpState& a,
+                        std::int64_t alone_ns, std::int64_t started, std::int64_t now);
+  static void rerate_contended(const ContentionParams& p, const OpResources* ra, OpState* a,
+                               const OpResources* rb, OpState* b, std::int64_t alone_b,
+                               std::int64_t now, std::uint32_t& seq);
   void push(std::int64_t time_ns, std::int32_t op);  // schedules or re-schedules op's finish
   template <bool One>
   std::int32_t pop() const;  // the op whose event comes first (-1: none)
@@ -176,6 +183,7 @@ class Engine {
   // dependency on itself or a later op of its own stream); gate_ per op while loading,
   // gate_place_ per place in stream_ops_.
   bool pair_ = false;
+  bool fresh_ = false;  // pair_: the run's first ops are still to start
   std::vector<std::int32_t> gate_, gate_place_;
   std::int32_t finished_[kStreamsPerRank] = {};  // ops finished per stream (pair_)
   static constexpr std::int32_t kNever = std::numeric_limits<std::int32_t>::max();
