@@ -360,6 +360,7 @@ void Engine::reset(const OpCosts& costs) {
   tl_.end_ns.assign(n, -1);
   if (pair_) {
     finished_[0] = finished_[1] = 0;
+    busy_[0] = busy_[1] = busy_[2] = 0;
   } else {
     deps_left_ = deps_init_;
   }
@@ -521,6 +522,7 @@ bool Engine::advance_lanes(std::int32_t stop) {
   std::uint32_t seq = seq_;
   std::size_t done = done_;
   std::int64_t now = now_;
+  std::int64_t busy_c = busy_[0], busy_m = busy_[1], busy_both = busy_[2];
   Lane c{-1, 0, false}, m{-1, 0, false};
   OpState cs{}, ms{};
   auto load_lane = [&](std::size_t g, Lane& l, OpState& x) {
@@ -604,6 +606,13 @@ bool Engine::advance_lanes(std::int32_t stop) {
     }
     Lane& l = comp ? c : m;
     OpState& x = comp ? cs : ms;
+    {  // rank 0's busy and overlapped time since the last event
+      const std::int64_t dt = x.finish_ns - now;
+      const bool cb = runs(c, cs), mb = runs(m, ms);
+      busy_c += cb ? dt : 0;
+      busy_m += mb ? dt : 0;
+      busy_both += cb && mb ? dt : 0;
+    }
     now = x.finish_ns;
     if (Release && x.waiting == kUnlaunched) {  // launched now: it starts
       if (comp) {
@@ -645,6 +654,9 @@ bool Engine::advance_lanes(std::int32_t stop) {
   seq_ = seq;
   done_ = done;
   now_ = now;
+  busy_[0] = busy_c;
+  busy_[1] = busy_m;
+  busy_[2] = busy_both;
   return hit;
 }
 
@@ -667,7 +679,14 @@ const Timeline& Engine::end_run(bool stats) {
   // so sorted and disjoint per stream.
   const Span comp{stream_ops_.data() + stream_offset_[0], stream_ops_.data() + stream_offset_[1]};
   const Span comm{stream_ops_.data() + stream_offset_[1], stream_ops_.data() + stream_offset_[2]};
-  if (stats) {
+  if (stats && pair_) {  // summed by the lanes' loop, event by event
+    tl_.compute_busy_ns = busy_[0];
+    tl_.comm_busy_ns = busy_[1];
+    tl_.hidden_comm_ns = busy_[2];
+    tl_.exposed_comm_ns = busy_[1] - busy_[2];
+    tl_.overlap_efficiency =
+        busy_[1] > 0 ? static_cast<double>(busy_[2]) / static_cast<double>(busy_[1]) : 0.0;
+  } else if (stats) {
     overlap_stats(comp, comm, tl_);
   } else {
     tl_.compute_busy_ns = tl_.comm_busy_ns = tl_.hidden_comm_ns = tl_.exposed_comm_ns = 0;

@@ -186,6 +186,9 @@ class Engine {
   bool fresh_ = false;  // pair_: the run's first ops are still to start
   std::vector<std::int32_t> gate_, gate_place_;
   std::int32_t finished_[kStreamsPerRank] = {};  // ops finished per stream (pair_)
+  // pair_: time with an op running on the compute stream, on the comm stream, on both so far
+  // (an op held for its launch does not run; a comm kernel waiting for SMs does).
+  std::int64_t busy_[3] = {};
   static constexpr std::int32_t kNever = std::numeric_limits<std::int32_t>::max();
   std::vector<std::int32_t> running_;     // per stream: see held(); also the pending events
   std::vector<std::int32_t> rank_dirty_;  // not char: see OpState::waiting

@@ -594,6 +594,9 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
     CHECK(a.total_ns == b.total_ns);
     CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
     CHECK(a.compute_busy_ns == b.compute_busy_ns);
+    CHECK(a.comm_busy_ns == b.comm_busy_ns);
+    CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+    CHECK(a.overlap_efficiency == b.overlap_efficiency);
     CHECK(general.events_pushed() == pair.events_pushed());
     if (a.hidden_comm_ns > 0) ++overlapped;
     // Stopped at an op, then run on (the split search's early stop).
@@ -604,6 +607,8 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
           a.start_ns[static_cast<std::size_t>(stop)]);
     const Timeline& r = stopped.run_on();
     CHECK(r.end_ns == a.end_ns);
+    CHECK(r.hidden_comm_ns == a.hidden_comm_ns);
+    CHECK(r.comm_busy_ns == a.comm_busy_ns);
     CHECK(stopped.events_pushed() == general.events_pushed());
     ++runs;
   }
