@@ -223,7 +223,7 @@ void Engine::load(const Schedule& s) {
   pair_ = streams == kStreamsPerRank && !skip_;
   op_stream_.resize(n);
   op_cls_.resize(n);
-  deps_init_.resize(n);
+  deps_init_.resize(n);  // filled for the general loop only
   if (pair_) {
     gate_.resize(n);
   } else {
@@ -241,27 +241,48 @@ void Engine::load(const Schedule& s) {
   std::int32_t* place = fill_.data();
   std::int32_t* gate = gate_.data();  // per op (pair_)
   bool overflow = false, later = false;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    const auto me = static_cast<std::int32_t>(i);
-    const std::int32_t g = s.global_stream(op);
-    if (g < 0 || static_cast<std::size_t>(g) >= streams) {
-      throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
-    }
-    std::int32_t need = 0;
-    for (auto d : op.deps) {
-      if (d < 0 || static_cast<std::size_t>(d) >= n) {
-        throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
-                               std::to_string(d));
-      }
-      if (pair_) {
+  auto bad_dep = [&](std::size_t i, std::int32_t d) {
+    throw std::logic_error("engine: op " + std::to_string(i) + " depends on unknown op " +
+                           std::to_string(d));
+  };
+  auto bad_rank = [&](std::size_t i) {
+    throw std::logic_error("engine: op " + std::to_string(i) + " on a rank out of range");
+  };
+  if (pair_) {
+    // Two streams: each op's place from two counters, its gate from its dependencies on the
+    // other stream.
+    std::int32_t count0 = 0, count1 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = s.ops[i];
+      const auto me = static_cast<std::int32_t>(i);
+      const std::int32_t g = s.global_stream(op);
+      if (g != 0 && g != 1) bad_rank(i);
+      std::int32_t need = 0;
+      for (auto d : op.deps) {
+        if (d < 0 || static_cast<std::size_t>(d) >= n) bad_dep(i, d);
         if (d >= me) {
           later = true;  // its place is not known yet: the pass below
         } else if (op_stream[d] != g) {
           need = std::max(need, place[d] + 1);
         }
-        continue;
       }
+      gate[i] = need;
+      op_stream[i] = g;
+      op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
+      place[i] = g != 0 ? count1 : count0;
+      count0 += 1 - g;
+      count1 += g;
+    }
+    stream_count[0] = count0;
+    stream_count[1] = count1;
+  }
+  for (std::size_t i = 0; i < n && !pair_; ++i) {
+    const Op& op = s.ops[i];
+    const auto me = static_cast<std::int32_t>(i);
+    const std::int32_t g = s.global_stream(op);
+    if (g < 0 || static_cast<std::size_t>(g) >= streams) bad_rank(i);
+    for (auto d : op.deps) {
+      if (d < 0 || static_cast<std::size_t>(d) >= n) bad_dep(i, d);
       SuccList& x = small[d];
       if (x.n < kSuccInline) {
         x.s[x.n] = me;
@@ -270,7 +291,6 @@ void Engine::load(const Schedule& s) {
       }
       ++x.n;
     }
-    if (pair_) gate[i] = need;
     deps_init[i] = static_cast<std::int32_t>(op.deps.size());
     op_stream[i] = g;
     op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
