@@ -23,6 +23,17 @@ Op make(OpCode code, std::vector<std::int32_t> deps = {}) {
   op.deps = std::move(deps);
   return op;
 }
+// Two runs of one graph gave the same timeline and statistics, bit for bit.
+void check_same(const Timeline& a, const Timeline& b) {
+  CHECK(a.start_ns == b.start_ns);
+  CHECK(a.end_ns == b.end_ns);
+  CHECK(a.total_ns == b.total_ns);
+  CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
+  CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+  CHECK(a.compute_busy_ns == b.compute_busy_ns);
+  CHECK(a.comm_busy_ns == b.comm_busy_ns);
+  CHECK(a.overlap_efficiency == b.overlap_efficiency);
+}
 OpCosts costs(std::vector<std::int64_t> ns, std::vector<double> slow) {
   OpCosts c;
   c.standalone_ns = std::move(ns);
@@ -509,12 +520,7 @@ TEST_CASE("engine: steady-state skipping gives exactly the full run's timeline")
         CAPTURE(c.model);
         CAPTURE(c.hardware);
         CAPTURE(s.strategy);
-        CHECK(a.start_ns == b.start_ns);
-        CHECK(a.end_ns == b.end_ns);
-        CHECK(a.total_ns == b.total_ns);
-        CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
-        CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
-        CHECK(a.compute_busy_ns == b.compute_busy_ns);
+        check_same(a, b);
         CHECK(full.events_pushed() == fast.events_pushed());
         CHECK(full.ops_skipped() == 0);
         skipped += fast.ops_skipped();
@@ -588,15 +594,7 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
       CHECK_THROWS_AS(pair.run(s, c), std::logic_error);
       continue;
     }
-    const Timeline& b = pair.run(s, c);
-    CHECK(a.start_ns == b.start_ns);
-    CHECK(a.end_ns == b.end_ns);
-    CHECK(a.total_ns == b.total_ns);
-    CHECK(a.hidden_comm_ns == b.hidden_comm_ns);
-    CHECK(a.compute_busy_ns == b.compute_busy_ns);
-    CHECK(a.comm_busy_ns == b.comm_busy_ns);
-    CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
-    CHECK(a.overlap_efficiency == b.overlap_efficiency);
+    check_same(a, pair.run(s, c));
     CHECK(general.events_pushed() == pair.events_pushed());
     if (a.hidden_comm_ns > 0) ++overlapped;
     // Stopped at an op, then run on (the split search's early stop).
