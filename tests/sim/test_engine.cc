@@ -541,32 +541,35 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
   // in locals). The general loop runs the same graphs when steady-state skipping is on (no
   // layers here, so nothing is skipped). Random graphs of both streams: dependencies on
   // earlier ops of either stream, now and then on a later op or on the op itself (a
-  // deadlock both must report), zero costs (ties), fixed factors, launch times and the
-  // contention model; each also stopped at an op and run on.
+  // deadlock both must report), zero costs (ties), fixed factors, launch times, the
+  // contention model and both together; each also stopped at an op and run on.
   std::mt19937 rng(20261202);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const double factors[] = {1.0, 1.25, 1.5, 2.0, 3.7};
   int runs = 0, deadlocks = 0, overlapped = 0;
-  for (int trial = 0; trial < 600; ++trial) {
+  const OpCode codes[] = {OpCode::AllReduce, OpCode::GateUp, OpCode::Attention,
+                          OpCode::ResidualAdd};
+  for (int trial = 0; trial < 800; ++trial) {
     const int n = pick(1, 40);
-    const int mode = trial % 3;  // 0 fixed factors, 1 launch times, 2 contention
+    const int mode = trial % 4;  // 0 fixed factors, 1 launch times, 2 contention, 3 both
     Schedule s;
     for (int i = 0; i < n; ++i) {
       std::vector<std::int32_t> deps;
       const int k = i > 0 ? pick(0, 3) : 0;
       for (int d = 0; d < k; ++d) deps.push_back(pick(0, i - 1));
       if (pick(0, 99) < 2) deps.push_back(pick(i, n - 1));  // on itself or a later op
-      s.ops.push_back(make(pick(0, 2) == 0 ? OpCode::AllReduce : OpCode::GateUp, deps));
+      s.ops.push_back(make(codes[pick(0, 3)], deps));
     }
     OpCosts c;
     for (int i = 0; i < n; ++i) {
       c.standalone_ns.push_back(pick(0, 4) == 0 ? 0 : pick(1, 300));
       c.slowdown.push_back({factors[pick(0, 4)], factors[pick(0, 4)], factors[pick(0, 4)]});
     }
-    if (mode == 1) {
+    if (mode == 1 || mode == 3) {
       std::int64_t t = 0;
       for (int i = 0; i < n; ++i) c.release_ns.push_back(t += pick(0, 60));
-    } else if (mode == 2) {
+    }
+    if (mode == 2 || mode == 3) {
       c.contention.enabled = true;
       c.contention.sms = 100;
       c.contention.comm_ctas = 20;
@@ -610,7 +613,7 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
     CHECK(stopped.events_pushed() == general.events_pushed());
     ++runs;
   }
-  CHECK(runs > 400);
+  CHECK(runs > 550);
   CHECK(deadlocks > 5);
   CHECK(overlapped > 100);
 }
