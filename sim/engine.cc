@@ -72,7 +72,7 @@ inline void Engine::start(std::int32_t op, std::int64_t now) {
   const std::int32_t g = op_stream_[i];
   running_[static_cast<std::size_t>(g)] = op;
   const std::int32_t rank = rank_of(g);
-  if (res_ != nullptr && res_[i].comm) {
+  if (res_ != nullptr && res_[i].comm && g % kStreamsPerRank == 1) {
     const std::int32_t other = running_[static_cast<std::size_t>(g - 1)];  // compute stream
     if (other >= 0) wait_for_sms(op, other, now);
   }
@@ -212,10 +212,10 @@ inline void Engine::rerate(std::int32_t rank, std::int64_t now) {
   }
 }
 
-// One pass over the ops for the compact per-op fields the loop reads and their successors
-// (inline lists; CSR lists in a second pass when an op has more than kSuccInline), then one
-// over the streams' op counts for the per-stream lists. Buffers keep their capacity between
-// runs.
+// One pass over the ops for the compact per-op fields the loops read: for a one-rank graph
+// without skipping (pair_) each op's gate, otherwise its successors (inline lists; CSR lists
+// in a second pass when an op has more than kSuccInline) and dependency count; then one over
+// the streams' op counts for the per-stream lists. Buffers keep their capacity between runs.
 void Engine::load(const Schedule& s) {
   s_ = &s;
   const std::size_t n = s.ops.size();
@@ -256,7 +256,6 @@ void Engine::load(const Schedule& s) {
       const Op& op = s.ops[i];
       const auto me = static_cast<std::int32_t>(i);
       const std::int32_t g = s.global_stream(op);
-      if (g != 0 && g != 1) bad_rank(i);
       std::int32_t need = 0;
       for (auto d : op.deps) {
         if (d < 0 || static_cast<std::size_t>(d) >= n) bad_dep(i, d);
@@ -266,6 +265,7 @@ void Engine::load(const Schedule& s) {
           need = std::max(need, place[d] + 1);
         }
       }
+      if (g != 0 && g != 1) bad_rank(i);
       gate[i] = need;
       op_stream[i] = g;
       op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
@@ -280,7 +280,6 @@ void Engine::load(const Schedule& s) {
     const Op& op = s.ops[i];
     const auto me = static_cast<std::int32_t>(i);
     const std::int32_t g = s.global_stream(op);
-    if (g < 0 || static_cast<std::size_t>(g) >= streams) bad_rank(i);
     for (auto d : op.deps) {
       if (d < 0 || static_cast<std::size_t>(d) >= n) bad_dep(i, d);
       SuccList& x = small[d];
@@ -291,6 +290,7 @@ void Engine::load(const Schedule& s) {
       }
       ++x.n;
     }
+    if (g < 0 || static_cast<std::size_t>(g) >= streams) bad_rank(i);
     deps_init[i] = static_cast<std::int32_t>(op.deps.size());
     op_stream[i] = g;
     op_cls[i] = static_cast<std::uint8_t>(slowdown_class(op.kind));
@@ -474,6 +474,13 @@ bool Engine::advance_impl(std::int32_t stop) {
     if (st_[i].waiting == kUnlaunched) {  // launched now: it starts
       st_[i].waiting = 0;
       start<One>(static_cast<std::int32_t>(i), now);
+      // An op of the rank's other stream launched at the same instant starts in this event
+      // too, so that the order of the two launches' events does not matter.
+      const std::int32_t v = running_[static_cast<std::size_t>(op_stream_[i] ^ 1)];
+      if (v < -1 && st_[static_cast<std::size_t>(held(v))].finish_ns == now) {
+        st_[static_cast<std::size_t>(held(v))].waiting = 0;
+        start<One>(held(v), now);
+      }
       settle<One>(now);
     } else if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
       OpState& x = st_[i];
@@ -520,9 +527,12 @@ struct Lane {
 // The loop of a one-rank graph (pair_), as advance_impl<true> with the streams' finished
 // counts in place of dependency counters, and the two streams' ops and fluid state in
 // locals. The arithmetic is set_factor's and the pushes come in rerate's order (compute,
-// then comm), so the timeline and the event count are the same bit for bit. The start order
-// within an event does not matter: a comm kernel waits only for a kernel that started
-// before the event. The state goes back to the members when the loop stops.
+// then comm), so the timeline and the event count are the same bit for bit. The order of
+// the starts within an event does not matter: a comm kernel waits only for a kernel that
+// started before the event, a started op's event is pushed by the re-rating, and two ops
+// held for their launches are launched in one event when their launches coincide (the only
+// case where the order of their pushes would decide which comes first). The state goes back
+// to the members when the loop stops.
 template <bool Contention, bool Release>
 bool Engine::advance_lanes(std::int32_t stop) {
   if (!fresh_ && stop >= 0 && tl_.start_ns[static_cast<std::size_t>(stop)] >= 0) return true;
@@ -570,7 +580,7 @@ bool Engine::advance_lanes(std::int32_t stop) {
     x.waiting = 0;
     hit |= op == stop;
     if constexpr (Contention) {
-      // As start(): a comm kernel (on the comm stream) beside a running compute kernel.
+      // As start(): a comm kernel on the comm stream beside a running compute kernel.
       if (l.comm && is_comm_stream && runs(other, ox)) {
         const double w = sm_wait(p, res[other.op], ox, alone[other.op], start_ns[other.op], now);
         if (w > 0) {
@@ -635,11 +645,11 @@ bool Engine::advance_lanes(std::int32_t stop) {
     }
     now = x.finish_ns;
     if (Release && x.waiting == kUnlaunched) {  // launched now: it starts
-      if (comp) {
-        begin(c, cs, m, ms, c.op, false);
-      } else {
-        begin(m, ms, c, cs, m.op, true);
-      }
+      // (with the other stream's op when it is launched at the same instant: as advance_impl)
+      const bool both = ms.waiting == kUnlaunched && cs.waiting == kUnlaunched && c.op >= 0 &&
+                        m.op >= 0 && cs.finish_ns == ms.finish_ns;
+      if (comp || both) begin(c, cs, m, ms, c.op, false);
+      if (!comp || both) begin(m, ms, c, cs, m.op, true);
     } else if (Contention && x.waiting) {  // a comm kernel got its SMs: its work starts
       x.waiting = 0;
       x.remaining_ns = static_cast<double>(alone[l.op]);

@@ -122,7 +122,8 @@ class Engine {
   // The fluid state of one op (40 bytes). A run writes each field before it reads it:
   // waiting when the op leaves its stream's queue (try_start), the work, rate and update time
   // when it starts (start), the key when its event is pushed (push); so nothing of it is
-  // reset between runs.
+  // reset between runs. (The one-rank loop keeps the running ops' states in locals and
+  // copies them back whole when it stops, fields not yet written included.)
   struct OpState {
     double remaining_ns;  // standalone-time work left
     double factor;        // current slowdown (0 before the op starts)
@@ -152,8 +153,9 @@ class Engine {
   const std::int64_t* release_ = nullptr;
   Timeline tl_;
   std::vector<OpState> st_;  // per op
-  // Per op, as loaded: its global stream, slowdown class and dependency count; and its
-  // dependencies not yet finished in this run.
+  // Per op, as loaded: its global stream, slowdown class and dependency count (the last for
+  // the general loop only: not filled for pair_); and its dependencies not yet finished in
+  // this run (general loop).
   std::vector<std::int32_t> op_stream_, deps_init_, deps_left_;
   std::vector<std::uint8_t> op_cls_;
   std::vector<std::int32_t> dep_flat_;  // every op's dependencies in op order (skipping only)

@@ -566,8 +566,10 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
       c.slowdown.push_back({factors[pick(0, 4)], factors[pick(0, 4)], factors[pick(0, 4)]});
     }
     if (mode == 1 || mode == 3) {
+      // Rising launch times (eager), or a few values in any order, so that launches coincide.
       std::int64_t t = 0;
-      for (int i = 0; i < n; ++i) c.release_ns.push_back(t += pick(0, 60));
+      const bool few = pick(0, 1) == 0;
+      for (int i = 0; i < n; ++i) c.release_ns.push_back(few ? 10 * pick(0, 4) : t += pick(0, 60));
     }
     if (mode == 2 || mode == 3) {
       c.contention.enabled = true;
@@ -576,13 +578,15 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
       c.contention.hbm_gbps = 4000;
       for (int i = 0; i < n; ++i) {
         OpResources r;
-        r.comm = s.ops[static_cast<std::size_t>(i)].stream == StreamKind::Comm;
+        // Comm kernels on the comm stream, and now and then a comm-flagged op on the compute
+        // stream (a hand-made input: it never waits for SMs).
+        r.comm = s.ops[static_cast<std::size_t>(i)].stream == StreamKind::Comm || pick(0, 19) == 0;
         r.waves = r.comm ? 0.0f : static_cast<float>(pick(0, 30)) / 10.0f;
         r.hbm_gbps = static_cast<float>(pick(0, 3000));
         c.resources.push_back(r);
       }
     }
-    Engine general, pair, stopped;
+    Engine general, pair, stopped, general_stopped;
     general.set_skip_steady_state(true);
     Timeline a;
     bool threw = false;
@@ -600,12 +604,17 @@ TEST_CASE("engine: the one-rank loops give the general loop's timeline on random
     check_same(a, pair.run(s, c));
     CHECK(general.events_pushed() == pair.events_pushed());
     if (a.hidden_comm_ns > 0) ++overlapped;
-    // Stopped at an op, then run on (the split search's early stop).
+    // Stopped at an op (the split search's early stop): the same partial timeline and events
+    // as the general loop's at that point; then run on.
     stopped.load(s);
+    general_stopped.set_skip_steady_state(true);
+    general_stopped.load(s);
     const auto stop = static_cast<std::int32_t>(pick(0, n - 1));
     REQUIRE(stopped.run_until_started(c, stop));
-    CHECK(stopped.timeline().start_ns[static_cast<std::size_t>(stop)] ==
-          a.start_ns[static_cast<std::size_t>(stop)]);
+    REQUIRE(general_stopped.run_until_started(c, stop));
+    CHECK(stopped.timeline().start_ns == general_stopped.timeline().start_ns);
+    CHECK(stopped.timeline().end_ns == general_stopped.timeline().end_ns);
+    CHECK(stopped.events_pushed() == general_stopped.events_pushed());
     const Timeline& r = stopped.run_on();
     CHECK(r.end_ns == a.end_ns);
     CHECK(r.hidden_comm_ns == a.hidden_comm_ns);
