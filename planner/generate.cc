@@ -206,6 +206,10 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << " execution (not measured); tokens/s = batch x new tokens / "
         "(prefill + "
      << o.new_tokens - 1 << " decode steps)\n";
+  if (r.execution.value("mode", std::string("queued")) == "queued") {
+    os << "launch time hidden; serving engines replay decode steps as CUDA graphs: --exec graph "
+          "(or eager) charges launches\n";
+  }
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
         "so none ran\n";
   const auto& f = fmt;

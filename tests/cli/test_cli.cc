@@ -209,11 +209,20 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
           j.string());
   CHECK(r.code == 0);
   CHECK(r.out.find("tokens/s") != std::string::npos);
+  // Queued execution hides launches: the table says so and names the mode serving engines use.
+  CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
+        std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
                           "\"tokens_per_s\"", "\"speedup\""}) {
     CHECK(js.find(key) != std::string::npos);
   }
+  const auto g =
+      tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 --prompt 256 "
+          "--new-tokens 16 --batch 1 --layers 4 --strategies ladder --exec graph");
+  CHECK(g.code == 0);
+  CHECK(g.out.find("graph execution") != std::string::npos);
+  CHECK(g.out.find("launch time hidden") == std::string::npos);
 }
 
 TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
