@@ -47,6 +47,11 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "--fit-on models' ops that ran beside nothing (fit), or leave them out (off)")
       ->check(CLI::IsMember({"fit", "off"}))
       ->capture_default_str();
+  sub->add_option("--threshold", o->threshold,
+                  "Decisions: overlap is picked only when it is predicted to beat none by more "
+                  "than this fraction, as tpo plan --threshold")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   return [o] { return profiler::run_calibrate(*o, std::cout); };

@@ -417,10 +417,11 @@ std::string pct(double x) {
 // how much slower than the fastest measured that was (regret), and whether "overlap or not"
 // matches the measurement where the measured difference exceeds 2%. Picked twice: by
 // prediction alone, and as `tpo plan` ranks (a candidate with GEMMs at rows the profile did
-// not measure counted the profile's interpolation error slower; PlanOptions).
+// not measure counted the profile's interpolation error slower; PlanOptions); either way
+// `none` unless the pick beats it by more than `threshold`, as `tpo plan` decides.
 ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Prepared>& prep,
-                const std::vector<std::size_t>& set, const Eval& e, std::ostream& os,
-                const char* label) {
+                const std::vector<std::size_t>& set, const Eval& e, double threshold,
+                std::ostream& os, const char* label) {
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t k = 0; k < set.size(); ++k) {
     const auto& c = cases[set[k]];
@@ -444,9 +445,11 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       std::string name;
     };
     const double none_pred = e.none_us[ks.front()];
-    Pick by_pred{none_pred, none_meas, "none"};
-    Pick ranked{none_pred * (p0.none_unmeasured_gemm_rows ? 1 + p0.interpolation_risk : 1.0),
-                none_meas, "none"};
+    const Pick none_by_pred{none_pred, none_meas, "none"};
+    const Pick none_ranked{
+        none_pred * (p0.none_unmeasured_gemm_rows ? 1 + p0.interpolation_risk : 1.0), none_meas,
+        "none"};
+    Pick by_pred = none_by_pred, ranked = none_ranked;
     double best_meas = none_meas;
     for (auto k : ks) {
       const auto& c = cases[set[k]];
@@ -457,6 +460,8 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       if (pred < by_pred.score) by_pred = {pred, c.measured_us, sim::variant_text(c.run.spec)};
       if (charged < ranked.score) ranked = {charged, c.measured_us, sim::variant_text(c.run.spec)};
     }
+    if (none_by_pred.score <= by_pred.score * (1 + threshold)) by_pred = none_by_pred;
+    if (none_ranked.score <= ranked.score * (1 + threshold)) ranked = none_ranked;
     const double regret = by_pred.measured / best_meas - 1.0;
     const double regret_ranked = ranked.measured / best_meas - 1.0;
     worst = std::max(worst, regret);
@@ -853,13 +858,14 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     os << "\n";
   }
   os << "  decisions among the measured alternatives (none and the splits on the grid):\n";
-  decisions(cases, prep, train, sub(before, train), os, "fit set,  fixed factors:    ");
-  const ojson dec_fit =
-      decisions(cases, prep, train, sub(after, train), os, "fit set,  contention model: ");
-  const ojson dec_test_before =
-      decisions(cases, prep, test, sub(before, test), os, "held out, fixed factors:    ");
-  const ojson dec_test =
-      decisions(cases, prep, test, sub(after, test), os, "held out, contention model: ");
+  decisions(cases, prep, train, sub(before, train), o.threshold, os,
+            "fit set,  fixed factors:    ");
+  const ojson dec_fit = decisions(cases, prep, train, sub(after, train), o.threshold, os,
+                                  "fit set,  contention model: ");
+  const ojson dec_test_before = decisions(cases, prep, test, sub(before, test), o.threshold, os,
+                                          "held out, fixed factors:    ");
+  const ojson dec_test = decisions(cases, prep, test, sub(after, test), o.threshold, os,
+                                   "held out, contention model: ");
   // The profiles' interference microbenchmarks, never used by the fit: the fitted rules
   // against the fixed factors on each measured pair.
   ojson micro = ojson::array();
@@ -879,8 +885,10 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   }
   ojson rep = sim::report_header("tpo.calibration/1", "predicted and measured");
   rep["microbenchmarks"] = std::move(micro);
-  rep["decisions"] =
-      ojson{{"fit", dec_fit}, {"held_out", dec_test}, {"held_out_fixed_factors", dec_test_before}};
+  rep["decisions"] = ojson{{"threshold", o.threshold},
+                           {"fit", dec_fit},
+                           {"held_out", dec_test},
+                           {"held_out_fixed_factors", dec_test_before}};
   rep["fit_on"] = o.fit_on;
   rep["legacy_copies"] = copies_json;
   rep["gemm_interpolation"] = interp_json;

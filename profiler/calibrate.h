@@ -76,6 +76,9 @@ struct CalibrateOptions {
   // Each case's ops predicted by the fitted model beside their measurement, in --out, and
   // the largest per-op misses of the held-out cases printed.
   bool ops = false;
+  // The planner's --threshold: in the decisions, overlap is picked only when it beats none
+  // by more than this fraction, as `tpo plan` decides (PlanOptions::threshold).
+  double threshold = 0.02;
 };
 
 // A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows), the fixed

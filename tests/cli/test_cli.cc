@@ -746,6 +746,8 @@ TEST_CASE(
   }
   CHECK(worst > 0.05);
   CHECK(worst_ranked < 0.02);
+  // Picks are `none` unless they beat it by more than the planner's threshold (2%).
+  CHECK(jo.at("decisions").at("threshold").get<double>() == doctest::Approx(0.02));
   // Without the copies (--legacy-copies off) the report says so.
   const fs::path off = scratch() / "cal-off.json";
   r = calibrate("--legacy-copies off", off);
@@ -779,6 +781,9 @@ TEST_CASE(
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);
   CHECK(r.out.find("--wave-rule") != std::string::npos);
+  r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --threshold 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--threshold") != std::string::npos);
   // Bad input exits 2 naming what to fix.
   r = tpo("calibrate --reports " + data + "/tiny_model.json --profile x.json --fit-on tiny");
   CHECK(r.code == 2);
