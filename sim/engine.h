@@ -6,7 +6,11 @@
 // slowdowns are the cost model's fixed factors, or — with the contention model (OpCosts::
 // resources, sim/contention.h) — follow from SMs and HBM bandwidth shared by rule, and a comm
 // kernel that arrives while a kernel holds every SM first waits for that kernel's wave to end.
-// With eager or graph execution (OpCosts::release_ns) an op also waits for its launch.
+// With eager or graph execution (OpCosts::release_ns) an op also waits for its launch; two
+// ops of one rank whose launches coincide start in one event.
+// Two loops give the same timelines bit for bit (a test compares them on random graphs): one
+// for a graph of one rank, as the builders emit it, with its state in locals; and a general
+// one for several ranks and for steady-state skipping.
 #pragma once
 
 #include <cstdint>
