@@ -137,7 +137,7 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
   if (hw_.attention_kv_half > 0) {
     // Causal with the diagonal bottom-right: a query block streams the prefix and, on average,
     // half the chunk; short streams pay the kernel's prologue and epilogue per block.
-    const double kv = static_cast<double>(op.seq_begin) + 0.5 * static_cast<double>(q + 1);
+    const double kv = static_cast<double>(op.kv_prefix()) + 0.5 * static_cast<double>(q + 1);
     eff *= kv / (kv + hw_.attention_kv_half);
   }
   const double peak = hw_.bf16_dense_tflops * 1e3 * eff;  // flops/ns

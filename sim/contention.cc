@@ -79,7 +79,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
   // and only the HBM it draws is shared. It keeps its waves: its blocks still hold every SM, so
   // a comm kernel that arrives waits for them to retire.
   if (r.waves > 0 && p.memory_bound_share > 0 && p.hbm_gbps > 0 &&
-      op.bytes / ns >= p.memory_bound_share * p.hbm_gbps) {
+      r.hbm_gbps >= p.memory_bound_share * p.hbm_gbps) {
     r.beside_comm = 1.0;
   }
   return r;

@@ -19,33 +19,34 @@ NVL_EXTRA = (0.3, "comm_extra 0.3: TRANSFERRED from the H200 fit (the emulated c
 PCIE_EXTRA = (0.1, "comm_extra 0.1: this file's earlier fixed comm-beside-GEMM factor (1.1), an "
               "ASSUMPTION: the comm is bound by PCIe and host memory, not by the SMs or HBM it "
               "shares. ")
+# Sentences several files share.
+NCCL_FULL = ("NCCL launches the fewest SMs that reach the platform's bandwidth "
+             "(NVIDIA/nccl#689)")
+TOKENWEAVE = "ASSUMPTION as in h200x8.json (TokenWeave, arXiv 2505.11329"
+PCI_TWO = "launches few SMs ('a PCI system ... should just launch 2 SMs', NVIDIA/nccl#689)"
 FILES = {
   "a100x8": (24, 24, NVL_EXTRA,
              "comm_ctas 24: NCCL's all-reduce on a DGX A100 (12 NVLinks) runs 24 CTAs "
-             "(NVIDIA/nccl#1225). comm_ctas_full 24: NCCL launches the fewest SMs that reach the "
-             "platform's bandwidth (NVIDIA/nccl#689), so its default budget is taken as full. "),
+             "(NVIDIA/nccl#1225). comm_ctas_full 24: " + NCCL_FULL + ", so its default budget "
+             "is taken as full. "),
   "a800x8": (16, 16, NVL_EXTRA,
              "comm_ctas 16: ASSUMPTION, two CTAs per NVLink as on a DGX A100 (24 CTAs for 12 "
              "NVLinks, NVIDIA/nccl#1225) over the A800's 8 NVLinks (400 GB/s). comm_ctas_full 16: "
-             "NCCL launches the fewest SMs that reach the platform's bandwidth (NVIDIA/nccl#689). "),
+             + NCCL_FULL + ". "),
   "h100x8": (16, 8, NVL_EXTRA,
              "comm_ctas 16: NCCL's NVLS all-reduce needs at most 16 channels for peak bandwidth "
              "(NVIDIA/nccl#1041; the ring algorithm may use 24, REFERENCES.md). comm_ctas_full 8: "
-             "ASSUMPTION as in h200x8.json (TokenWeave, arXiv 2505.11329, ran NVLink multimem "
-             "all-reduce on 2-8 SMs of an H100). "),
+             + TOKENWEAVE + ", ran NVLink multimem all-reduce on 2-8 SMs of an H100). "),
   "h100x16": (16, 8, NVL_EXTRA,
               "comm_ctas 16: NCCL on a DGX with 8 NICs launches 16 SMs (NVIDIA/nccl#689), as "
               "its NVLS all-reduce inside the node (NVIDIA/nccl#1041). comm_ctas_full 8: "
-              "ASSUMPTION as in h200x8.json (TokenWeave, arXiv 2505.11329). The HBM draw uses "
-              "the NVLink busbw (the intra-node part). "),
+              + TOKENWEAVE + "). The HBM draw uses the NVLink busbw (the intra-node part). "),
   "h100x8-nop2p": (2, 2, PCIE_EXTRA,
                    "comm_ctas 2: ASSUMPTION, NCCL through host memory is bound by PCIe and "
-                   "launches few SMs ('a PCI system ... should just launch 2 SMs', "
-                   "NVIDIA/nccl#689). comm_ctas_full 2: the same. "),
+                   + PCI_TWO + ". comm_ctas_full 2: the same. "),
   "rtx4090x8": (2, 2, PCIE_EXTRA,
                 "comm_ctas 2: ASSUMPTION, NCCL on a PCIe system without P2P is bound by PCIe and "
-                "launches few SMs ('a PCI system ... should just launch 2 SMs', "
-                "NVIDIA/nccl#689). comm_ctas_full 2: the same. "),
+                + PCI_TWO + ". comm_ctas_full 2: the same. "),
 }
 for name, (ctas, full, (extra, extra_text), ctas_text) in FILES.items():
     path = f"configs/hardware/{name}.json"

@@ -748,6 +748,22 @@ TEST_CASE(
   CHECK(worst_ranked < 0.02);
   // Picks are `none` unless they beat it by more than the planner's threshold (2%).
   CHECK(jo.at("decisions").at("threshold").get<double>() == doctest::Approx(0.02));
+  {
+    // No alternative is predicted 50% faster than none: at that threshold every group keeps none.
+    const fs::path high = scratch() / "cal-threshold.json";
+    REQUIRE(calibrate("--threshold 0.5", high).code == 0);
+    const auto jh = nlohmann::json::parse(slurp(high));
+    int groups = 0;
+    for (const char* part : {"fit", "held_out", "held_out_fixed_factors"}) {
+      for (const auto& d : jh.at("decisions").at(part)) {
+        CHECK(d.at("picked") == "none");
+        CHECK(d.at("picked_with_interpolation_risk") == "none");
+        CHECK(d.at("overlap_picked") == false);
+        ++groups;
+      }
+    }
+    CHECK(groups == 18);
+  }
   // Without the copies (--legacy-copies off) the report says so.
   const fs::path off = scratch() / "cal-off.json";
   r = calibrate("--legacy-copies off", off);

@@ -416,6 +416,14 @@ TEST_CASE(
   const OpResources f = op_resources(prefill, 200000, p);
   CHECK(f.waves == doctest::Approx(10.24));  // 32 x 32 tiles on 100 SMs
   CHECK(f.beside_comm == doctest::Approx(1.25));
+  // qkv's KV-cache write is in its time and its bytes: at 70% of the HBM's rate for the GEMM's
+  // bytes, plus a KV write of 10% more bytes, it draws 77% and is memory-bound.
+  Op qkv = make(OpCode::Qkv);
+  set_gemm_work(qkv, 1, 4096, 4096, false);
+  qkv.kv_width = static_cast<std::int64_t>(qkv.bytes * 0.1 / 8.0);  // kv_store_bytes: 8 x width
+  const OpResources kv = op_resources(qkv, std::llround(qkv.bytes / p.hbm_gbps / 0.7), p);
+  CHECK(kv.hbm_gbps == doctest::Approx(0.77 * p.hbm_gbps).epsilon(1e-3));
+  CHECK(kv.beside_comm == 1.0);
   // Decode attention streaming its KV cache near the HBM's rate is memory-bound too.
   const Op a = attention_at(1, 4096, 8);
   CHECK(op_resources(a, std::llround(a.bytes / p.hbm_gbps / 0.8), p).beside_comm == 1.0);
