@@ -27,6 +27,6 @@ m, n, k = (int(x) for x in sys.argv[2:5])
 d = next(e for e in ev if e.get("ph") == "X" and e.get("name") == "down")
 assert d["args"]["mnk"] == f"{m}x{n}x{k}", d["args"]["mnk"]
 us = d["dur"]
-print(f"{m}x{n}x{k}  predicted {us:9.1f} us  {2 * m * n * k / us / 1e6:6.1f} TFLOP/s")
+print(f"{m}x{n}x{k}  predicted {us:11.3f} us  {2 * m * n * k / us / 1e6:6.1f} TFLOP/s")
 PY
 done
