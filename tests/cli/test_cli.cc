@@ -1098,7 +1098,7 @@ TEST_CASE("plan --profile: the chosen schedules' GEMM rows the profile interpola
 
 TEST_CASE(
     "outputs as a set: a plan stopped at any moment leaves all old or all new files and no "
-    "temporary; killed, every file whole") {
+    "temporary, and killed, every file whole") {
   const fs::path dir = scratch() / "killed";
   fs::create_directories(dir);
   const std::string outs = " --json " + (dir / "p.json").string() + " --csv " +

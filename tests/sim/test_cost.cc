@@ -46,7 +46,7 @@ TEST_CASE("GEMM efficiency falls for small K, and memory bounds thin GEMMs") {
   CHECK(cm.gemm_ns(128, 128, 64, 1e7) == doctest::Approx(1e7));
 }
 
-TEST_CASE("GEMM: the fastest of the library's tile shapes; stream-K spreads a partial wave") {
+TEST_CASE("GEMM: the fastest of the library's tile shapes, and stream-K spreads a partial wave") {
   auto hw = tpo::test::toy_hardware();  // 2 SMs, 1 FLOP/ns each
   // 384 x 128: 128x128 tiles -> 3 tiles, 2 waves of 32768 = 65536. A 64x128 tile at 0.75
   // efficiency: 6 tiles, 3 waves of 2*64*128/0.75 = 21845.3 -> 65536 as well; a 128x64 tile
@@ -62,7 +62,7 @@ TEST_CASE("GEMM: the fastest of the library's tile shapes; stream-K spreads a pa
   CHECK(sk.gemm_ns(128, 128, 1, 0) == doctest::Approx(32768));  // under one wave: a whole one
 }
 
-TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed; too few norm rows") {
+TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too few norm rows") {
   auto hw = tpo::test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
   hw.l2_resident_mib = 1;
@@ -118,7 +118,7 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
 }
 
 TEST_CASE(
-    "the GPU-side kernel overhead is added once per kernel, the host launch cost never; "
+    "the GPU-side kernel overhead is added once per kernel, the host launch cost never, and "
     "slowdowns come from the hardware file") {
   auto hw = tpo::test::toy_hardware();
   hw.kernel_overhead_us = 3;

@@ -267,7 +267,7 @@ TEST_CASE("execution modes: release times of eager (per launch call, in order) a
   CHECK_THROWS_AS(parse_exec_mode("lazy"), tpo::FieldError);
 }
 
-TEST_CASE("engine: an op waits for its launch; the host runs ahead of long kernels") {
+TEST_CASE("engine: an op waits for its launch, and the host runs ahead of long kernels") {
   // compute: G0 (100) -> G1 (50) -> R (10, waits for AR); comm: AR (80, waits for G0).
   // Launched at 30, 60, 90, 120: G0 runs [30,130); G1 was launched at 60, runs [130,180); AR
   // (launched 90) [130,210); R (launched 120) after AR: [210,220).
@@ -319,7 +319,7 @@ TEST_CASE("contention: the extra-wave rule, one wave more beside a comm kernel, 
 }
 
 TEST_CASE(
-    "contention: stream-K waves are fractional; a kernel smaller than the free SMs never "
+    "contention: stream-K waves are fractional, and a kernel smaller than the free SMs never "
     "blocks a comm kernel") {
   CHECK(wave_factor(1.0, 100, 20, true) == doctest::Approx(1.25));  // 100 blocks on 80 SMs
   CHECK(wave_factor(0.5, 100, 20, true) == 1.0);                    // 50 blocks fit in 80
@@ -391,7 +391,7 @@ TEST_CASE(
 
 TEST_CASE(
     "contention: a GEMM or attention kernel that nearly saturates HBM alone is memory-bound: no "
-    "extra wave beside a comm kernel, only HBM shared; its blocks still hold the SMs") {
+    "extra wave beside a comm kernel, only HBM shared, and its blocks still hold the SMs") {
   ContentionParams p = hundred_sms(128, 128);
   p.extra_wave = true;
   p.comm_ctas = 20;
