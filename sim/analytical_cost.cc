@@ -86,10 +86,16 @@ double AnalyticalCostModel::rowwise_ns(const Op& op) const {
                   (!hw_.l2_in_place_only || op.code == OpCode::ResidualAdd);
   double t = l2 ? op.bytes / hw_.l2_gbps : memory_ns(op.bytes);
   if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {
-    // One row per thread block: too few rows leave SMs, and so bandwidth, unused.
+    // One row per thread block: too few rows leave SMs, and so bandwidth, unused. Only the rows'
+    // own bytes are slowed: the weight vector (2 bytes a column) is one read every row shares,
+    // so a norm of one row is never charged more than a norm of a full wave of rows.
     const double fill =
         static_cast<double>(op.m) / (static_cast<double>(hw_.sms) * hw_.norm_blocks_per_sm);
-    if (fill > 0 && fill < 1) t /= fill;
+    if (fill > 0 && fill < 1 && op.bytes > 0) {
+      const double shared = std::min(op.bytes, 2.0 * static_cast<double>(op.n));
+      const double rows_t = t * (op.bytes - shared) / op.bytes;
+      t = rows_t / fill + (t - rows_t);
+    }
   }
   return t;
 }

@@ -95,6 +95,21 @@ TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too fe
   CHECK(in_place.standalone_ns(norm) == 1048576 + 1000);
   add.bytes = 1048576;
   CHECK(in_place.standalone_ns(add) == 1048576 / 4 + 1000);
+  // Too few rows slow only the rows' own bytes, not the weight vector every row shares: one row
+  // of 1024 columns (4096 bytes of its own at a quarter of the bandwidth, 2048 bytes of weights)
+  // takes no longer than a full wave of four rows (the old rule charged one row 24576 ns).
+  Op one;
+  one.code = OpCode::AttnNorm;
+  one.kind = OpKind::Norm;
+  one.m = 1;
+  one.n = 1024;
+  one.bytes = 2.0 * (2.0 * 1024 + 1024);
+  CHECK(in_place.standalone_ns(one) == 4 * 4096 + 2048 + 1000);
+  Op wave = one;
+  wave.m = 4;
+  wave.bytes = 2.0 * (2.0 * 4 * 1024 + 1024);
+  CHECK(in_place.standalone_ns(wave) == 8192 * 2 + 2048 + 1000);
+  CHECK(in_place.standalone_ns(one) <= in_place.standalone_ns(wave));
   Op g;
   g.code = OpCode::Qkv;
   g.kind = OpKind::Gemm;
