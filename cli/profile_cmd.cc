@@ -131,6 +131,11 @@ std::function<int()> add_profile(CLI::App& app) {
                   "GEMMs also at every multiple of N rows up to 4096, where the planner puts chunk "
                   "boundaries (a GEMM's time steps with the library's kernel choice; 0: the grid "
                   "only; default: --align on cuda without --quick, 0 otherwise)");
+  sub->add_option("--decode-rows", o->decode_rows,
+                  "GEMMs and row-wise ops also at these rows below --align: decode batches (one "
+                  "token per request), else extrapolated from the grid's smallest size; default: "
+                  "1,8,32 on cuda without --quick, none otherwise")
+      ->delimiter(',');
   sub->add_option("--reps", o->reps, "Timed repetitions per measurement")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs before them")->capture_default_str();
   sub->add_flag("!--no-accuracy", o->accuracy,
@@ -168,6 +173,7 @@ std::function<int()> add_profile(CLI::App& app) {
       throw InputError("--gemm-step", std::to_string(o->gemm_step),
                        "must be >= 0 (0: the grid only)");
     }
+    o->decode_rows_given = sub->count("--decode-rows") > 0;
     if (sub->count("--max-tokens") && o->max_tokens <= 0) {
       throw InputError("--max-tokens", std::to_string(o->max_tokens), "must be > 0 (or left out)");
     }

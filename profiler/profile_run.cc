@@ -322,6 +322,22 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
     throw InputError("--gemm-step", std::to_string(o.gemm_step), "must be >= 0 (0: the grid only)");
   }
   sw.gemm_step = o.gemm_step >= 0 ? o.gemm_step : (o.backend == "cuda" && !o.quick ? o.align : 0);
+  if (o.decode_rows_given) {
+    for (auto r : o.decode_rows) {
+      if (r < 1 || r >= o.align) {
+        throw InputError("--decode-rows", std::to_string(r),
+                         "each must be at least 1 and below --align (" + std::to_string(o.align) +
+                             "), where the grid starts");
+      }
+    }
+    sw.decode_rows = o.decode_rows;
+  } else if (o.backend == "cuda" && !o.quick) {
+    for (std::int64_t r : {1, 8, 32})
+      if (r < o.align) sw.decode_rows.push_back(r);
+  }
+  std::sort(sw.decode_rows.begin(), sw.decode_rows.end());
+  sw.decode_rows.erase(std::unique(sw.decode_rows.begin(), sw.decode_rows.end()),
+                       sw.decode_rows.end());
   sw.accuracy = o.accuracy;
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);
@@ -344,8 +360,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   nlohmann::json opts{
       {"backend", o.backend}, {"model", so.model},         {"hardware", so.hardware},
       {"tp", w.tp},           {"quick", o.quick},          {"max_tokens", sw.max_tokens},
-      {"align", o.align},     {"gemm_step", sw.gemm_step}, {"reps", o.reps},
-      {"warmup", o.warmup},   {"accuracy", o.accuracy}};
+      {"align", o.align},     {"gemm_step", sw.gemm_step}, {"decode_rows", sw.decode_rows},
+      {"reps", o.reps},       {"warmup", o.warmup},        {"accuracy", o.accuracy}};
   if (o.backend == "cuda") opts["attention"] = o.attention;
   h.fingerprint = opts.dump();
   os << "tpo profile — " << backend->name() << " backend, " << w.model.name << " shard at TP "

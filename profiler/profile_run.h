@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "profiler/harness.h"
 #include "sim/profile.h"
@@ -35,6 +36,10 @@ struct ProfileOptions {
   // GEMMs also at every multiple of gemm_step rows up to 4096 (SweepOptions::gemm_step);
   // -1: --align on cuda without --quick, none otherwise.
   std::int64_t gemm_step = -1;
+  // GEMMs and row-wise ops also at these rows below --align (SweepOptions::decode_rows);
+  // decode_rows_given false: 1, 8 and 32 on cuda without --quick, none otherwise.
+  std::vector<std::int64_t> decode_rows;
+  bool decode_rows_given = false;
   int reps = 5;
   int warmup = 2;
   bool accuracy = true;

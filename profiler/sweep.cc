@@ -25,6 +25,7 @@ std::vector<std::int64_t> gemm_rows(const SweepOptions& o) {
     const std::int64_t to = std::min(o.gemm_dense_to, o.max_tokens);
     for (std::int64_t t = o.gemm_step; t <= to; t += o.gemm_step) s.insert(t);
   }
+  s.insert(o.decode_rows.begin(), o.decode_rows.end());
   return {s.begin(), s.end()};
 }
 
@@ -81,8 +82,10 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
                       std::int64_t k, const char* unit) {
     auto each = [&](auto add) {
       if (kind == ItemKind::Gemm) {
-        add_gemm_sizes(add);
+        add_gemm_sizes(add);  // the decode rows are among gemm_rows
       } else {
+        for (auto t : o.decode_rows)
+          if (!std::binary_search(grid.begin(), grid.end(), t)) add(t, false);
         add_sizes(add);
       }
     };

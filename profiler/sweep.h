@@ -64,6 +64,11 @@ struct SweepOptions {
   // within 3%.
   std::int64_t gemm_step = 0;
   std::int64_t gemm_dense_to = 4096;
+  // Rows below the grid measured for GEMMs and row-wise ops (not held back): decode batches,
+  // one token per request. Without them a decode step's GEMMs and norms are extrapolated from
+  // the grid's smallest size by the analytical model's ratio, which for thin GEMMs (split-K)
+  // and one-row norms is the least certain part of that model (results/independent).
+  std::vector<std::int64_t> decode_rows;
 };
 
 // The attention call an attention item measures (a KV cache just large enough).

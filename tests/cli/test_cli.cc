@@ -261,22 +261,24 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
   fs::remove(prof);
   const std::string base = "profile --backend cpu --model " + data +
                            "/tiny_model.json --tp 2 --quick --max-tokens 128 --reps 2 --warmup 0 "
-                           "--gemm-step 32 --quiet --out " +
+                           "--gemm-step 32 --decode-rows 8 --quiet --out " +
                            prof.string();
   auto r = tpo(base);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("accuracy of the profile model") != std::string::npos);
   {
-    // GEMMs at every multiple of --gemm-step (32, 64, 96, 128); norms on the grid (64, 128).
+    // GEMMs at every multiple of --gemm-step (32, 64, 96, 128); norms on the grid (64, 128);
+    // both also at the decode rows below the grid (8).
     const auto pj = nlohmann::json::parse(slurp(prof));
     CHECK(pj.at("options").at("gemm_step") == 32);
+    CHECK(pj.at("options").at("decode_rows") == nlohmann::json::array({8}));
     std::set<std::int64_t> gm, nm;
     for (const auto& g : pj.at("gemm"))
       if (g.at("name") == "down") gm.insert(g.at("m").get<std::int64_t>());
     for (const auto& g : pj.at("rowwise"))
       if (g.at("name") == "rmsnorm") nm.insert(g.at("rows").get<std::int64_t>());
-    CHECK(gm == std::set<std::int64_t>{32, 64, 96, 128});
-    CHECK(nm == std::set<std::int64_t>{64, 128});
+    CHECK(gm == std::set<std::int64_t>{8, 32, 64, 96, 128});
+    CHECK(nm == std::set<std::int64_t>{8, 64, 128});
   }
   const std::string pj = slurp(prof);
   CHECK(pj.find("\"schema\": \"tpo.profile/1\"") != std::string::npos);
@@ -377,6 +379,14 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   r = tpo("profile --backend cpu --gemm-step -1 --out " + (scratch() / "never.json").string());
   CHECK(r.code == 2);  // -1 is the option's unset value inside, not an input
   CHECK_FALSE(fs::exists(scratch() / "never.json"));
+  for (const char* rows : {"0", "64", "1,64"}) {  // decode rows lie below the --align grid (64)
+    r = tpo(std::string("profile --backend cpu --decode-rows ") + rows + " --out " +
+            (scratch() / "never.json").string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--decode-rows") != std::string::npos);
+    CHECK(r.out.find("below --align (64)") != std::string::npos);
+    CHECK_FALSE(fs::exists(scratch() / "never.json"));
+  }
   const fs::path imp = scratch() / "imported.json";
   fs::remove(imp);
   r = tpo("profile import-nccl-tests " + data +

@@ -547,6 +547,39 @@ TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on th
   }
 }
 
+TEST_CASE("sweep: decode rows below the grid, for GEMMs and row-wise ops, measured not held back") {
+  sim::ModelConfig m;
+  const sim::ShardDims d = tiny_shard();
+  profiler::SweepOptions o;
+  o.max_tokens = 256;
+  o.align = 64;
+  o.accuracy = true;
+  auto rows_below_grid = [&](profiler::ItemKind kind, const std::string& name) {
+    std::set<std::int64_t> r;
+    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+      if (it.kind == kind && it.name == name && it.m < o.align) {
+        CHECK_FALSE(it.held_back);
+        r.insert(it.m);
+      }
+    }
+    return r;
+  };
+  CHECK(rows_below_grid(profiler::ItemKind::Gemm, "down").empty());  // none unless asked
+  CHECK(rows_below_grid(profiler::ItemKind::Rowwise, "rmsnorm").empty());
+  o.decode_rows = {1, 8, 32};
+  const std::set<std::int64_t> want{1, 8, 32};
+  for (const char* g : {"qkv", "o_proj", "gate_up", "down"})
+    CHECK(rows_below_grid(profiler::ItemKind::Gemm, g) == want);
+  for (const char* r : {"rmsnorm", "silu_mul", "residual_add"})
+    CHECK(rows_below_grid(profiler::ItemKind::Rowwise, r) == want);
+  const auto rows = profiler::gemm_rows(o);
+  CHECK(rows.front() == 1);
+  std::set<std::string> all;
+  for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+    CHECK_MESSAGE(all.insert(it.key).second, it.key);
+  }
+}
+
 TEST_CASE("fits: alpha-beta of the all-reduce, GEMM efficiency against M") {
   sim::Profile p;
   for (std::int64_t b : {1000, 2000, 4000, 8000}) {  // t = 5 + 0.01 b exactly
