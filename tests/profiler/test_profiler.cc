@@ -506,7 +506,8 @@ TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and be
   CHECK(profiler::comm_beside_more("cpu").empty());
 }
 
-TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on the grid") {
+TEST_CASE(
+    "sweep: GEMMs at every multiple of --gemm-step, the other tables on the grid, decode rows") {
   sim::ModelConfig m;
   const sim::ShardDims d = tiny_shard();
   profiler::SweepOptions o;
@@ -540,40 +541,29 @@ TEST_CASE("sweep: GEMMs at every multiple of --gemm-step, the other tables on th
   REQUIRE_FALSE(held.empty());
   for (auto t : held) CHECK(t > 768);
   CHECK(rows_of(profiler::ItemKind::Rowwise, "rmsnorm", true).size() > held.size());
-  // Keys stay unique with the dense rows.
-  std::set<std::string> all;
-  for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
-    CHECK_MESSAGE(all.insert(it.key).second, it.key);
-  }
-}
-
-TEST_CASE("sweep: decode rows below the grid, for GEMMs and row-wise ops, measured not held back") {
-  sim::ModelConfig m;
-  const sim::ShardDims d = tiny_shard();
-  profiler::SweepOptions o;
-  o.max_tokens = 256;
-  o.align = 64;
-  o.accuracy = true;
-  auto rows_below_grid = [&](profiler::ItemKind kind, const std::string& name) {
+  // Decode rows below the grid: none unless asked; then every GEMM and row-wise op is measured
+  // at them, never as held-back sizes (GEMMs back on the grid alone, no --gemm-step).
+  o.gemm_step = 0;
+  auto below_grid = [&](profiler::ItemKind kind, const std::string& name, bool hb) {
     std::set<std::int64_t> r;
-    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
-      if (it.kind == kind && it.name == name && it.m < o.align) {
-        CHECK_FALSE(it.held_back);
-        r.insert(it.m);
-      }
-    }
+    for (auto t : rows_of(kind, name, hb))
+      if (t < o.align) r.insert(t);
     return r;
   };
-  CHECK(rows_below_grid(profiler::ItemKind::Gemm, "down").empty());  // none unless asked
-  CHECK(rows_below_grid(profiler::ItemKind::Rowwise, "rmsnorm").empty());
+  CHECK(below_grid(profiler::ItemKind::Gemm, "down", false).empty());
+  CHECK(below_grid(profiler::ItemKind::Rowwise, "rmsnorm", false).empty());
   o.decode_rows = {1, 8, 32};
-  const std::set<std::int64_t> want{1, 8, 32};
-  for (const char* g : {"qkv", "o_proj", "gate_up", "down"})
-    CHECK(rows_below_grid(profiler::ItemKind::Gemm, g) == want);
-  for (const char* r : {"rmsnorm", "silu_mul", "residual_add"})
-    CHECK(rows_below_grid(profiler::ItemKind::Rowwise, r) == want);
-  const auto rows = profiler::gemm_rows(o);
-  CHECK(rows.front() == 1);
+  const std::set<std::int64_t> decode{1, 8, 32};
+  for (const char* g : {"qkv", "o_proj", "gate_up", "down"}) {
+    CHECK(below_grid(profiler::ItemKind::Gemm, g, false) == decode);
+    CHECK(below_grid(profiler::ItemKind::Gemm, g, true).empty());
+  }
+  for (const char* r : {"rmsnorm", "silu_mul", "residual_add"}) {
+    CHECK(below_grid(profiler::ItemKind::Rowwise, r, false) == decode);
+    CHECK(below_grid(profiler::ItemKind::Rowwise, r, true).empty());
+  }
+  CHECK(profiler::gemm_rows(o).front() == 1);
+  // Keys stay unique with the dense rows and the decode rows.
   std::set<std::string> all;
   for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
     CHECK_MESSAGE(all.insert(it.key).second, it.key);
