@@ -104,7 +104,9 @@ double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t
                                     double bytes) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double sm_flops_per_ns = hw_.bf16_dense_tflops * 1e3 / static_cast<double>(hw_.sms);
-  // One tile shape: waves of thread blocks over the SMs, each at the tile's efficiency.
+  // One tile shape: waves of thread blocks over the SMs, each at the tile's efficiency; at
+  // least the bytes' time; plus the sum of the partial results when it splits K.
+  const double memory = memory_ns(bytes);
   auto time_with = [&](const HardwareConfig::GemmTile& tile) {
     const std::int64_t tiles = ((m + tile.m - 1) / tile.m) * ((n + tile.n - 1) / tile.n);
     // With fewer output tiles than SMs (decode, thin chunks) libraries split K across the idle
@@ -122,13 +124,14 @@ double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t
     const double kd = static_cast<double>(k) / static_cast<double>(splits);
     const double eff = hw_.gemm_max_efficiency * tile.efficiency * kd / (kd + hw_.gemm_k_half);
     const double tile_flops = 2.0 * static_cast<double>(tile.m * tile.n) * kd;
-    return waves * tile_flops / (sm_flops_per_ns * eff);
+    const double t = std::max(waves * tile_flops / (sm_flops_per_ns * eff), memory);
+    return splits > 1 ? t + hw_.gemm_split_k_us * 1e3 : t;
   };
   // The fastest tile shape the library may pick, as its heuristic would.
-  double compute = std::numeric_limits<double>::infinity();
-  if (hw_.gemm_tiles.empty()) compute = time_with({hw_.gemm_tile_m, hw_.gemm_tile_n, 1.0});
-  for (const auto& tile : hw_.gemm_tiles) compute = std::min(compute, time_with(tile));
-  return std::max(compute, memory_ns(bytes));
+  if (hw_.gemm_tiles.empty()) return time_with({hw_.gemm_tile_m, hw_.gemm_tile_n, 1.0});
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& tile : hw_.gemm_tiles) best = std::min(best, time_with(tile));
+  return best;
 }
 
 double AnalyticalCostModel::attention_ns(const Op& op) const {

@@ -42,6 +42,7 @@ const FieldBound kBounds[] = {
     {"efficiency.gemm_tile_n", 1, 4096, false, "columns"},
     {"efficiency.gemm_k_half", 0, 1e6, false, "K"},
     {"efficiency.gemm_overhead_us", 0, 1e6, false, "us (at most 1 s)"},
+    {"efficiency.gemm_split_k_us", 0, 1e6, false, "us (at most 1 s)"},
     {"efficiency.l2_resident_mib", 0, 1e6, false, "MiB"},
     {"efficiency.l2_gbps", 0, 1e7, false, "GB/s"},
     {"efficiency.norm_blocks_per_sm", 0, 1024, false, "thread blocks per SM"},

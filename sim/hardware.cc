@@ -114,6 +114,7 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
     h.gemm_stream_k = eff.raw().at("gemm_stream_k").get<bool>();
   }
   h.gemm_overhead_us = eff.number_or("gemm_overhead_us", h.kernel_overhead_us, false);
+  h.gemm_split_k_us = eff.number_or("gemm_split_k_us", 0, false);
   h.l2_resident_mib = eff.number_or("l2_resident_mib", 0, /*positive=*/false);
   h.l2_gbps = eff.number_or("l2_gbps", 0, /*positive=*/false);
   if (h.l2_resident_mib > 0 && h.l2_gbps <= 0) {

@@ -62,6 +62,27 @@ TEST_CASE("GEMM: the fastest of the library's tile shapes, and stream-K spreads 
   CHECK(sk.gemm_ns(128, 128, 1, 0) == doctest::Approx(32768));  // under one wave: a whole one
 }
 
+TEST_CASE(
+    "GEMM: a split-K term is charged only to tiles that split K, and the tile choice sees it") {
+  auto hw = tpo::test::toy_hardware();  // 2 SMs
+  // 128 x 256 x 512: a 128x256 tile is one tile on 2 SMs, so it splits K in two; 128x128 tiles
+  // are two, one per SM, no split. At efficiency 1.0 against 0.9 the splitting tile is faster.
+  hw.gemm_tiles = {{128, 256, 1.0}, {128, 128, 0.9}};
+  const AnalyticalCostModel plain(hw, 2);
+  const double split = plain.gemm_ns(128, 256, 512, 0);
+  hw.gemm_tiles = {{128, 128, 0.9}};
+  const double whole = AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 0);
+  REQUIRE(split < whole);
+  hw.gemm_tiles = {{128, 256, 1.0}, {128, 128, 0.9}};
+  hw.gemm_split_k_us = 0.001;  // 1 ns: the splitting tile still wins, 1 ns slower
+  CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 0) == doctest::Approx(split + 1));
+  hw.gemm_split_k_us = 1e4;  // 10 ms: the library would pick the tile that does not split
+  CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 0) == doctest::Approx(whole));
+  // K too short to split (under two 256-deep parts): no term.
+  CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 256, 0) ==
+        doctest::Approx(plain.gemm_ns(128, 256, 256, 0)));
+}
+
 TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too few norm rows") {
   auto hw = tpo::test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
