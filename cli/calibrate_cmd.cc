@@ -49,8 +49,7 @@ std::function<int()> add_calibrate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threshold", o->threshold,
                   "Decisions: overlap is picked only when it is predicted to beat none by more "
-                  "than this fraction, as tpo plan --threshold")
-      ->check(CLI::Range(0.0, 0.99))
+                  "than this fraction, in [0, 1), as tpo plan --threshold")
       ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");

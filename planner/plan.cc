@@ -240,9 +240,7 @@ Plan make_plan(const PlanOptions& o) {
     throw InputError("--max-chunks", std::to_string(o.max_chunks),
                      "at most 8 (the split search grows with each chunk)");
   }
-  if (!(o.threshold >= 0) || o.threshold >= 1) {
-    throw InputError("--threshold", std::to_string(o.threshold), "must be in [0, 1)");
-  }
+  sim::check_threshold(o.threshold, "--threshold");
   if (o.threads < 0 || o.threads > 1024) {
     throw InputError("--threads", std::to_string(o.threads),
                      "must be between 0 (all cores) and 1024");
@@ -425,8 +423,8 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   }
   // "Don't overlap" unless the winner beats none by more than the threshold (as ranked: a
   // charged winner beats none by that much after its charge).
-  if (ranked(point.candidates.front()) <=
-      ranked(point.candidates[point.best]) * (1.0 + o.threshold)) {
+  if (sim::keeps_none(ranked(point.candidates.front()), ranked(point.candidates[point.best]),
+                      o.threshold)) {
     point.best = 0;
   }
   if (point.candidates[point.best_by_prediction].speedup <= 1.0 + o.threshold) {

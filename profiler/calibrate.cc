@@ -460,8 +460,8 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       if (pred < by_pred.score) by_pred = {pred, c.measured_us, sim::variant_text(c.run.spec)};
       if (charged < ranked.score) ranked = {charged, c.measured_us, sim::variant_text(c.run.spec)};
     }
-    if (none_by_pred.score <= by_pred.score * (1 + threshold)) by_pred = none_by_pred;
-    if (none_ranked.score <= ranked.score * (1 + threshold)) ranked = none_ranked;
+    if (sim::keeps_none(none_by_pred.score, by_pred.score, threshold)) by_pred = none_by_pred;
+    if (sim::keeps_none(none_ranked.score, ranked.score, threshold)) ranked = none_ranked;
     const double regret = by_pred.measured / best_meas - 1.0;
     const double regret_ranked = ranked.measured / best_meas - 1.0;
     worst = std::max(worst, regret);
@@ -626,6 +626,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     throw InputError("--fit-on", "",
                      "name the model(s) whose cases are fitted; the rest are held out");
   }
+  sim::check_threshold(o.threshold, "--threshold");
   if (!o.out.empty()) check_writable(o.out, "--out");
   const auto cases = read_cases(o.reports);
   auto prep = prepare(cases, o.profiles);

@@ -293,6 +293,23 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
+  // Decode rows below the grid: given (0 alone: none), or 1, 8 and 32 on cuda without --quick.
+  std::vector<std::int64_t> decode_rows;
+  if (o.decode_rows_given) {
+    if (o.decode_rows != std::vector<std::int64_t>{0}) {
+      for (auto r : o.decode_rows) {
+        if (r < 1 || r >= o.align) {
+          throw InputError("--decode-rows", std::to_string(r),
+                           "each must be at least 1 and below --align (" + std::to_string(o.align) +
+                               "), where the grid starts (0 alone: none)");
+        }
+      }
+      decode_rows = o.decode_rows;
+    }
+  } else if (o.backend == "cuda" && !o.quick) {
+    for (std::int64_t r : {1, 8, 32})
+      if (r < o.align) decode_rows.push_back(r);
+  }
   if (o.backend == "cpu" && o.attention != "auto") {
     throw InputError("--attention", o.attention, "applies to --backend cuda only");
   }
@@ -322,22 +339,9 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
     throw InputError("--gemm-step", std::to_string(o.gemm_step), "must be >= 0 (0: the grid only)");
   }
   sw.gemm_step = o.gemm_step >= 0 ? o.gemm_step : (o.backend == "cuda" && !o.quick ? o.align : 0);
-  if (o.decode_rows_given) {
-    for (auto r : o.decode_rows) {
-      if (r < 1 || r >= o.align) {
-        throw InputError("--decode-rows", std::to_string(r),
-                         "each must be at least 1 and below --align (" + std::to_string(o.align) +
-                             "), where the grid starts");
-      }
-    }
-    sw.decode_rows = o.decode_rows;
-  } else if (o.backend == "cuda" && !o.quick) {
-    for (std::int64_t r : {1, 8, 32})
-      if (r < o.align) sw.decode_rows.push_back(r);
-  }
-  std::sort(sw.decode_rows.begin(), sw.decode_rows.end());
-  sw.decode_rows.erase(std::unique(sw.decode_rows.begin(), sw.decode_rows.end()),
-                       sw.decode_rows.end());
+  std::sort(decode_rows.begin(), decode_rows.end());
+  decode_rows.erase(std::unique(decode_rows.begin(), decode_rows.end()), decode_rows.end());
+  sw.decode_rows = decode_rows;
   sw.accuracy = o.accuracy;
   sw.comm_workers = comm_workers(o.backend);
   sw.comm_lengths = comm_lengths(o.backend);

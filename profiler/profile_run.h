@@ -37,7 +37,7 @@ struct ProfileOptions {
   // -1: --align on cuda without --quick, none otherwise.
   std::int64_t gemm_step = -1;
   // GEMMs and row-wise ops also at these rows below --align (SweepOptions::decode_rows);
-  // decode_rows_given false: 1, 8 and 32 on cuda without --quick, none otherwise.
+  // decode_rows_given false: 1, 8 and 32 on cuda without --quick, none otherwise; {0}: none.
   std::vector<std::int64_t> decode_rows;
   bool decode_rows_given = false;
   int reps = 5;

@@ -84,7 +84,8 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
       if (kind == ItemKind::Gemm) {
         add_gemm_sizes(add);  // the decode rows are among gemm_rows
       } else {
-        for (auto t : o.decode_rows)
+        const std::set<std::int64_t> decode(o.decode_rows.begin(), o.decode_rows.end());
+        for (auto t : decode)
           if (!std::binary_search(grid.begin(), grid.end(), t)) add(t, false);
         add_sizes(add);
       }

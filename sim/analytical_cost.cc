@@ -87,12 +87,12 @@ double AnalyticalCostModel::rowwise_ns(const Op& op) const {
   double t = l2 ? op.bytes / hw_.l2_gbps : memory_ns(op.bytes);
   if (op.kind == OpKind::Norm && hw_.norm_blocks_per_sm > 0) {
     // One row per thread block: too few rows leave SMs, and so bandwidth, unused. Only the rows'
-    // own bytes are slowed: the weight vector (2 bytes a column) is one read every row shares,
-    // so a norm of one row is never charged more than a norm of a full wave of rows.
+    // own bytes are slowed, not the weight vector every row shares: so every norm of fewer
+    // rows than a full wave (sms x norm_blocks_per_sm) takes the time of that full wave.
     const double fill =
         static_cast<double>(op.m) / (static_cast<double>(hw_.sms) * hw_.norm_blocks_per_sm);
     if (fill > 0 && fill < 1 && op.bytes > 0) {
-      const double shared = std::min(op.bytes, 2.0 * static_cast<double>(op.n));
+      const double shared = std::min(op.bytes, norm_weight_bytes(op));
       const double rows_t = t * (op.bytes - shared) / op.bytes;
       t = rows_t / fill + (t - rows_t);
     }

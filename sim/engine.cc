@@ -161,10 +161,7 @@ inline void Engine::rerate_contended(const ContentionParams& p, const OpResource
   if (b != nullptr && b->waiting) {
     // The kernel it waited for is gone (or never held every SM): it starts its work now.
     if (a == nullptr || ra->waves <= 0) {
-      b->waiting = 0;
-      b->remaining_ns = static_cast<double>(alone_b);
-      b->factor = 0;
-      b->last_update_ns = now;
+      b->begin_work(alone_b, now);
     } else {
       refactor(*b, 1.0, now, seq);  // only time passes
       refactor(*a, 1.0, now, seq);
@@ -483,11 +480,7 @@ bool Engine::advance_impl(std::int32_t stop) {
       }
       settle<One>(now);
     } else if (st_[i].waiting) {  // a comm kernel got its SMs: its work starts
-      OpState& x = st_[i];
-      x.waiting = 0;
-      x.remaining_ns = static_cast<double>(alone_[i]);
-      x.factor = 0;
-      x.last_update_ns = now;
+      st_[i].begin_work(alone_[i], now);
       const std::int32_t rank = rank_of(op_stream_[i]);
       mark_dirty<One>(rank);
       settle<One>(now);
@@ -574,10 +567,7 @@ bool Engine::advance_lanes(std::int32_t stop) {
                    bool is_comm_stream) {  // start
     start_ns[op] = now;
     l.op = op;
-    x.remaining_ns = static_cast<double>(alone[op]);
-    x.last_update_ns = now;
-    x.factor = 0;
-    x.waiting = 0;
+    x.begin_work(alone[op], now);
     hit |= op == stop;
     if constexpr (Contention) {
       // As start(): a comm kernel on the comm stream beside a running compute kernel.
@@ -651,10 +641,7 @@ bool Engine::advance_lanes(std::int32_t stop) {
       if (comp || both) begin(c, cs, m, ms, c.op, false);
       if (!comp || both) begin(m, ms, c, cs, m.op, true);
     } else if (Contention && x.waiting) {  // a comm kernel got its SMs: its work starts
-      x.waiting = 0;
-      x.remaining_ns = static_cast<double>(alone[l.op]);
-      x.factor = 0;
-      x.last_update_ns = now;
+      x.begin_work(alone[l.op], now);
     } else {
       end_ns[l.op] = now;
       l.op = -1;

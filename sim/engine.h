@@ -139,6 +139,13 @@ class Engine {
     // not: a store through a char may alias anything, and the compiler would then reload
     // every member's pointers after it.
     std::int32_t waiting;
+    // Its work (its standalone time) starts now: a new op, or a comm kernel that got its SMs.
+    void begin_work(std::int64_t alone_ns, std::int64_t now) {
+      remaining_ns = static_cast<double>(alone_ns);
+      factor = 0;  // forces a re-rate to schedule the finish
+      last_update_ns = now;
+      waiting = 0;
+    }
   };
   static constexpr std::int32_t kUnlaunched = 2;
   // running_[stream]: the op running on it (>= 0), -1 for none, or held(op) (< -1) while op

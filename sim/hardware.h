@@ -57,8 +57,9 @@ struct HardwareConfig {
   // SMs instead of running it as a whole extra wave.
   bool gemm_stream_k = false;
   double gemm_overhead_us = 0;  // GPU time a GEMM kernel adds (default kernel_overhead_us)
-  // GPU time a GEMM that splits K across thread blocks adds to sum its partial results (a
-  // second kernel and the partials' traffic); 0: none. The model's tile choice includes it.
+  // GPU time a GEMM that splits K across thread blocks adds to sum its partial results: one
+  // constant per such GEMM (e.g. a second kernel), whatever the split; 0: none. The model's tile
+  // choice includes it.
   double gemm_split_k_us = 0;
   double attention_max_efficiency = 0;
   // Fused attention's efficiency rises with the keys each query block streams: at

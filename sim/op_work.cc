@@ -30,7 +30,7 @@ void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {
     case OpCode::MlpNorm:
     case OpCode::FinalNorm:  // read x, write y, read the weight vector
       op.flops = 4.0 * e;
-      op.bytes = 2.0 * (2.0 * e + static_cast<double>(width));
+      op.bytes = 2.0 * 2.0 * e + norm_weight_bytes(op);
       break;
     case OpCode::ResidualAdd:  // read residual and update, write residual
       op.flops = e;

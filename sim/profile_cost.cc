@@ -130,6 +130,8 @@ static Op resized(const Op& op, double from, double to) {
     e.bytes = 2.0 * (m * k + k * n + m * n);
   } else if (op.kind == OpKind::Norm || op.kind == OpKind::Elementwise) {
     e.m = static_cast<std::int64_t>(std::llround(static_cast<double>(op.m) * f));
+    // By the graph's formulas: a norm's weight vector does not scale with its rows.
+    if (op.n > 0) set_rowwise_work(e, e.m, op.n);
   }
   return e;
 }

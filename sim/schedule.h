@@ -144,6 +144,13 @@ inline double kv_store_bytes(const Op& op) {
              ? 2.0 * 2.0 * 2.0 * static_cast<double>(op.m) * static_cast<double>(op.kv_width)
              : 0.0;
 }
+// Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
+// every other op.
+inline double norm_weight_bytes(const Op& op) {
+  const bool norm =
+      op.code == OpCode::AttnNorm || op.code == OpCode::MlpNorm || op.code == OpCode::FinalNorm;
+  return norm ? 2.0 * static_cast<double>(op.n) : 0.0;
+}
 // The same op over positions [seq_begin, seq_end) of its requests instead: shape, FLOPs and
 // bytes recomputed by the formulas above (the split search moves ISO chunk boundaries on one
 // graph; build_schedule at the new split gives the same op).

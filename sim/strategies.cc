@@ -2,7 +2,9 @@
 // here (and its test in tests/sim/test_strategies.cc); the graph harness, the planner, the
 // reports, the plan files and the runtime all read these records.
 #include <algorithm>
+#include <string>
 
+#include "sim/error.h"
 #include "sim/strategy.h"
 
 namespace tpo::sim {
@@ -109,6 +111,12 @@ std::string not_applicable_reason(const Workload& w, const StrategySpec& s) {
     return name + " needs at least as many rows as pieces (" + std::to_string(s.pieces) + ")";
   }
   return {};
+}
+
+void check_threshold(double threshold, const char* flag) {
+  if (!(threshold >= 0) || threshold >= 1) {
+    throw InputError(flag, std::to_string(threshold), "must be in [0, 1)");
+  }
 }
 
 std::string variant_text(const StrategySpec& s) {

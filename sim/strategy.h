@@ -38,6 +38,14 @@ struct StrategySpec {
   bool operator==(const StrategySpec&) const = default;
 };
 
+// The overlap decision of `tpo plan` (and of `tpo calibrate`'s decisions): `none` stays unless
+// the pick beats it by more than `threshold` (a fraction of the pick's time), in [0, 1).
+inline bool keeps_none(double none_time, double pick_time, double threshold) {
+  return none_time <= pick_time * (1.0 + threshold);
+}
+// Throws InputError naming `flag` unless 0 <= threshold < 1 (NaN included).
+void check_threshold(double threshold, const char* flag);
+
 // How a strategy cuts the token matrix (requests x positions) into segments, each of which
 // runs every module in turn.
 enum class Segments : std::uint8_t {

@@ -9,58 +9,43 @@ in a million (a wrong shape).
 
 usage: tileops_attention_check.py TPO HARDWARE CSV
 """
-import csv
-import json
-import os
-import statistics
-import subprocess
 import sys
-import tempfile
+
+from tpo_predict import predict_op, read_csv, summary
 
 
-def predict(tpo, hardware, heads, kv_heads, requests, tokens, prefix, tmp):
-    model = os.path.join(tmp, "model.json")
-    with open(model, "w") as f:
-        json.dump({"schema": "tpo.model/1", "name": f"attention-{heads}-{kv_heads}",
-                   "num_hidden_layers": 1, "hidden_size": heads * 128,
-                   "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": 128,
-                   "intermediate_size": 4 * heads * 128, "vocab_size": 32000,
-                   "source": "synthetic: one attention op of the given heads"}, f)
-    trace = os.path.join(tmp, "trace.json")
-    subprocess.run([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", "1",
-                    "--seq", str(tokens), "--context", str(prefix), "--batch", str(requests),
-                    "--strategy", "none", "--trace", trace], check=True, capture_output=True)
-    t = json.load(open(trace))
-    events = t["traceEvents"] if isinstance(t, dict) else t
-    op = next(e for e in events if e.get("ph") == "X" and e.get("name") == "attention")
-    return op["dur"], op["args"]["flops"]
+def predict(tpo, hardware, heads, kv_heads, requests, tokens, prefix):
+    model = {"name": f"attention-{heads}-{kv_heads}", "hidden_size": heads * 128,
+             "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": 128,
+             "intermediate_size": 4 * heads * 128,
+             "source": "synthetic: one attention op of the given heads"}
+    e = predict_op(tpo, hardware, model, ["--seq", str(tokens), "--context", str(prefix),
+                                          "--batch", str(requests)], "attention")
+    return e["dur"], e["args"]["flops"]
 
 
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     tpo, hardware, path = sys.argv[1:]
-    rows = list(csv.DictReader(line for line in open(path) if not line.startswith("#")))
+    rows = read_csv(path)
     print(f"{'label':20} {'dtype':5} {'heads':>5} {'req x tokens':>12} {'prefix':>6} "
           f"{'published us':>12} {'TFLOP/s':>7} {'predicted us':>12} {'TFLOP/s':>7} {'error':>7}")
     errors = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in rows:
-            n = {k: int(r[k]) for k in ("heads", "kv_heads", "requests", "tokens", "prefix")}
-            us, flops = predict(tpo, hardware, n["heads"], n["kv_heads"], n["requests"],
-                                n["tokens"], n["prefix"], tmp)
-            if abs(flops - float(r["flops"])) > 1e-6 * flops:
-                sys.exit(f"{r['label']}: tpo counts {flops:.0f} FLOPs, the source {r['flops']}: "
-                         "the shape in the CSV is not the benchmarked one")
-            pub = float(r["fa3_ms"]) * 1e3
-            err = us / pub - 1
-            errors.append(err)
-            print(f"{r['label']:20} {r['dtype']:5} {n['heads']:5} "
-                  f"{str(n['requests']) + ' x ' + str(n['tokens']):>12} {n['prefix']:6} {pub:12.1f} "
-                  f"{flops / pub / 1e6:7.0f} {us:12.1f} {flops / us / 1e6:7.0f} {err:+7.1%}")
-    a = sorted(abs(e) for e in errors)
-    print(f"\nn={len(errors)}  median |error| {statistics.median(a):.1%}, worst {a[-1]:.1%}, "
-          f"mean signed {statistics.mean(errors):+.1%}")
+    for r in rows:
+        n = {k: int(r[k]) for k in ("heads", "kv_heads", "requests", "tokens", "prefix")}
+        us, flops = predict(tpo, hardware, n["heads"], n["kv_heads"], n["requests"],
+                            n["tokens"], n["prefix"])
+        if abs(flops - float(r["flops"])) > 1e-6 * flops:
+            sys.exit(f"{r['label']}: tpo counts {flops:.0f} FLOPs, the source {r['flops']}: "
+                     "the shape in the CSV is not the benchmarked one")
+        pub = float(r["fa3_ms"]) * 1e3
+        err = us / pub - 1
+        errors.append(err)
+        print(f"{r['label']:20} {r['dtype']:5} {n['heads']:5} "
+              f"{str(n['requests']) + ' x ' + str(n['tokens']):>12} {n['prefix']:6} {pub:12.1f} "
+              f"{flops / pub / 1e6:7.0f} {us:12.1f} {flops / us / 1e6:7.0f} {err:+7.1%}")
+    print(f"\nn={len(errors)}  {summary(errors)}")
 
 
 if __name__ == "__main__":

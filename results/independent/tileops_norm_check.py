@@ -7,65 +7,50 @@ per-kernel term, `kernel_overhead_us`).
 
 usage: tileops_norm_check.py TPO HARDWARE CSV
 """
-import csv
-import json
-import os
-import statistics
-import subprocess
 import sys
-import tempfile
+
+from tpo_predict import predict_op, read_csv, summary
 
 IMPLEMENTATIONS = ("flashinfer", "vllm", "torch_compile")
 
 
-def predict(tpo, hardware, rows, hidden, tmp):
-    model = os.path.join(tmp, "model.json")
-    with open(model, "w") as f:
-        json.dump({"schema": "tpo.model/1", "name": f"norm-{hidden}", "num_hidden_layers": 1,
-                   "hidden_size": hidden, "num_attention_heads": hidden // 128,
-                   "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3 * hidden,
-                   "vocab_size": 32000, "source": "synthetic: one RMSNorm of the given rows"}, f)
-    trace = os.path.join(tmp, "trace.json")
+def predict(tpo, hardware, rows, hidden):
+    model = {"name": f"norm-{hidden}", "hidden_size": hidden, "num_attention_heads": hidden // 128,
+             "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3 * hidden,
+             "source": "synthetic: one RMSNorm of the given rows"}
     phase = ["--seq", str(rows)] if rows > 1 else ["--phase", "decode", "--seq", "2048"]
-    subprocess.run([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", "1",
-                    "--strategy", "none", "--trace", trace] + phase, check=True, capture_output=True)
-    t = json.load(open(trace))
-    events = t["traceEvents"] if isinstance(t, dict) else t
-    op = next(e for e in events if e.get("ph") == "X" and e.get("name") == "attn_norm")
-    if op["args"]["tokens"] != rows:
-        sys.exit(f"attn_norm has {op['args']['tokens']} rows, expected {rows}")
-    return op["dur"]
+    e = predict_op(tpo, hardware, model, phase, "attn_norm")
+    if e["args"]["tokens"] != rows:
+        sys.exit(f"attn_norm has {e['args']['tokens']} rows, expected {rows}")
+    return e["dur"]
 
 
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     tpo, hardware, path = sys.argv[1:]
-    rows = list(csv.DictReader(line for line in open(path) if not line.startswith("#")))
+    rows = read_csv(path)
     head = "".join(f" {name + ' us':>16} {'error':>7}" for name in IMPLEMENTATIONS)
     print(f"{'label':20} {'rows x hidden':>14} {'predicted us':>12}{head}")
     errors = {name: {"prefill": [], "decode": []} for name in IMPLEMENTATIONS}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in rows:
-            m, n = int(r["rows"]), int(r["hidden"])
-            us = predict(tpo, hardware, m, n, tmp)
-            line = f"{r['label']:20} {f'{m} x {n}':>14} {us:12.2f}"
-            for name in IMPLEMENTATIONS:
-                if not r[name + "_ms"]:
-                    line += f" {'-':>16} {'-':>7}"
-                    continue
-                pub = float(r[name + "_ms"]) * 1e3
-                err = us / pub - 1
-                errors[name]["prefill" if m > 1 else "decode"].append(err)
-                line += f" {pub:16.2f} {err:+7.1%}"
-            print(line)
+    for r in rows:
+        m, n = int(r["rows"]), int(r["hidden"])
+        us = predict(tpo, hardware, m, n)
+        line = f"{r['label']:20} {f'{m} x {n}':>14} {us:12.2f}"
+        for name in IMPLEMENTATIONS:
+            if not r[name + "_ms"]:
+                line += f" {'-':>16} {'-':>7}"
+                continue
+            pub = float(r[name + "_ms"]) * 1e3
+            err = us / pub - 1
+            errors[name]["prefill" if m > 1 else "decode"].append(err)
+            line += f" {pub:16.2f} {err:+7.1%}"
+        print(line)
     print()
     for name in IMPLEMENTATIONS:
         for phase, errs in errors[name].items():
             if errs:
-                a = sorted(abs(e) for e in errs)
-                print(f"{name:14} {phase:8} n={len(errs)}  median |error| {statistics.median(a):5.1%}, "
-                      f"worst {a[-1]:5.1%}, mean signed {statistics.mean(errs):+5.1%}")
+                print(f"{name:14} {phase:8} n={len(errs)}  {summary(errs)}")
 
 
 if __name__ == "__main__":

@@ -379,7 +379,7 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   r = tpo("profile --backend cpu --gemm-step -1 --out " + (scratch() / "never.json").string());
   CHECK(r.code == 2);  // -1 is the option's unset value inside, not an input
   CHECK_FALSE(fs::exists(scratch() / "never.json"));
-  for (const char* rows : {"0", "64", "1,64"}) {  // decode rows lie below the --align grid (64)
+  for (const char* rows : {"64", "1,64", "0,8"}) {  // decode rows lie below the --align grid (64)
     r = tpo(std::string("profile --backend cpu --decode-rows ") + rows + " --out " +
             (scratch() / "never.json").string());
     CHECK(r.code == 2);
@@ -807,9 +807,13 @@ TEST_CASE(
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);
   CHECK(r.out.find("--wave-rule") != std::string::npos);
-  r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --threshold 1");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("--threshold") != std::string::npos);
+  for (const char* t : {"1", "-0.1", "nan"}) {  // as tpo plan: [0, 1), NaN refused too
+    r = tpo("calibrate --reports" + reports +
+            " --profile x.json --fit-on llama3.1-8b --threshold " + t);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--threshold") != std::string::npos);
+    CHECK(r.out.find("must be in [0, 1)") != std::string::npos);
+  }
   // Bad input exits 2 naming what to fix.
   r = tpo("calibrate --reports " + data + "/tiny_model.json --profile x.json --fit-on tiny");
   CHECK(r.code == 2);

@@ -78,9 +78,16 @@ TEST_CASE(
   CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 0) == doctest::Approx(split + 1));
   hw.gemm_split_k_us = 1e4;  // 10 ms: the library would pick the tile that does not split
   CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 0) == doctest::Approx(whole));
-  // K too short to split (under two 256-deep parts): no term.
-  CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 256, 0) ==
-        doctest::Approx(plain.gemm_ns(128, 256, 256, 0)));
+  // K too short to split (under two 256-deep parts): no term, even for a tile with fewer tiles
+  // than SMs (the only tile here).
+  hw.gemm_tiles = {{128, 256, 1.0}};
+  const double unsplit = AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 256, 0);
+  hw.gemm_split_k_us = 0;
+  CHECK(unsplit == doctest::Approx(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 256, 0)));
+  // A memory-bound splitting GEMM pays the term on top of its bytes' time.
+  hw.gemm_split_k_us = 1e3;      // 1e6 ns, 0.1% of the bytes' 1e9 ns
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  CHECK(AnalyticalCostModel(hw, 2).gemm_ns(128, 256, 512, 1e9) == doctest::Approx(1e9 + 1e6));
 }
 
 TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too few norm rows") {

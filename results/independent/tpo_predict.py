@@ -1,0 +1,43 @@
+"""Shared by the results/independent check scripts: tpo's prediction of one op of a synthetic
+one-layer model (read from the Chrome trace of `tpo simulate --strategy none`, so it is the op's
+standalone time, per-kernel term included), the published-data CSV reader, and the error
+summary. Predictions only: nothing here measures anything."""
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def read_csv(path):
+    """The rows of a CSV whose header lines start with '#' (the data's provenance)."""
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def predict_op(tpo, hardware, model, simulate_args, op_name):
+    """The trace event of `op_name` when `tpo simulate` runs `model` (a tpo.model/1 dict) at
+    TP 1 with `simulate_args` (e.g. ["--seq", "2048"]); exits naming tpo's error if it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.json")
+        with open(path, "w") as f:
+            json.dump(dict({"schema": "tpo.model/1", "num_hidden_layers": 1,
+                            "vocab_size": 32000}, **model), f)
+        trace = os.path.join(tmp, "trace.json")
+        run = subprocess.run([tpo, "simulate", "--model", path, "--hardware", hardware, "--tp", "1",
+                              "--strategy", "none", "--trace", trace] + simulate_args,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"tpo simulate failed ({run.returncode}):\n{run.stdout}{run.stderr}")
+        t = json.load(open(trace))
+    events = t["traceEvents"] if isinstance(t, dict) else t
+    return next(e for e in events if e.get("ph") == "X" and e.get("name") == op_name)
+
+
+def summary(errors):
+    """Median and worst |error| and the mean signed error of relative errors."""
+    a = sorted(abs(e) for e in errors)
+    return (f"median |error| {statistics.median(a):5.1%}, worst {a[-1]:5.1%}, "
+            f"mean signed {statistics.mean(errors):+5.1%}")
