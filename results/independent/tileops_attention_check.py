@@ -11,7 +11,7 @@ usage: tileops_attention_check.py TPO HARDWARE CSV
 """
 import sys
 
-from tpo_predict import predict_op, read_csv, summary
+from tpo_predict import check_args, predict_op, summary
 
 
 def predict(tpo, hardware, heads, kv_heads, requests, tokens, prefix):
@@ -25,10 +25,7 @@ def predict(tpo, hardware, heads, kv_heads, requests, tokens, prefix):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    tpo, hardware, path = sys.argv[1:]
-    rows = read_csv(path)
+    tpo, hardware, rows = check_args(__doc__)
     print(f"{'label':20} {'dtype':5} {'heads':>5} {'req x tokens':>12} {'prefix':>6} "
           f"{'published us':>12} {'TFLOP/s':>7} {'predicted us':>12} {'TFLOP/s':>7} {'error':>7}")
     errors = []

@@ -10,7 +10,7 @@ usage: tileops_check.py TPO HARDWARE CSV
 """
 import sys
 
-from tpo_predict import predict_op, read_csv, summary
+from tpo_predict import check_args, predict_op, summary
 
 
 def predict_gemm(tpo, hardware, m, n, k):
@@ -24,10 +24,7 @@ def predict_gemm(tpo, hardware, m, n, k):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    tpo, hardware, path = sys.argv[1:]
-    rows = read_csv(path)
+    tpo, hardware, rows = check_args(__doc__)
     print(f"{'label':26} {'M x N x K':>18} {'dtype':5} {'published us':>12} {'cublas kernels':>14} "
           f"{'predicted us':>12} {'error':>7} {'vs cublaslt-best':>16}")
     groups = {"2048-16k rows": [], "thin (M <= 128)": [], "other": []}

@@ -9,7 +9,7 @@ usage: tileops_norm_check.py TPO HARDWARE CSV
 """
 import sys
 
-from tpo_predict import predict_op, read_csv, summary
+from tpo_predict import check_args, predict_op, summary
 
 IMPLEMENTATIONS = ("flashinfer", "vllm", "torch_compile")
 
@@ -26,10 +26,7 @@ def predict(tpo, hardware, rows, hidden):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    tpo, hardware, path = sys.argv[1:]
-    rows = read_csv(path)
+    tpo, hardware, rows = check_args(__doc__)
     head = "".join(f" {name + ' us':>16} {'error':>7}" for name in IMPLEMENTATIONS)
     print(f"{'label':20} {'rows x hidden':>14} {'predicted us':>12}{head}")
     errors = {name: {"prefill": [], "decode": []} for name in IMPLEMENTATIONS}

@@ -17,6 +17,13 @@ def read_csv(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def check_args(doc):
+    """TPO, HARDWARE and the CSV's rows from `script TPO HARDWARE CSV`; exits with `doc` else."""
+    if len(sys.argv) != 4:
+        sys.exit(doc)
+    return sys.argv[1], sys.argv[2], read_csv(sys.argv[3])
+
+
 def predict_op(tpo, hardware, model, simulate_args, op_name):
     """The trace event of `op_name` when `tpo simulate` runs `model` (a tpo.model/1 dict) at
     TP 1 with `simulate_args` (e.g. ["--seq", "2048"]); exits naming tpo's error if it fails."""
