@@ -103,20 +103,24 @@ def main():
                               - pred[(b, "ladder")]["decode_step_us"]) / (2 * layers)
                 layer_pub = float(pub[(b, "ladder")]["decode_s"]) / DECODE_STEPS / layers * 1e6
                 layer_pred = pred[(b, "ladder")]["decode_step_us"] / layers
-                derived.append((model, b, saved_pub, saved_pred, layer_pub, layer_pred))
+                pre_saved_pub = (float(base["prefill_s"]) - float(pub[(b, "ladder")]["prefill_s"])) * 1e3
+                pre_saved_pred = (pred[(b, "none")]["prefill_us"] - pred[(b, "ladder")]["prefill_us"]) / 1e3
+                derived.append((model, b, saved_pub, saved_pred, layer_pub, layer_pred,
+                                pre_saved_pub, pre_saved_pred))
         print()
 
     print("Decode step time, all rows: " + summary_line(decode_errors))
     print("Speedup over none (predicted / published - 1): "
           + ", ".join(f"{m} bs {b} {s} {pr / pu - 1:+.1%}" for m, b, s, pu, pr in speedup_errors))
     print()
-    print("Read off the published decode times (no model), beside tpo's prediction of the same:")
+    print("Read off the published times (no model), beside tpo's prediction of the same:")
     print(f"{'model':<12} {'batch':>5} {'decode time ladder saved per all-reduce, us':>44} "
-          f"{'ladder decode time per layer, us':>34}")
+          f"{'ladder decode time per layer, us':>34} {'prefill time ladder saved, ms':>31}")
     print(f"{'':<12} {'':>5} {'published (>= one all-reduce) / predicted':>44} "
-          f"{'published (>= compute) / predicted':>34}")
-    for model, b, sp, sq, lp, lq in derived:
-        print(f"{model:<12} {b:>5} {sp:>27.1f} / {sq:<14.1f} {lp:>20.1f} / {lq:<11.1f}")
+          f"{'published (>= compute) / predicted':>34} {'published / predicted':>31}")
+    for model, b, sp, sq, lp, lq, pp, pq in derived:
+        print(f"{model:<12} {b:>5} {sp:>27.1f} / {sq:<14.1f} {lp:>20.1f} / {lq:<11.1f} "
+              f"{pp:>20.1f} / {pq:<8.1f}")
     print()
 
     with open(hardware_file(hardware)) as f:
