@@ -182,6 +182,20 @@ GenerateReport run_generate(const GenerateOptions& o) {
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
+  if (rep.cost_model == "analytical") {
+    const auto& hw = ws.front().hardware;
+    const auto link = [](const sim::LinkConfig& l) {
+      return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
+             fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
+    };
+    rep.allreduce_note = "all-reduce: " + link(hw.intra);
+    if (o.plan.workload.tp > hw.gpus_per_node && hw.inter.cls != "none")
+      rep.allreduce_note += ", across nodes " + link(hw.inter);
+    rep.allreduce_note +=
+        " from the hardware file; decode's small all-reduces are latency-bound, and the latency "
+        "depends on the all-reduce implementation (one-kernel custom ~6-9 us, NCCL under PyTorch "
+        "~17-21 us on 8x Hopper: results/independent/README.md)";
+  }
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.
   run_jobs(batches.size() * kinds.size(), p.threads, [&](std::size_t j) {
@@ -210,6 +224,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
     os << "launch time hidden; serving engines replay decode steps as CUDA graphs: --exec graph "
           "(or eager) charges launches\n";
   }
+  if (!r.allreduce_note.empty()) os << r.allreduce_note << "\n";
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
         "so none ran\n";
   const auto& f = fmt;

@@ -46,6 +46,10 @@ struct GenerateReport {
   std::string cost_model = "analytical";
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::int64_t layers = 0;
+  // Analytical model only: the all-reduce cost it charges (the hardware file's links), stated
+  // because decode's small all-reduces are latency-bound and that latency depends on the
+  // all-reduce implementation. Empty with a profile.
+  std::string allreduce_note;
   std::vector<GenerateBatch> batches;
 };
 

@@ -212,6 +212,9 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   // Queued execution hides launches: the table says so and names the mode serving engines use.
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
         std::string::npos);
+  // The analytical model states the all-reduce cost it charges (h100x8's NVLink: 8 us, 476 GB/s).
+  CHECK(r.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
+        std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
                           "\"tokens_per_s\"", "\"speedup\""}) {
