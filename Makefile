@@ -29,11 +29,13 @@ deps:
 # its wheel is downloaded and its headers unpacked into BUILD_DIR/_deps, where CUDA's cuDNN is
 # installed. Optional: without them the build uses the cuBLAS attention.
 FRONTEND := $(BUILD_DIR)/_deps/cudnn-frontend
+# The version built and reviewed here; pinned so that every build compiles the same headers.
+CUDNN_FRONTEND_VERSION := 1.32.0
 cudnn-frontend:
 	@if [ -e /usr/local/cuda/include/cudnn.h ] && [ ! -e $(FRONTEND)/include/cudnn_frontend.h ]; then \
 	  echo "tpo: fetching the cudnn-frontend headers (PyPI nvidia-cudnn-frontend)"; \
 	  mkdir -p $(FRONTEND) && rm -f $(FRONTEND)/*.whl && \
-	  if python3 -m pip download -q --no-deps -d $(FRONTEND) nvidia-cudnn-frontend 2>/dev/null && \
+	  if python3 -m pip download -q --no-deps -d $(FRONTEND) nvidia-cudnn-frontend==$(CUDNN_FRONTEND_VERSION) 2>/dev/null && \
 	     python3 -m zipfile -e $(FRONTEND)/*.whl $(FRONTEND)/wheel && \
 	     cp -r $(FRONTEND)/wheel/include $(FRONTEND)/include; then \
 	    echo "tpo: cudnn-frontend headers in $(FRONTEND)/include"; \

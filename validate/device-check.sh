@@ -8,7 +8,8 @@
 #   validate/device-check.sh                      # everything
 #   PHASE=build|test|profile|validate|calibrate    # one phase
 #   PREBUILT=build-gpu validate/device-check.sh   # binaries built elsewhere (same ARCH):
-#       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF
+#       cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 -DTPO_BUILD_BENCH=OFF \
+#         -DTPO_CUDNN_FRONTEND_DIR=$PWD/build/_deps/cudnn-frontend/include
 #       cmake --build build-gpu --target tpo tpo-gpu tpo_gpu_tests tpo_attention_bench
 #       mkdir -p build-gpu/lib && cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1* build-gpu/lib/
 #       then carry build-gpu/cli/tpo and tpo-gpu (tpo hands CUDA work to tpo-gpu beside it),
@@ -54,8 +55,18 @@ if [ -z "${TPO_CUDNN_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.
     export LD_LIBRARY_PATH="$cudnn_dir:${LD_LIBRARY_PATH:-}"
   fi
 fi
-echo "cuDNN: ${TPO_CUDNN_LIB:-$(ldconfig -p 2>/dev/null | grep -m1 'libcudnn.so.9' | sed 's/.*=> //')}" \
+cudnn_lib=${TPO_CUDNN_LIB:-$(ldconfig -p 2>/dev/null | grep -m1 'libcudnn.so.9' | sed 's/.*=> //')}
+cudnn_version=$(python3 -c 'import ctypes, sys; v = ctypes.CDLL(sys.argv[1]).cudnnGetVersion(); print(f"{v // 10000}.{v // 100 % 100}.{v % 100}")' "${cudnn_lib:-none}" 2>/dev/null)
+echo "cuDNN: ${cudnn_lib:-not found} (version ${cudnn_version:-unknown}; file $(readlink -f "${cudnn_lib:-/nonexistent}" 2>/dev/null || echo -))" \
   | tee "$R/cudnn.txt"
+# The build needs cudnn.h (CUDA's, or beside a wheel's library) and the cudnn-frontend headers:
+# `make` fetches them into build/_deps, which a machine without network gets carried over.
+CUDNN_CMAKE=()
+FRONTEND_DIR=${TPO_CUDNN_FRONTEND_DIR:-$PWD/build/_deps/cudnn-frontend/include}
+[ -e "$FRONTEND_DIR/cudnn_frontend.h" ] && CUDNN_CMAKE+=(-DTPO_CUDNN_FRONTEND_DIR="$FRONTEND_DIR")
+if [ -n "${cudnn_lib:-}" ] && [ -e "$(dirname "$cudnn_lib")/../include/cudnn.h" ]; then
+  CUDNN_CMAKE+=(-DTPO_CUDNN_INCLUDE_DIR="$(cd "$(dirname "$cudnn_lib")/../include" && pwd)")
+fi
 log() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
 : > "$R/steps.txt"
 FAILED=0
@@ -261,14 +272,27 @@ if want build && [ -z "${PREBUILT:-}" ]; then
   GEN=()
   command -v ninja > /dev/null && GEN=(-G Ninja)
   step configure 300 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF "${CUDNN_CMAKE[@]}"
   grep -q "tpo: CUDA=1" "$R/configure.log" || { echo "CUDA not found by CMake"; FAILED=1; }
+  grep -q "cuDNN=1" "$R/configure.log" || {
+    echo "cuDNN's fused attention NOT built (cudnn.h or the cudnn-frontend headers not found;"
+    echo "  carry build/_deps/cudnn-frontend or set TPO_CUDNN_FRONTEND_DIR / TPO_CUDNN_INCLUDE_DIR)"
+    FAILED=1
+  }
   step build 900 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo-gpu tpo_gpu_tests \
     tpo_attention_bench
 fi
 "$TPO" --version > "$R/version.txt" 2>&1 || { echo "$TPO does not run:"; cat "$R/version.txt"; FAILED=1; finish; exit 1; }
 # `tpo` loads no GPU library and hands CUDA work to tpo-gpu beside it.
 [ -x "$BUILD/cli/tpo-gpu" ] || { echo "$BUILD/cli/tpo-gpu is missing (tpo hands CUDA work to it)"; FAILED=1; finish; exit 1; }
+
+# A build with cuDNN must run it: the GPU test then fails instead of skipping the fused checks.
+grep -q cudnn "$R/version.txt" && export TPO_REQUIRE_CUDNN=1
+# cudnn-frontend opens the CUDA runtime itself: the one tpo-gpu links, not another one found first.
+cudart=$(ldd "$BUILD/cli/tpo-gpu" 2>/dev/null | awk '/libcudart\.so/ {print $1; exit}')
+[ -n "$cudart" ] && export CUDNN_FRONTEND_CUDART_LIB_NAME="$cudart"
+echo "cuDNN required by the GPU test: ${TPO_REQUIRE_CUDNN:-no}; CUDA runtime for the frontend: ${cudart:-default}" \
+  | tee -a "$R/cudnn.txt"
 
 if want test; then
   log "GPU tests: the CUDA kernels against the CPU ones; the runtime and profiler on a tiny model"

@@ -1,6 +1,8 @@
 // Attention with a KV prefix and GQA: pointer arrays, two batched cuBLAS GEMMs around a
 // masked softmax. The fallback and the comparison for cuDNN's fused attention
 // (cuda_attention_cudnn.cc), chosen with --attention cublas.
+#include <cstdio>
+
 #include "validate/kernels/cuda_common.cuh"
 
 namespace tpo::validate::cuda {
@@ -84,6 +86,13 @@ bool use_fused_attention(const std::string& option) {
   }
   if (option != "auto") {
     throw std::invalid_argument("--attention " + option + ": must be auto, cudnn or cublas");
+  }
+  if (!ok && fused_attention_built()) {
+    // Built with cuDNN but it cannot run here: say so (reports record the kernel that ran).
+    std::fprintf(stderr,
+                 "tpo: --attention auto: cuDNN's fused attention cannot run here (%s); "
+                 "using the cuBLAS attention\n",
+                 why.c_str());
   }
   return ok;
 }

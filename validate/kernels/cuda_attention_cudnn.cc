@@ -37,7 +37,9 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
-// Opens libcudnn once: $TPO_CUDNN_LIB, else libcudnn.so.9 / libcudnn.so on the library path.
+// Opens libcudnn once: $TPO_CUDNN_LIB, else libcudnn.so.9 on the library path; refuses a
+// cuDNN whose fused attention cudnn-frontend cannot run here: older than 9.6 (bottom-right
+// causal masks at lengths off the 64-token grid) or 9.10.0 / 9.10.1 (refused by the frontend).
 bool open_cudnn(std::string* why) {
   static std::once_flag once;
   static std::string error;
@@ -45,14 +47,34 @@ bool open_cudnn(std::string* why) {
     std::vector<std::string> names;
     if (const char* env = std::getenv("TPO_CUDNN_LIB"); env && *env) names.push_back(env);
     names.push_back("libcudnn.so.9");
-    names.push_back("libcudnn.so");
     for (const auto& n : names) {
-      if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-        cudnn_frontend::cudnn_dlhandle = h;
-        return;
+      void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (!h) {
+        const char* e = dlerror();
+        error += (error.empty() ? "" : "; ") + n + ": " + (e ? e : "not found");
+        continue;
       }
-      const char* e = dlerror();
-      error += (error.empty() ? "" : "; ") + n + ": " + (e ? e : "not found");
+      using GetVersion = std::size_t (*)();
+      const auto get_version = reinterpret_cast<GetVersion>(dlsym(h, "cudnnGetVersion"));
+      const std::size_t v = get_version ? get_version() : 0;
+      const std::string version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) +
+                                  "." + std::to_string(v % 100);
+      std::string refused;
+      if (!get_version) {
+        refused = "no cudnnGetVersion: not a cuDNN library";
+      } else if (v < 90600) {
+        refused =
+            "cuDNN " + version + ": prefix-causal attention at any length needs cuDNN 9.6 or newer";
+      } else if (v == 91000 || v == 91001) {
+        refused = "cuDNN " + version + ": its fused attention is refused by cudnn-frontend";
+      }
+      if (!refused.empty()) {
+        error += (error.empty() ? "" : "; ") + n + ": " + refused;
+        dlclose(h);
+        continue;
+      }
+      cudnn_frontend::cudnn_dlhandle = h;
+      return;
     }
   });
   if (why) *why = error;
@@ -72,18 +94,16 @@ using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64
 
 struct State {
   std::mutex mu;
-  std::map<int, cudnnHandle_t> handles;  // per device
+  std::map<int, cudnnHandle_t> handles;     // per device
+  std::map<int, cudaStream_t> last_stream;  // the stream each device's handle was last set to
   std::map<Key, Plan> plans;
-  ~State() {
-    for (auto& [key, p] : plans) {
-      if (p.workspace) cudaFree(p.workspace);
-    }
-    for (auto& [dev, h] : handles) fe::detail::destroy_handle(h);
-  }
+  std::map<int, std::string> probed;  // per device: "" = the probe ran, else why it failed
 };
 
+// Never destroyed: at exit the CUDA context and the streams the handles were set to may be gone
+// already, and destroying cuDNN handles then can crash (the process frees everything anyway).
 State& state() {
-  static State s;
+  static State& s = *new State;
   return s;
 }
 
@@ -149,8 +169,87 @@ bool fused_attention_built() {
   return true;
 }
 
+namespace {
+
+// Runs one attention call on device `dev` (current) through its cached plan; st.mu held.
+void run_locked(State& st, int dev, const void* q, const void* k, const void* v, void* out,
+                const AttentionShape& s, cudaStream_t stream) {
+  auto h = st.handles.find(dev);
+  if (h == st.handles.end()) {
+    cudnnHandle_t handle = nullptr;
+    if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS) {
+      throw std::runtime_error("cuDNN attention: cudnnCreate failed (is libcudnn installed?)");
+    }
+    h = st.handles.emplace(dev, handle).first;
+  }
+  auto last = st.last_stream.find(dev);
+  if (last == st.last_stream.end() || last->second != stream) {
+    if (fe::detail::set_stream(h->second, stream) != CUDNN_STATUS_SUCCESS) {
+      throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
+    }
+    st.last_stream[dev] = stream;
+  }
+  const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
+                s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) it = st.plans.emplace(key, build(h->second, s)).first;
+  std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
+                                               {kK, const_cast<void*>(k)},
+                                               {kV, const_cast<void*>(v)},
+                                               {kO, out}};
+  check(it->second.graph->execute(h->second, pack, it->second.workspace), "execute");
+}
+
+// One small call (GQA 8:1, 7 queries after a 5-token prefix, head dim 128) on the current
+// device, so that `auto` falls back to the cuBLAS attention when cuDNN opens but cannot run
+// this graph (an unsupported engine, a missing sub-library) instead of failing a whole run.
+std::string probe(State& st, int dev) {
+  AttentionShape sh;
+  sh.requests = 1;
+  sh.q_heads = 8;
+  sh.kv_heads = 1;
+  sh.head_dim = 128;
+  sh.q_tokens = 7;
+  sh.prefix = 5;
+  sh.kv_capacity = 16;
+  const std::size_t qb = std::size_t(sh.q_input_elements()) * 2;
+  const std::size_t kvb = std::size_t(sh.kv_elements()) * 2;
+  const std::size_t ob = std::size_t(sh.q_elements()) * 2;
+  char* mem = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&mem), qb + 2 * kvb + ob) != cudaSuccess) {
+    cudaGetLastError();
+    return "cannot allocate the probe's buffers";
+  }
+  std::string error;
+  try {
+    cudaMemset(mem, 0, qb + 2 * kvb + ob);
+    run_locked(st, dev, mem, mem + qb, mem + qb + kvb, mem + qb + 2 * kvb, sh, nullptr);
+    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+      error = std::string("probe call: ") + cudaGetErrorString(e);
+    }
+  } catch (const std::exception& e) {
+    error = std::string("probe call: ") + e.what();
+  }
+  cudaFree(mem);
+  return error;
+}
+
+}  // namespace
+
 bool fused_attention_available(std::string* why) {
-  return open_cudnn(why);
+  if (!open_cudnn(why)) return false;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = "no CUDA device";
+    return false;
+  }
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto p = st.probed.find(dev);
+  if (p == st.probed.end()) p = st.probed.emplace(dev, probe(st, dev)).first;
+  if (why) *why = p->second;
+  return p->second.empty();
 }
 
 void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
@@ -162,28 +261,7 @@ void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void
   }
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
-  const int dev = ctx.device();
-  auto h = st.handles.find(dev);
-  if (h == st.handles.end()) {
-    cudnnHandle_t handle = nullptr;
-    if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS) {
-      throw std::runtime_error("cuDNN attention: cudnnCreate failed (is libcudnn installed?)");
-    }
-    h = st.handles.emplace(dev, handle).first;
-  }
-  if (fe::detail::set_stream(h->second, static_cast<cudaStream_t>(stream)) !=
-      CUDNN_STATUS_SUCCESS) {
-    throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
-  }
-  const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
-                s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
-  auto it = st.plans.find(key);
-  if (it == st.plans.end()) it = st.plans.emplace(key, build(h->second, s)).first;
-  std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
-                                               {kK, const_cast<void*>(k)},
-                                               {kV, const_cast<void*>(v)},
-                                               {kO, out}};
-  check(it->second.graph->execute(h->second, pack, it->second.workspace), "execute");
+  run_locked(st, ctx.device(), q, k, v, out, s, static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace tpo::validate::cuda
