@@ -12,7 +12,9 @@
 
 #include <cstdlib>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -97,6 +99,8 @@ struct State {
   std::map<int, cudnnHandle_t> handles;     // per device
   std::map<int, cudaStream_t> last_stream;  // the stream each device's handle was last set to
   std::map<Key, Plan> plans;
+  std::map<int, std::shared_ptr<fe::KernelCache>> kernel_caches;  // per device, made on first use
+  std::map<int, bool> dynamic_ok;     // per device: dynamic-shape plans not yet refused
   std::map<int, std::string> probed;  // per device: "" = the probe ran, else why it failed
 };
 
@@ -114,7 +118,11 @@ void check(const fe::error_t& e, const char* what) {
   }
 }
 
-Plan build(cudnnHandle_t handle, const AttentionShape& s) {
+// The graph of one shape, built into an execution plan. With `cache`, a dynamic-shape graph
+// whose compiled kernel the cache lends to later shapes of the same topology (cuDNN compiles
+// its attention kernels at run time; a profile sweeps ~100 shapes).
+std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const AttentionShape& s,
+                                             const std::shared_ptr<fe::KernelCache>& cache) {
   const std::int64_t b = s.requests, hq = s.q_heads, hk = s.kv_heads, d = s.head_dim;
   const std::int64_t sq = s.q_tokens, skv = s.prefix + s.q_tokens, cap = s.kv_capacity;
   const std::int64_t qs = s.q_stride();
@@ -122,6 +130,7 @@ Plan build(cudnnHandle_t handle, const AttentionShape& s) {
   g->set_io_data_type(fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
+  if (cache) g->set_dynamic_shape_enabled(true).set_kernel_cache(cache);
   // Logical dims (batch, heads, sequence, head dim); strides of the runtime's layouts:
   // q and o [request][token][head][d] (q's token rows qs apart: in place in the qkv rows),
   // the KV cache [request][capacity][kv head][d].
@@ -153,12 +162,39 @@ Plan build(cudnnHandle_t handle, const AttentionShape& s) {
   check(g->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");
   check(g->check_support(handle), "check_support");
   check(g->build_plans(handle), "build_plans");
+  return g;
+}
+
+// A dynamic-shape plan through the device's kernel cache where cuDNN supports it (SDPA forward
+// since cudnn-frontend 1.18), else a static one; TPO_CUDNN_STATIC=1 forces static plans. A build
+// slower than half a second is reported on stderr (cuDNN compiles kernels at run time).
+Plan build(cudnnHandle_t handle, const AttentionShape& s, std::shared_ptr<fe::KernelCache>& cache,
+           bool& dynamic_ok) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const char* force_static = std::getenv("TPO_CUDNN_STATIC");
   Plan p;
-  p.graph = g;
-  check(g->get_workspace_size(p.workspace_bytes), "get_workspace_size");
+  if (dynamic_ok && !(force_static && std::string(force_static) == "1")) {
+    try {
+      if (!cache) cache = std::make_shared<fe::KernelCache>();
+      p.graph = make_graph(handle, s, cache);
+    } catch (const std::exception& e) {
+      dynamic_ok = false;  // not again on this device
+      std::fprintf(stderr,
+                   "tpo: cuDNN attention: dynamic-shape plans unavailable (%s); "
+                   "building one plan per shape\n",
+                   e.what());
+    }
+  }
+  if (!p.graph) p.graph = make_graph(handle, s, nullptr);
+  check(p.graph->get_workspace_size(p.workspace_bytes), "get_workspace_size");
   if (p.workspace_bytes > 0 &&
       cudaMalloc(&p.workspace, static_cast<std::size_t>(p.workspace_bytes)) != cudaSuccess) {
     throw std::runtime_error("cuDNN attention: cannot allocate its workspace");
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (sec > 0.5) {
+    std::fprintf(stderr, "tpo: cuDNN attention plan for %lld x %lld queries, prefix %lld: %.2f s\n",
+                 (long long)s.requests, (long long)s.q_tokens, (long long)s.prefix, sec);
   }
   return p;
 }
@@ -192,7 +228,10 @@ void run_locked(State& st, int dev, const void* q, const void* k, const void* v,
   const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
                 s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
   auto it = st.plans.find(key);
-  if (it == st.plans.end()) it = st.plans.emplace(key, build(h->second, s)).first;
+  if (it == st.plans.end()) {
+    auto ok = st.dynamic_ok.emplace(dev, true).first;
+    it = st.plans.emplace(key, build(h->second, s, st.kernel_caches[dev], ok->second)).first;
+  }
   std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
                                                {kK, const_cast<void*>(k)},
                                                {kV, const_cast<void*>(v)},
