@@ -297,7 +297,8 @@ echo "cuDNN required by the GPU test: ${TPO_REQUIRE_CUDNN:-no}; CUDA runtime for
 if want test; then
   log "GPU tests: the CUDA kernels against the CPU ones; the runtime and profiler on a tiny model"
   # A skipped GPU test (exit 77, no device) counts as a failure here.
-  step gpu-tests 120 "$BUILD/tests/tpo_gpu_tests"
+  # cuDNN logs its errors (only) into the step log, should a fused check fail.
+  step gpu-tests 120 env CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr "$BUILD/tests/tpo_gpu_tests"
   step gpu-cli 240 tests/gpu/cli_gpu.sh "$TPO" tests/data
   # Attention TFLOP/s, cuDNN's fused kernel and the cuBLAS one side by side.
   step attention-bench 180 "$BUILD/tests/tpo_attention_bench" "$R/attention-bench.json"
