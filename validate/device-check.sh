@@ -15,6 +15,9 @@
 #       then carry build-gpu/cli/tpo and tpo-gpu (tpo hands CUDA work to tpo-gpu beside it),
 #       build-gpu/tests/tpo_gpu_tests and build-gpu/lib
 #       (a build with MPI needs the GPU machine's libmpi.so.40; `tpo --version` lists the parts)
+#   A machine without network cannot fetch the cudnn-frontend headers: copy this checkout's
+#       build/_deps/cudnn-frontend along (the project's device tool: carry it), else the build
+#       leaves cuDNN's fused attention out and the configure step says so.
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
 #
