@@ -26,13 +26,14 @@ deps:
 	else echo "tpo: all Debian packages present"; fi
 
 # cuDNN's fused attention needs the header-only cudnn-frontend (PyPI: nvidia-cudnn-frontend):
-# its wheel is downloaded and its headers unpacked into BUILD_DIR/_deps, where CUDA's cuDNN is
-# installed. Optional: without them the build uses the cuBLAS attention.
+# its wheel is downloaded and its headers unpacked into BUILD_DIR/_deps, where CUDA's cuDNN (or
+# a Python wheel's, as PyTorch installs it) is found. Optional: without them the build uses the cuBLAS attention.
 FRONTEND := $(BUILD_DIR)/_deps/cudnn-frontend
 # The version built and reviewed here; pinned so that every build compiles the same headers.
 CUDNN_FRONTEND_VERSION := 1.32.0
 cudnn-frontend:
-	@if [ -e /usr/local/cuda/include/cudnn.h ] && [ ! -e $(FRONTEND)/include/cudnn_frontend.h ]; then \
+	@if { [ -e /usr/local/cuda/include/cudnn.h ] || python3 -c 'import nvidia.cudnn' 2>/dev/null; } && \
+	    [ ! -e $(FRONTEND)/include/cudnn_frontend.h ]; then \
 	  echo "tpo: fetching the cudnn-frontend headers (PyPI nvidia-cudnn-frontend)"; \
 	  mkdir -p $(FRONTEND) && rm -f $(FRONTEND)/*.whl && \
 	  if python3 -m pip download -q --no-deps -d $(FRONTEND) nvidia-cudnn-frontend==$(CUDNN_FRONTEND_VERSION) 2>/dev/null && \

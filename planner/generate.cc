@@ -193,8 +193,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
       rep.allreduce_note += ", across nodes " + link(hw.inter);
     rep.allreduce_note +=
         " from the hardware file; decode's small all-reduces are latency-bound, and the latency "
-        "depends on the all-reduce implementation (one-kernel custom ~6-9 us, NCCL under PyTorch "
-        "~17-21 us on 8x Hopper: results/independent/README.md)";
+        "depends on the all-reduce implementation (published on 8x Hopper: one-kernel custom "
+        "~6-9 us, PyTorch/NCCL stacks ~17-21 us; results/independent/README.md)";
   }
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.

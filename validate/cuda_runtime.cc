@@ -548,6 +548,8 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   const ModelData& m = *data;
   bool fused = false;
   try {
+    // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
+    if (o.mpi) cu::set_device(mpi::local_rank() % std::max(cu::device_count(), 1));
     fused = cu::use_fused_attention(o.attention);
   } catch (const std::invalid_argument&) {
     throw InputError("--attention", o.attention, "must be auto, cudnn or cublas");

@@ -60,7 +60,7 @@ if [ -z "${TPO_CUDNN_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.
 fi
 cudnn_lib=${TPO_CUDNN_LIB:-$(ldconfig -p 2>/dev/null | grep -m1 'libcudnn.so.9' | sed 's/.*=> //')}
 cudnn_version=$(python3 -c 'import ctypes, sys; v = ctypes.CDLL(sys.argv[1]).cudnnGetVersion(); print(f"{v // 10000}.{v // 100 % 100}.{v % 100}")' "${cudnn_lib:-none}" 2>/dev/null)
-echo "cuDNN: ${cudnn_lib:-not found} (version ${cudnn_version:-unknown}; file $(readlink -f "${cudnn_lib:-/nonexistent}" 2>/dev/null || echo -))" \
+echo "cuDNN: ${cudnn_lib:-not found} (version ${cudnn_version:-unknown}; file $([ -e "${cudnn_lib:-/nonexistent}" ] && readlink -f "$cudnn_lib" || echo -))" \
   | tee "$R/cudnn.txt"
 # The build needs cudnn.h (CUDA's, or beside a wheel's library) and the cudnn-frontend headers:
 # `make` fetches them into build/_deps, which a machine without network gets carried over.

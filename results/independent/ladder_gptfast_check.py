@@ -48,11 +48,13 @@ def predict(tpo, hardware, model, batches):
 
 
 def hardware_file(hardware):
-    """The path of a shipped hardware name, or the path given."""
+    """The path of a shipped hardware name (in $TPO_CONFIG_DIR as tpo reads it, else this
+    checkout's configs), or the path given."""
     if os.path.exists(hardware):
         return hardware
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "..", "..", "configs", "hardware", hardware + ".json")
+    configs = os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
+    return os.path.join(configs, "hardware", hardware + ".json")
 
 
 def err(pred, pub):
@@ -71,6 +73,8 @@ def main():
         batches = sorted({int(r["batch"]) for r in mine})
         pred, layers = predict(tpo, hardware, model, batches)
         pub = {(int(r["batch"]), STRATEGY[r["model_name"]]): r for r in mine}
+        if len(pub) != len(mine):
+            sys.exit(f"{model}: the CSV repeats a (batch, model_name) row")
         print(f"{model} ({layers} layers)")
         print(f"{'batch':>5} {'strategy':<15} {'prefill ms pub/pred':>21} {'err':>7} "
               f"{'decode step ms pub/pred':>25} {'err':>7} {'tokens/s pub/pred':>20} {'err':>7} "

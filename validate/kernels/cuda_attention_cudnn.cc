@@ -59,8 +59,11 @@ bool open_cudnn(std::string* why) {
       using GetVersion = std::size_t (*)();
       const auto get_version = reinterpret_cast<GetVersion>(dlsym(h, "cudnnGetVersion"));
       const std::size_t v = get_version ? get_version() : 0;
-      const std::string version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) +
-                                  "." + std::to_string(v % 100);
+      // cuDNN 9 numbers its versions major x 10000 + minor x 100 + patch; cuDNN 8 x 1000.
+      const std::size_t major = v >= 10000 ? v / 10000 : v / 1000;
+      const std::size_t minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
+      const std::string version =
+          std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
       std::string refused;
       if (!get_version) {
         refused = "no cudnnGetVersion: not a cuDNN library";
@@ -173,19 +176,25 @@ Plan build(cudnnHandle_t handle, const AttentionShape& s, std::shared_ptr<fe::Ke
   const auto t0 = std::chrono::steady_clock::now();
   const char* force_static = std::getenv("TPO_CUDNN_STATIC");
   Plan p;
+  std::string dynamic_error;
   if (dynamic_ok && !(force_static && std::string(force_static) == "1")) {
     try {
       if (!cache) cache = std::make_shared<fe::KernelCache>();
       p.graph = make_graph(handle, s, cache);
     } catch (const std::exception& e) {
-      dynamic_ok = false;  // not again on this device
-      std::fprintf(stderr,
-                   "tpo: cuDNN attention: dynamic-shape plans unavailable (%s); "
-                   "building one plan per shape\n",
-                   e.what());
+      dynamic_error = e.what();
     }
   }
-  if (!p.graph) p.graph = make_graph(handle, s, nullptr);
+  if (!p.graph) {
+    p.graph = make_graph(handle, s, nullptr);  // throws if this shape cannot run at all
+    if (!dynamic_error.empty()) {
+      dynamic_ok = false;  // the static plan built where the dynamic one did not: not again here
+      std::fprintf(stderr,
+                   "tpo: cuDNN attention: dynamic-shape plans unavailable (%s); building one "
+                   "plan per shape\n",
+                   dynamic_error.c_str());
+    }
+  }
   check(p.graph->get_workspace_size(p.workspace_bytes), "get_workspace_size");
   if (p.workspace_bytes > 0 &&
       cudaMalloc(&p.workspace, static_cast<std::size_t>(p.workspace_bytes)) != cudaSuccess) {
