@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,23 @@ double median_of(std::vector<double> v) {
   return sim::median(std::move(v), 1.0);
 }
 
+// The profile's summary factor: the median of the points, kept within what a profile may hold
+// ([1, 100]). Beside other work an op cannot run faster than alone, so a median below 1 is timing
+// noise (a busy machine); it is recorded as 1 and said on stderr, the points keep what was
+// measured. Without this a profile could be written that tpo then refuses to read.
+double summary_slowdown(std::vector<double> v, const char* what) {
+  const std::size_t n = v.size();
+  const double m = median_of(std::move(v));
+  const double kept = std::clamp(m, 1.0, 100.0);
+  if (kept != m) {
+    std::fprintf(stderr,
+                 "tpo profile: %s measured %.3gx as long as alone (median of %zu points): timing "
+                 "noise; recorded as %gx. Re-profile on an idle machine for a measured value.\n",
+                 what, m, n, kept);
+  }
+  return kept;
+}
+
 }  // namespace
 
 sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dtype) {
@@ -157,8 +175,8 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
       }
     }
   }
-  p.compute_slowdown_under_comm = median_of(gemm_slow);
-  p.comm_slowdown_under_compute = median_of(comm_slow);
+  p.compute_slowdown_under_comm = summary_slowdown(gemm_slow, "a GEMM beside communication");
+  p.comm_slowdown_under_compute = summary_slowdown(comm_slow, "communication beside a GEMM");
   return p;
 }
 
