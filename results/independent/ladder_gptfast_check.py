@@ -20,12 +20,11 @@ Predictions only: nothing here is measured by us, and no hardware file is change
 import copy
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
-from tpo_predict import check_args
+from tpo_predict import check_args, summary
 
 STRATEGY = {"gpt_dense": "none", "gpt_ladder": "ladder", "gpt_parallel": "parallel-block"}
 DECODE_STEPS = 511  # gpt-fast: the first of the 512 new tokens comes from prefill
@@ -113,7 +112,7 @@ def main():
                                 pre_saved_pub, pre_saved_pred))
         print()
 
-    print("Decode step time, all rows: " + summary_line(decode_errors))
+    print(f"Decode step time, all {len(decode_errors)} rows: " + summary(decode_errors))
     print("Speedup over none (predicted / published - 1): "
           + ", ".join(f"{m} bs {b} {s} {pr / pu - 1:+.1%}" for m, b, s, pu, pr in speedup_errors))
     print()
@@ -149,12 +148,6 @@ def main():
         print(f"{lat:>10g} " + " ".join(cells))
     print(" published: " + ", ".join(
         f"{m} {pu:.3f}x" for m, b, s, pu, pr in speedup_errors if b == 1 and s == "ladder"))
-
-
-def summary_line(errors):
-    a = sorted(abs(e) for e in errors)
-    return (f"median |error| {statistics.median(a):.1%}, worst {a[-1]:.1%}, "
-            f"mean signed {statistics.mean(errors):+.1%} over {len(errors)} rows")
 
 
 if __name__ == "__main__":

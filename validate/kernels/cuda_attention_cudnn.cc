@@ -97,14 +97,19 @@ struct Plan {
 using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                        std::int64_t, std::int64_t, std::int64_t>;
 
+// What cuDNN keeps per GPU, made on first use there.
+struct Device {
+  cudnnHandle_t handle = nullptr;
+  std::shared_ptr<fe::KernelCache> kernel_cache;  // shared by its dynamic-shape plans
+  bool dynamic_ok = true;                         // dynamic-shape plans not refused here
+  bool probed = false;
+  std::string probe_error;  // why the probe call failed ("" = it ran)
+};
+
 struct State {
   std::mutex mu;
-  std::map<int, cudnnHandle_t> handles;     // per device
-  std::map<int, cudaStream_t> last_stream;  // the stream each device's handle was last set to
+  std::map<int, Device> devices;
   std::map<Key, Plan> plans;
-  std::map<int, std::shared_ptr<fe::KernelCache>> kernel_caches;  // per device, made on first use
-  std::map<int, bool> dynamic_ok;     // per device: dynamic-shape plans not yet refused
-  std::map<int, std::string> probed;  // per device: "" = the probe ran, else why it failed
 };
 
 // Never destroyed: at exit the CUDA context and the streams the handles were set to may be gone
@@ -219,33 +224,25 @@ namespace {
 // Runs one attention call on device `dev` (current) through its cached plan; st.mu held.
 void run_locked(State& st, int dev, const void* q, const void* k, const void* v, void* out,
                 const AttentionShape& s, cudaStream_t stream) {
-  auto h = st.handles.find(dev);
-  if (h == st.handles.end()) {
-    cudnnHandle_t handle = nullptr;
-    if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS) {
-      throw std::runtime_error("cuDNN attention: cudnnCreate failed (is libcudnn installed?)");
-    }
-    h = st.handles.emplace(dev, handle).first;
+  Device& d = st.devices[dev];
+  if (!d.handle && fe::detail::create_handle(&d.handle) != CUDNN_STATUS_SUCCESS) {
+    d.handle = nullptr;
+    throw std::runtime_error("cuDNN attention: cudnnCreate failed (is libcudnn installed?)");
   }
-  auto last = st.last_stream.find(dev);
-  if (last == st.last_stream.end() || last->second != stream) {
-    if (fe::detail::set_stream(h->second, stream) != CUDNN_STATUS_SUCCESS) {
-      throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
-    }
-    st.last_stream[dev] = stream;
+  if (fe::detail::set_stream(d.handle, stream) != CUDNN_STATUS_SUCCESS) {
+    throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
   }
   const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
                 s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
-    auto ok = st.dynamic_ok.emplace(dev, true).first;
-    it = st.plans.emplace(key, build(h->second, s, st.kernel_caches[dev], ok->second)).first;
+    it = st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok)).first;
   }
   std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
                                                {kK, const_cast<void*>(k)},
                                                {kV, const_cast<void*>(v)},
                                                {kO, out}};
-  check(it->second.graph->execute(h->second, pack, it->second.workspace), "execute");
+  check(it->second.graph->execute(d.handle, pack, it->second.workspace), "execute");
 }
 
 // One small call (GQA 8:1, 7 queries after a 5-token prefix, head dim 128) on the current
@@ -294,10 +291,13 @@ bool fused_attention_available(std::string* why) {
   }
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
-  auto p = st.probed.find(dev);
-  if (p == st.probed.end()) p = st.probed.emplace(dev, probe(st, dev)).first;
-  if (why) *why = p->second;
-  return p->second.empty();
+  Device& d = st.devices[dev];
+  if (!d.probed) {
+    d.probe_error = probe(st, dev);
+    d.probed = true;
+  }
+  if (why) *why = d.probe_error;
+  return d.probe_error.empty();
 }
 
 void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
