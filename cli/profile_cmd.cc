@@ -63,9 +63,16 @@ struct ImportCli {
 int run_import(ImportCli c) {
   if (c.out.empty()) throw InputError("--out", "", "give the profile to write (--out FILE)");
   // The hardware the links belong to must be one simulate can load with this profile.
-  c.hardware = sim::load_hardware(c.hardware).name;
+  const sim::HardwareConfig hw = sim::load_hardware(c.hardware);
+  c.hardware = hw.name;
   check_writable(c.out, "--out");
   const auto pts = profiler::parse_nccl_tests(c.file, c.ranks);
+  if (const std::int64_t gpus = hw.nodes * hw.gpus_per_node; pts.front().ranks > gpus) {
+    throw InputError(c.ranks > 0 ? "--ranks" : c.file,
+                     c.ranks > 0 ? std::to_string(c.ranks) : std::string("nGpus"),
+                     "the all-reduce ran on " + std::to_string(pts.front().ranks) + " ranks, but " +
+                         hw.name + " has " + std::to_string(gpus) + " GPUs");
+  }
   sim::Profile p;
   if (std::filesystem::exists(c.out)) {
     p = sim::load_profile(c.out);  // replace the comm section of an existing profile

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "profiler/backend.h"
@@ -305,8 +306,17 @@ nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_
 int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.out.empty()) throw InputError("--out", "", "give the profile's file name (--out FILE)");
   check_writable(o.out, "--out");
-  if (o.reps < 1) throw InputError("--reps", std::to_string(o.reps), "must be >= 1");
-  if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
+  // Upper bounds keep a typo from running for days (each measurement is repeated this often).
+  if (o.reps < 1 || o.reps > 10000) {
+    throw InputError("--reps", std::to_string(o.reps), "must be between 1 and 10000");
+  }
+  if (o.warmup < 0 || o.warmup > 10000) {
+    throw InputError("--warmup", std::to_string(o.warmup), "must be between 0 and 10000");
+  }
+  if (o.max_tokens > (1 << 20)) {
+    throw InputError("--max-tokens", std::to_string(o.max_tokens),
+                     "must be at most 1048576 (2^20) tokens");
+  }
   if (o.align < 1) throw InputError("--align", std::to_string(o.align), "must be >= 1");
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
@@ -429,6 +439,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
   }
+  check_input_file(path, "");
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file");
   std::vector<sim::AllReducePoint> pts;
@@ -441,11 +452,21 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     for (std::string t; ss >> t;) tok.push_back(t);
     if (tok.empty()) continue;
     if (tok[0] == "#") {
+      // "# Collective test starting: all_gather_perf" names the test (newer nccl-tests).
+      if (tok.size() >= 5 && tok[1] == "Collective" && tok[3] == "starting:" &&
+          tok[4].rfind("all_reduce_perf", 0) != 0) {
+        throw InputError(path + ":" + std::to_string(line_no), "test",
+                         "is the output of " + tok[4] + "; give all_reduce_perf output");
+      }
       // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
       for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
         if (tok[i] == "nGpus") {
-          ranks = std::max<std::int64_t>(
-              ranks, std::clamp<std::int64_t>(std::atoll(tok[i + 1].c_str()), 0, 1 << 20));
+          const long long n = std::atoll(tok[i + 1].c_str());
+          if (n < 1 || n > (1 << 20) || tok[i + 1].size() > 8) {
+            throw InputError(path + ":" + std::to_string(line_no), "nGpus",
+                             tok[i + 1] + " is not a GPU count in [1, 2^20]");
+          }
+          ranks = std::max<std::int64_t>(ranks, n);
         }
       }
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
@@ -453,19 +474,34 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     }
     // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
     if (tok.size() != 12 && tok.size() != 13) continue;
+    // A result row names a reduction; other lines of 12 or 13 words are not rows.
+    static const std::set<std::string> kRedops = {"sum", "prod", "max", "min", "avg", "none"};
+    if (!kRedops.count(tok[3])) continue;
     const std::size_t t_at = tok.size() == 13 ? 5 : 4;
-    char* end = nullptr;
-    const double size = std::strtod(tok[0].c_str(), &end);
-    if (*end || !(size > 0)) continue;  // not a result row (NaN included)
-    const double time_us = std::strtod(tok[t_at].c_str(), &end);
-    if (*end || !(time_us > 0)) continue;
     // A result row with an impossible number is a broken file, not a row to skip.
     const std::string where = path + ":" + std::to_string(line_no);
-    if (!std::isfinite(size) || size > 1e15 || size != std::floor(size)) {
+    if (tok[3] != "sum") {
+      throw InputError(where, "redop",
+                       tok[3] +
+                           ": a row of another reduction or collective; tpo models sum "
+                           "all-reduces (all_reduce_perf -o sum)");
+    }
+    char* end = nullptr;
+    const double size = std::strtod(tok[0].c_str(), &end);
+    if (*end || !std::isfinite(size) || size < 1 || size > 1e15 || size != std::floor(size)) {
       throw InputError(where, "size", tok[0] + " is not a byte count in [1, 1e15]");
     }
-    if (!std::isfinite(time_us) || time_us > 1e9) {
+    const double time_us = std::strtod(tok[t_at].c_str(), &end);
+    if (*end || !std::isfinite(time_us) || !(time_us > 0) || time_us > 1e9) {
       throw InputError(where, "time", tok[t_at] + " is not a time in (0, 1e9] us");
+    }
+    // nccl-tests counts wrong elements per row ("N/A" with -c 0): a row that failed its own
+    // check measured something other than a correct all-reduce.
+    for (const std::size_t w : {t_at + 3, t_at + 7}) {
+      if (tok[w] != "0" && tok[w] != "N/A") {
+        throw InputError(where, "#wrong",
+                         tok[w] + " wrong elements: nccl-tests found this row's result wrong");
+      }
     }
     sim::AllReducePoint p;
     p.bytes = static_cast<std::int64_t>(size);

@@ -76,6 +76,12 @@ double comm_budget_factor(const ContentionParams& p);
 double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k = false,
                    bool extra_wave = false);
 
+// The comm budget used when none is given and the default (16) is not below `sms`: half the
+// SMs, at least one (cpu-host's 2 cores: 1).
+inline std::int64_t default_comm_ctas(std::int64_t sms) {
+  return sms > 2 ? sms / 2 : 1;
+}
+
 // Reads a "contention" JSON block (hardware file or profile); `base` supplies what it omits.
 ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,
                                       const std::string& path, ContentionParams base);

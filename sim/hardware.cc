@@ -143,6 +143,8 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.compute_under_comm = parse_slowdown(inter.object("compute_slowdown_under_comm"));
   h.comm_under_compute = parse_slowdown(inter.object("comm_slowdown_under_compute"));
   h.contention.sms = h.sms;
+  // The default budget (16) on a machine of few SMs (cpu-host's 2 cores) would leave none.
+  if (h.contention.comm_ctas >= h.sms) h.contention.comm_ctas = default_comm_ctas(h.sms);
   h.contention.hbm_gbps = h.memory_bandwidth_gbps * h.memory_efficiency;
   if (o.has("contention")) {
     h.contention = contention_from_json(j.at("contention"), path, "contention", h.contention);

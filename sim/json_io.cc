@@ -2,9 +2,11 @@
 #include "sim/json_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +19,29 @@
 
 namespace tpo {
 
+void check_input_file(const std::string& path, const std::string& option) {
+  // A file named in a config reads "path: ...", one given to an option "--opt path: ...".
+  auto fail = [&](const std::string& what) {
+    if (option.empty()) throw InputError(path, "", what);
+    throw InputError(option, path, what);
+  };
+  if (path.empty()) fail("is empty: give a file name");
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) != 0) {
+    fail(std::string("cannot open file (") + std::strerror(errno) +
+         "; does it exist and is it readable?)");
+  }
+  if (S_ISDIR(st.st_mode)) fail("is a folder, not a file");
+  // A FIFO would block until a writer comes; a device such as /dev/zero never ends.
+  if (!S_ISREG(st.st_mode)) fail("is not a regular file (a device, FIFO or socket)");
+  if (st.st_size > kMaxInputFileBytes) {
+    fail("is " + std::to_string(st.st_size >> 20) + " MiB; tpo reads files of at most " +
+         std::to_string(kMaxInputFileBytes >> 20) + " MiB");
+  }
+}
+
 nlohmann::json read_json_file(const std::string& path) {
+  check_input_file(path, "");
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::stringstream ss;
@@ -171,10 +195,26 @@ const std::string& host_tag() {
   return tag;
 }
 
+// The start of every scratch name beside `path`: path.tmp.HOST. The file name part is cut so
+// that the whole scratch name (with PID.N, at most 22 more bytes) stays within the file
+// system's 255-byte limit: a valid long output name must not fail after all the work is done.
+std::string temp_prefix(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  std::string name = p.filename().string();
+  const std::string tail = ".tmp." + host_tag() + ".";
+  constexpr std::size_t kNameMax = 255, kPidAndCount = 22;
+  const std::size_t room = kNameMax > tail.size() + kPidAndCount + 16
+                               ? kNameMax - tail.size() - kPidAndCount
+                               : std::size_t{16};
+  if (name.size() > room) name.resize(room);
+  return (p.has_parent_path() ? (p.parent_path() / name).string() : name) + tail;
+}
+
 // A scratch name beside `path` no other file or run uses: path.tmp.HOST.PID.N.
 std::string temp_name(const std::string& path) {
   static std::atomic<int> n{0};
-  return path + ".tmp." + host_tag() + "." + std::to_string(::getpid()) + "." + std::to_string(n++);
+  return temp_prefix(path) + std::to_string(::getpid()) + "." + std::to_string(n++);
 }
 
 bool all_digits(const std::string& s) {
@@ -187,7 +227,7 @@ void remove_stale_temps(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const std::string prefix = p.filename().string() + ".tmp." + host_tag() + ".";
+  const std::string prefix = fs::path(temp_prefix(path)).filename().string();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
@@ -249,8 +289,47 @@ class DeferSignals {
 };
 }  // namespace
 
-void check_writable(const std::string& path, const std::string& option) {
+// A symbolic link is followed, so its target file is replaced and the link kept (a rename
+// over the link itself would replace the link). A path that exists and is not a regular file
+// (/dev/stdout, /dev/null, a FIFO) is written in place: renaming a file over it would replace
+// the device node or the pipe with a file.
+OutputTarget output_target(const std::string& path, const std::string& option) {
   namespace fs = std::filesystem;
+  if (path.empty()) throw InputError(option, path, "is empty: give a file name");
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) == 0) {  // follows links
+    if (S_ISDIR(st.st_mode)) throw InputError(option, path, "is a folder, give a file name");
+    if (!S_ISREG(st.st_mode)) return {path, true};
+    struct stat lst = {};
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      std::error_code ec;
+      const fs::path real = fs::canonical(path, ec);
+      if (!ec) return {real.string(), false};
+    }
+    return {path, false};
+  }
+  // Missing, or a link to a missing file: the file is made where the links lead.
+  fs::path cur(path);
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(cur, ec))) return {cur.string(), false};
+    const fs::path next = fs::read_symlink(cur, ec);
+    if (ec) return {cur.string(), false};
+    cur = next.is_absolute() ? next : cur.parent_path() / next;
+  }
+  throw InputError(option, path, "too many levels of symbolic links");
+}
+
+void check_writable(const std::string& given, const std::string& option) {
+  namespace fs = std::filesystem;
+  const OutputTarget target = output_target(given, option);
+  if (target.direct) {
+    if (::access(target.path.c_str(), W_OK) != 0) {
+      throw InputError(option, given, "cannot be written (permissions?)");
+    }
+    return;
+  }
+  const std::string& path = target.path;
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
@@ -313,15 +392,21 @@ OutputSet::~OutputSet() {
 // The content goes to an unnamed file in the output's folder (O_TMPFILE: a run killed before
 // commit leaves nothing behind), or, where the file system cannot do that, to a named
 // temporary beside the output.
-void OutputSet::add(const std::string& path, const std::string& content,
+void OutputSet::add(const std::string& given, const std::string& content,
                     const std::string& option) {
-  if (path.empty()) return;
-  check_writable(path, option);
+  if (given.empty()) return;
+  check_writable(given, option);
+  const OutputTarget target = output_target(given, option);
+  if (target.direct) {  // written at commit, before any rename
+    pending_.push_back(Pending{target.path, "", option, -1, true, content});
+    return;
+  }
+  const std::string& path = target.path;
   remove_stale_temps(path);
   namespace fs = std::filesystem;
   const fs::path p(path);
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  Pending pe{path, "", option, -1};
+  Pending pe{path, "", option, -1, false, {}};
 #ifdef O_TMPFILE
   // Naming it at commit goes through /proc/self/fd; without /proc, a named temporary.
   static const bool proc_fd = ::access("/proc/self/fd", F_OK) == 0;
@@ -347,7 +432,27 @@ void OutputSet::add(const std::string& path, const std::string& content,
 // held back so that Ctrl-C or kill cannot leave a mixed set (SIGKILL cannot be held back).
 void OutputSet::commit() {
   DeferSignals hold;
+  // Outputs that are not regular files (/dev/stdout, a FIFO) first: they cannot be renamed
+  // into place, so a failed write there (/dev/full) still leaves every file of the set as it
+  // was.
   for (auto& p : pending_) {
+    if (!p.direct) continue;
+    const int fd = ::open(p.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw InputError(p.option, p.path,
+                       std::string("cannot open for writing: ") + std::strerror(errno));
+    }
+    const bool ok = write_all(fd, p.content);
+    const int write_errno = errno;
+    const bool closed = ::close(fd) == 0;
+    if (!ok || !closed) {
+      throw InputError(p.option, p.path,
+                       std::string("write failed: ") + std::strerror(ok ? errno : write_errno));
+    }
+    p.content.clear();
+  }
+  for (auto& p : pending_) {
+    if (p.direct) continue;
     if (p.tmp.empty()) {
       const std::string tmp = temp_name(p.path);
       const std::string proc = "/proc/self/fd/" + std::to_string(p.fd);
@@ -361,6 +466,7 @@ void OutputSet::commit() {
     }
   }
   for (auto& p : pending_) {
+    if (p.direct) continue;
     std::error_code ec;
     std::filesystem::rename(p.tmp, p.path, ec);
     if (ec) {

@@ -14,6 +14,13 @@ namespace tpo {
 // Parses a whole file; a missing file or malformed JSON throws InputError naming the file.
 nlohmann::json read_json_file(const std::string& path);
 
+// Input files are regular files of at most this size: a FIFO would block, a device such as
+// /dev/zero never ends, and no config, profile or report comes near it.
+inline constexpr long long kMaxInputFileBytes = 256LL << 20;
+// Throws InputError naming `path` (and `option` when not empty) unless `path` is a regular
+// file within kMaxInputFileBytes.
+void check_input_file(const std::string& path, const std::string& option);
+
 // A view of one JSON object inside a file; `path` is the dotted field path used in messages.
 class JsonObject {
  public:
@@ -51,6 +58,14 @@ void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option);
 // Checks up front that `path` can be written (its folder exists), before any long work.
 void check_writable(const std::string& path, const std::string& option);
+// Where an output named `path` goes: symbolic links followed to the file they name; `direct`
+// when the path exists and is not a regular file (/dev/stdout, /dev/null, a FIFO), which is
+// then written in place instead of through a temporary and a rename.
+struct OutputTarget {
+  std::string path;
+  bool direct = false;
+};
+OutputTarget output_target(const std::string& path, const std::string& option);
 // All outputs of one command, written as a set: each goes to a temporary beside it, flushed
 // to disk (fsync), and all are renamed into place only once every one was written. A failure
 // before that removes the temporaries and changes no output; so does destroying the set
@@ -69,6 +84,8 @@ class OutputSet {
   struct Pending {
     std::string path, tmp, option;  // tmp: the named temporary, empty while unnamed
     int fd = -1;                    // the unnamed file (O_TMPFILE) until commit
+    bool direct = false;            // not a regular file: `content` is written at commit
+    std::string content;
   };
   std::vector<Pending> pending_;
 };

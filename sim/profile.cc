@@ -131,11 +131,20 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.date = o.string_or("date", "");
   p.device = o.has("device") ? o.object("device").raw() : nlohmann::json::object();
   p.options = o.has("options") ? o.object("options").raw() : nlohmann::json::object();
-  // Read now so that a wrong type is reported here, with the file and field.
-  (void)JsonObject(p.options, file, "options").string_or("hardware", "");
+  // What the measurements belong to is checked against each run: it must be there.
+  if (JsonObject(p.options, file, "options").string_or("hardware", "").empty()) {
+    throw InputError(file, "options.hardware",
+                     "missing: the hardware the profile was measured for (tpo profile writes it)");
+  }
   p.dtype = o.string_or("dtype", "fp32");
+  if (p.dtype != "fp32" && p.dtype != "bf16" && p.dtype != "fp16") {
+    throw InputError(file, "dtype", "'" + p.dtype + "' is not fp32, bf16 or fp16");
+  }
   p.model = o.string_or("model", "");
-  p.tp = o.integer_or("tp", 1);
+  if (!o.has("tp")) {
+    throw InputError(file, "tp", "missing: the TP degree the shards were measured at");
+  }
+  p.tp = o.integer("tp");
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
   p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
   each(j, file, "gemm", [&](const JsonObject& e) {
@@ -161,6 +170,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.allreduce.push_back(
         {e.integer("elements"), e.integer("ranks"), e.integer("bytes"), timing_from(e)});
   });
+  // Only a profile of links alone (tpo profile import-nccl-tests) may leave the model out.
+  if (p.model.empty() && (!p.gemm.empty() || !p.attention.empty() || !p.rowwise.empty())) {
+    throw InputError(file, "model", "missing: the model whose shards were measured");
+  }
   if (j.contains("interference")) {
     const JsonObject in = o.object("interference");
     each(in.raw(), file, "points", [&](const JsonObject& e) {

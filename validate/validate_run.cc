@@ -160,8 +160,12 @@ double check_options(const ValidateOptions& o, bool emulated) {
     throw InputError("--tolerance", std::to_string(o.tolerance),
                      "must be a relative error in (0, 1) (or left out)");
   }
-  if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be >= 1");
-  if (o.warmup < 0) throw InputError("--warmup", std::to_string(o.warmup), "must be >= 0");
+  if (o.repeat < 1 || o.repeat > 10000) {
+    throw InputError("--repeat", std::to_string(o.repeat), "must be between 1 and 10000");
+  }
+  if (o.warmup < 0 || o.warmup > 10000) {
+    throw InputError("--warmup", std::to_string(o.warmup), "must be between 0 and 10000");
+  }
   if (o.workload.embed_head) {
     throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
   }

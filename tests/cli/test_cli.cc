@@ -2,6 +2,7 @@
 // outputs, and that bad input never leaves a file behind.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,6 +179,55 @@ TEST_CASE("bad input never leaves an output file behind") {
   CHECK(r2.code == 2);
   CHECK(r2.out.find("/proc/tpo.trace.json") != std::string::npos);
   CHECK_FALSE(fs::exists(j));
+}
+
+TEST_CASE("outputs through links, devices and long names, and inputs that are not files") {
+  const std::string run = small + "--layers 1 --json ";
+  // A symbolic link: the file it names is written, the link stays a link.
+  const fs::path real = scratch() / "real.json", link = scratch() / "link.json";
+  fs::remove(real);
+  fs::remove(link);
+  std::ofstream(real) << "{}";
+  fs::create_symlink(real.filename(), link);
+  auto r = tpo(run + link.string());
+  CHECK(r.code == 0);
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(slurp(real).find("tpo.simulate/1") != std::string::npos);
+  // Not a regular file: written in place, never replaced by a file.
+  r = tpo(run + "/dev/null");
+  CHECK(r.code == 0);
+  CHECK(fs::is_character_file("/dev/null"));
+  if (fs::exists("/dev/full")) {  // a device that takes no bytes: the write's error is reported
+    r = tpo(run + "/dev/full");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--json /dev/full: write failed") != std::string::npos);
+    CHECK(fs::is_character_file("/dev/full"));
+  }
+  // A valid 240-byte file name: the scratch name beside it must fit the 255-byte limit too.
+  const fs::path longname = scratch() / (std::string(240, 'b') + ".json");
+  r = tpo(run + longname.string());
+  CHECK(r.code == 0);
+  CHECK(fs::exists(longname));
+  // Inputs: a folder, a FIFO (would block) and a device (would never end) are refused.
+  const fs::path fifo = scratch() / "fifo.json";
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& in : {scratch().string(), fifo.string(), std::string("/dev/zero")}) {
+    r = tpo("simulate --model " + in + " --hardware h200x8 --tp 2 --seq 1024");
+    CHECK(r.code == 2);
+    CHECK(r.out.find(in + ": is ") != std::string::npos);
+  }
+}
+
+TEST_CASE("repetition counts have upper bounds (a typo must not run for days)") {
+  auto r = tpo("validate --backend cpu --tp 2 --seq 64 --layers 1 --repeat 1000000000");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--repeat 1000000000: must be between 1 and 10000") != std::string::npos);
+  r = tpo("profile --backend cpu --hardware cpu-host --tp 2 --quick --reps 100000000 --out " +
+          (scratch() / "reps.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--reps 100000000") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch() / "reps.json"));
 }
 
 TEST_CASE("plan: a table a person can act on, and JSON, CSV and SVG files") {
@@ -580,7 +630,8 @@ TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") 
     return (dir / name).string();
   };
   // A profile time of 0 (the model interpolates in log space) and a device that is no object.
-  const std::string head = R"({"schema": "tpo.profile/1", "model": "llama3.1-8b", "tp": 2, )";
+  const std::string head =
+      R"({"schema": "tpo.profile/1", "model": "llama3.1-8b", "tp": 2, "options": {"hardware": "cpu-host"}, )";
   const std::string zero =
       write("zero.json", head + R"("gemm": [{"name": "qkv", "m": 64, "n": 3072, "k": 4096,
                                       "median_us": 0}]})");

@@ -4,9 +4,16 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "../sim/toy.h"
 #include "profiler/backend.h"
@@ -201,6 +208,7 @@ TEST_CASE("profile JSON round trip") {
   p.tp = 2;
   p.date = "2026-11-29";
   p.device = {{"backend", "cpu"}};
+  p.options = {{"hardware", "toy"}};
   p.gemm.push_back({"qkv", 64, 256, 128, {10, 9, 12, 5}, "tile 128x256, split-K 1"});
   p.attention.push_back({1, 64, 64, 2, 1, 32, 1e6, {20, 19, 21, 5}});
   p.rowwise.push_back({"rmsnorm", 64, 128, {1, 1, 2, 5}});
@@ -212,6 +220,18 @@ TEST_CASE("profile JSON round trip") {
   const sim::Profile q = sim::profile_from_json(nlohmann::json::parse(j.dump()), "mem.json");
   CHECK(q.model == "tiny");
   CHECK(q.attention_q_row_stride == 128);
+  // What the measurements belong to cannot be left out: model, TP and hardware.
+  for (const char* key : {"model", "tp"}) {
+    auto k = nlohmann::json::parse(j.dump());
+    k.erase(key);
+    const std::string expected = std::string("field '") + key + "': missing";
+    CHECK_THROWS_WITH_AS(sim::profile_from_json(k, "mem.json"), doctest::Contains(expected.c_str()),
+                         InputError);
+  }
+  auto k = nlohmann::json::parse(j.dump());
+  k["options"].erase("hardware");
+  CHECK_THROWS_WITH_AS(sim::profile_from_json(k, "mem.json"),
+                       doctest::Contains("field 'options.hardware': missing"), InputError);
   CHECK(q.tp == 2);
   REQUIRE(q.gemm.size() == 1);
   CHECK(q.gemm[0].n == 256);
@@ -250,6 +270,7 @@ TEST_CASE("a profile's interference summary stays readable when the timings are 
   p.model = "tiny";
   p.tp = 2;
   p.device = {{"backend", "cpu"}};
+  p.options = {{"hardware", "toy"}};
   CHECK_NOTHROW(
       sim::profile_from_json(nlohmann::json::parse(sim::profile_to_json(p).dump()), "noisy.json"));
   // Within the bounds a measured median is kept as measured.
@@ -422,6 +443,8 @@ TEST_CASE("profile cost model: qkv's KV-cache write added only where the profile
   hw.kernel_overhead_us = 1;
   sim::Profile p;
   p.tp = 2;
+  p.model = "tiny";
+  p.options = {{"hardware", "toy"}};
   p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, ""});
   sim::Op qkv = gemm_op(64, 48, 128);
   qkv.code = sim::OpCode::Qkv;
@@ -650,6 +673,32 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   CHECK(pts.back().bytes == 134217728);
   CHECK(pts.back().elements == 134217728 / 2);  // read as bf16 values
   CHECK_THROWS_AS(profiler::parse_nccl_tests(data + "/hf_llama_config.json", 0), InputError);
+  // Rows a user must not get silently: wrong results, another collective, impossible numbers.
+  std::ifstream in(data + "/all_reduce_perf_sample.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string good = ss.str();
+  const std::string row =
+      "        8192          2048     float     sum      -1    60.20    0.14    0.24      0";
+  REQUIRE(good.find(row) != std::string::npos);
+  const std::string scratch_file =
+      (std::filesystem::temp_directory_path() / "tpo_nccl_rows.txt").string();
+  for (const auto& [bad, field] : std::vector<std::pair<std::string, std::string>>{
+           {"        8192          2048     float     sum      -1    60.20    0.14    0.24      3",
+            "#wrong"},
+           {"        8192          2048     float    none      -1    60.20    0.14    0.24      0",
+            "redop"},
+           {"        8192          2048     float     sum      -1     0.00    0.14    0.24      0",
+            "time"},
+           {"           0          2048     float     sum      -1    60.20    0.14    0.24      0",
+            "size"}}) {
+    std::string text = good;
+    text.replace(text.find(row), row.size(), bad);
+    std::ofstream(scratch_file) << text;
+    CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
+                         doctest::Contains(("field '" + field + "'").c_str()), InputError);
+  }
+  std::remove(scratch_file.c_str());
 }
 
 namespace {

@@ -126,6 +126,19 @@ TEST_CASE("the contention model's datasheet values and h200x8's memory-bound sha
   CHECK(h.contention.memory_bound_share == 0.75);
   // Machines without a contention block keep the rule off.
   CHECK(load_hardware("h100x8").contention.memory_bound_share == 0);
+  // A machine of 2 SMs (cpu-host's cores) with a contention block that gives no budget: the
+  // default of 16 would leave no SM, so half of them (1) is taken; a budget written in the
+  // file that leaves none is still an error naming the field.
+  auto j = tpo::read_json_file(resolve_config("hardware", "cpu-host", "hardware"));
+  j["contention"] = {{"extra_wave", true}};
+  const std::string p =
+      (std::filesystem::temp_directory_path() / "tpo_test_hw_two_sms.json").string();
+  std::ofstream(p) << j.dump();
+  CHECK(load_hardware(p).contention.comm_ctas == 1);
+  j["contention"]["comm_ctas"] = 2;
+  std::ofstream(p) << j.dump();
+  CHECK(error_of([&] { load_hardware(p); }).find("'contention.comm_ctas'") != std::string::npos);
+  std::filesystem::remove(p);
 }
 
 TEST_CASE("bad hardware files name the field") {
