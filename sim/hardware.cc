@@ -78,6 +78,31 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   if (o.string("schema") != "tpo.hardware/1") {
     throw InputError(path, "schema", "expected \"tpo.hardware/1\"");
   }
+  // A misspelt key (kernel_overhead_usec) would leave its default in place without a word.
+  const std::string kind = "a tpo.hardware/1 file";
+  o.only_keys({"schema", "name", "description", "nodes", "gpu", "efficiency", "node", "inter_node",
+               "interference", "contention", "note"},
+              kind);
+  o.object("gpu").only_keys(
+      {"name", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
+       "launch_overhead_us", "kernel_overhead_us", "graph_launch_us", "launch_source", "source"},
+      kind);
+  o.object("efficiency")
+      .only_keys(
+          {"gemm_max", "gemm_tile_m", "gemm_tile_n", "gemm_k_half", "gemm_tiles", "gemm_stream_k",
+           "gemm_overhead_us", "gemm_split_k_us", "attention_max", "attention_kv_half", "memory",
+           "l2_resident_mib", "l2_gbps", "l2_in_place_only", "norm_blocks_per_sm", "source"},
+          kind);
+  o.object("node").only_keys({"gpus_per_node", "link"}, kind);
+  for (const JsonObject& link : {o.object("node").object("link"), o.object("inter_node")}) {
+    link.only_keys({"class", "allreduce_latency_us", "busbw_gbps", "source"}, kind);
+  }
+  const JsonObject interference = o.object("interference");
+  interference.only_keys({"compute_slowdown_under_comm", "comm_slowdown_under_compute", "source"},
+                         kind);
+  for (const char* k : {"compute_slowdown_under_comm", "comm_slowdown_under_compute"}) {
+    interference.object(k).only_keys({"gemm", "attention", "memory", "source"}, kind);
+  }
   HardwareConfig h;
   h.origin = path;
   h.name = o.string_or("name", fs::path(path).stem().string());

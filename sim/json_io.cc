@@ -86,6 +86,15 @@ JsonObject::JsonObject(const nlohmann::json& j, std::string file, std::string pa
   }
 }
 
+void JsonObject::only_keys(std::initializer_list<const char*> known,
+                           const std::string& what) const {
+  for (const auto& [key, value] : j_.items()) {
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
+      throw InputError(file_, field(key), "unknown key in " + what + " (misspelt?)");
+    }
+  }
+}
+
 std::string JsonObject::field(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }

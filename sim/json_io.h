@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,9 @@ class JsonObject {
   std::int64_t integer_or(const std::string& key, std::int64_t fallback) const;
   // A non-negative integer (0 allowed), or the fallback when absent.
   std::int64_t count_or(const std::string& key, std::int64_t fallback) const;
+  // Throws InputError naming the first key not in `known` (a misspelt key would otherwise be
+  // ignored and its default used without a word). `what` names the kind of object.
+  void only_keys(std::initializer_list<const char*> known, const std::string& what) const;
 
   const nlohmann::json& raw() const { return j_; }
   const std::string& file() const { return file_; }

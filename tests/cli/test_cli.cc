@@ -990,12 +990,23 @@ TEST_CASE(
        {std::pair{std::string("\"bf16_dense_tflops\": "), std::string("gpu.bf16_dense_tflops")},
         std::pair{std::string("\"launch_overhead_us\": "),
                   std::string("gpu.launch_overhead_us")}}) {
-    const std::string bad = write(
-        "bad-hw.json",
-        hw_with(from, from + (field.ends_with("us") ? "1e30" : "1e-300") + ", \"ignored\": "));
+    std::string t = hw;  // the number after `from` replaced
+    const auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    const auto end = t.find_first_of(",}\n", at + from.size());
+    t.replace(at + from.size(), end - at - from.size(), field.ends_with("us") ? "1e30" : "1e-300");
+    const std::string bad = write("bad-hw.json", t);
     const auto r = tpo("simulate --tp 8 --hardware " + bad);
     CHECK(r.code == 2);
     CHECK(r.out.find("field '" + field + "'") != std::string::npos);
+  }
+  // A misspelt key in a hardware file is an error, not a default used without a word.
+  {
+    const std::string bad =
+        write("typo-hw.json", hw_with("\"kernel_overhead_us\"", "\"kernel_overhead_usec\""));
+    const auto r = tpo("simulate --tp 8 --hardware " + bad);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("field 'gpu.kernel_overhead_usec': unknown key") != std::string::npos);
   }
   auto r = tpo("simulate");
   std::string deep(200, '[');
