@@ -27,6 +27,18 @@ namespace {
 // Families whose MLP is not gated, or whose attention or experts change the cost: refused,
 // naming the field, rather than simulated as something they are not.
 void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::string& path) {
+  // A key that decides whether the model is modelled at all must have its type: a string
+  // "8" experts or window would otherwise be skipped and the model simulated as dense.
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "sliding_window",
+                          "max_position_embeddings"}) {
+    if (j.contains(key) && !j.at(key).is_null() && !j.at(key).is_number()) {
+      throw InputError(path, key, "must be a number, not " + j.at(key).dump());
+    }
+  }
+  if (j.contains("use_sliding_window") && !j.at("use_sliding_window").is_null() &&
+      !j.at("use_sliding_window").is_boolean()) {
+    throw InputError(path, "use_sliding_window", "must be true or false");
+  }
   for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts"}) {
     if (j.contains(moe) && j.at(moe).is_number() && j.at(moe).get<double>() > 1) {
       throw InputError(path, moe,

@@ -225,4 +225,18 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
   // Mixture of experts: refused, naming the field.
   e = error_of([&] { load_model(data + "/hf_moe_config.json"); });
   CHECK(e.find("experts") != std::string::npos);
+  // Written as strings, the same keys are refused too (they used to be skipped, and the model
+  // simulated as dense with full attention).
+  for (const auto& [file, key] : {std::pair{"hf_moe_config.json", "num_local_experts"},
+                                  std::pair{"hf_sliding_config.json", "sliding_window"}}) {
+    auto j = tpo::read_json_file(data + "/" + file);
+    j[key] = j[key].dump();
+    const std::string p =
+        (std::filesystem::temp_directory_path() / ("tpo_test_str_" + std::string(file))).string();
+    std::ofstream(p) << j.dump();
+    CHECK(error_of([&] {
+            load_model(p);
+          }).find(std::string("field '") + key + "': must be a number") != std::string::npos);
+    std::filesystem::remove(p);
+  }
 }
