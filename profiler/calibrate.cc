@@ -191,6 +191,9 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
     if (!j.contains("cases") || !j.at("cases").is_array()) {
       throw InputError(path, "cases", "must be an array");
     }
+    if (j.at("cases").empty()) {
+      throw InputError(path, "cases", "is empty: the report holds no measured case");
+    }
     for (std::size_t i = 0; i < j.at("cases").size(); ++i) {
       const JsonObject c(j.at("cases").at(i), path, "cases[" + std::to_string(i) + "]");
       CalibrationCase k;
@@ -205,7 +208,10 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       k.reported_us = c.number("predicted_us");
       k.measured_none_us = c.number_or("measured_none_us", 0);
       k.legacy_copies = rep.string_or("backend", "") == "cuda" && !rep.has("attention_q_in_place");
-      if (c.has("ops") && c.raw().at("ops").is_array()) {
+      if (c.has("ops") && !c.raw().at("ops").is_array()) {
+        throw InputError(path, c.field("ops"), "must be an array of the case's ops");
+      }
+      if (c.has("ops")) {
         const auto& ops = c.raw().at("ops");
         struct Span {
           std::size_t index;
@@ -217,9 +223,19 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
         for (std::size_t q = 0; q < ops.size(); ++q) {
           const JsonObject op(ops.at(q), path, c.field("ops") + "[" + std::to_string(q) + "]");
           const std::string kind = op.string("kind");
+          if (kind != "gemm" && kind != "attention" && kind != "norm" && kind != "elementwise" &&
+              kind != "allreduce") {
+            throw InputError(
+                path, op.field("kind"),
+                "'" + kind + "' is not gemm, attention, norm, elementwise or allreduce");
+          }
+          const std::string stream = op.string_or("stream", "compute");
+          if (stream != "compute" && stream != "comm") {
+            throw InputError(path, op.field("stream"), "'" + stream + "' is not compute or comm");
+          }
           const double us = op.number("measured_us", /*positive=*/false);
           k.measured_class_us[static_cast<std::size_t>(op_class(kind))] += us;
-          spans.push_back({q, op.string_or("name", ""), op.string_or("stream", "compute") == "comm",
+          spans.push_back({q, op.string_or("name", ""), stream == "comm",
                            op.number_or("measured_start_us", -1, /*positive=*/false), us});
         }
         k.measured_ops = ops.size();

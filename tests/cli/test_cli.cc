@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -857,6 +858,28 @@ TEST_CASE(
     CHECK(r.code == 2);
     CHECK(r.out.find("validate-renamed.json") != std::string::npos);
     CHECK(r.out.find("ops[0].name") != std::string::npos);
+    // An op of no known kind or stream, ops that are no array, and a report of no case.
+    for (const auto& [field, value, expect] :
+         {std::tuple{"kind", nlohmann::json("foo"), "ops[0].kind': 'foo' is not gemm"},
+          std::tuple{"stream", nlohmann::json("x"), "ops[0].stream': 'x' is not compute or comm"},
+          std::tuple{"", nlohmann::json("x"), "cases[0].ops': must be an array"},
+          std::tuple{"cases", nlohmann::json::array(), "field 'cases': is empty"}}) {
+      auto bent = nlohmann::json::parse(slurp(one));
+      if (std::string(field) == "cases") {
+        bent["cases"] = value;
+      } else if (std::string(field).empty()) {
+        bent["cases"][0]["ops"] = value;
+      } else {
+        bent["cases"][0]["ops"][0][field] = value;
+      }
+      const fs::path f = scratch() / "validate-bent.json";
+      std::ofstream(f) << bent.dump();
+      r = tpo("calibrate --reports " + f.string() + " --profile " + src +
+              "/configs/profiles/h200-llama3.1-8b-tp2.json --fit-on llama3.1-8b");
+      CAPTURE(expect);
+      CHECK(r.code == 2);
+      CHECK(r.out.find(expect) != std::string::npos);
+    }
   }
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);
