@@ -182,6 +182,7 @@ double objective(const Eval& e, const std::vector<CalibrationCase>& cases,
 std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports) {
   std::vector<CalibrationCase> out;
   for (const auto& path : reports) {
+    check_input_file(path, "--reports");
     const nlohmann::json j = read_json_file(path);
     const JsonObject rep(j, path, "");
     if (rep.string("schema") != "tpo.validate/1") {
@@ -645,6 +646,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   sim::check_threshold(o.threshold, "--threshold");
   if (!o.out.empty()) check_writable(o.out, "--out");
   const auto cases = read_cases(o.reports);
+  for (const auto& p : o.profiles) check_input_file(p, "--profile");
   auto prep = prepare(cases, o.profiles);
   // Chunks off the 8-token grid run a much slower attention kernel (results/h200, finding 4a):
   // a standalone-cost error, not contention. They are neither fitted nor mixed into the

@@ -142,8 +142,9 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.gemm_split_k_us = eff.number_or("gemm_split_k_us", 0, false);
   h.l2_resident_mib = eff.number_or("l2_resident_mib", 0, /*positive=*/false);
   h.l2_gbps = eff.number_or("l2_gbps", 0, /*positive=*/false);
-  if (h.l2_resident_mib > 0 && h.l2_gbps <= 0) {
-    throw InputError(path, eff.field("l2_gbps"), "must be given (> 0) with l2_resident_mib");
+  if (h.l2_resident_mib > 0 && h.l2_gbps < 1) {
+    throw InputError(path, eff.field("l2_gbps"),
+                     "must be given (at least 1 GB/s) with l2_resident_mib");
   }
   if (eff.has("l2_in_place_only")) {
     if (!eff.raw().at("l2_in_place_only").is_boolean()) {

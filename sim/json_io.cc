@@ -25,7 +25,9 @@ void check_input_file(const std::string& path, const std::string& option) {
     if (option.empty()) throw InputError(path, "", what);
     throw InputError(option, path, what);
   };
-  if (path.empty()) fail("is empty: give a file name");
+  if (path.empty()) {
+    throw InputError(option.empty() ? "(a file name)" : option, "", "is empty: give a file name");
+  }
   struct stat st = {};
   if (::stat(path.c_str(), &st) != 0) {
     fail(std::string("cannot open file (") + std::strerror(errno) +

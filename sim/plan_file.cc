@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/report.h"
@@ -65,6 +66,14 @@ StrategySpec spec_from_json(const JsonObject& o) {
 WorkloadOptions workload_from_json(const JsonObject& o) {
   WorkloadOptions w;
   w.model = o.string("model");
+  // Resolved now, so that an unknown name is reported against this file and field (later it
+  // would read as a --model option nobody gave). The model is the one thing no option of
+  // validate --plan replaces.
+  try {
+    (void)resolve_config("models", w.model, "model");
+  } catch (const FieldError& e) {
+    throw InputError(o.file(), o.field("model"), "'" + w.model + "': " + e.problem());
+  }
   w.hardware = o.string("hardware");
   w.tp = o.integer("tp");
   w.phase = o.string("phase");

@@ -68,7 +68,12 @@ void check_sizes(const Workload& w) {
     }
   }
   if (w.batch * (w.seq + w.context) > kMaxTokens) {
-    throw FieldError("batch", std::to_string(w.batch),
+    // Blame the largest of the three: the one a user most likely mistyped.
+    const auto [field, v] =
+        w.context > std::max(w.seq, w.batch)
+            ? std::pair{"context", w.context}
+            : (w.seq >= w.batch ? std::pair{"seq", w.seq} : std::pair{"batch", w.batch});
+    throw FieldError(field, std::to_string(v),
                      "batch x (seq + context) tokens exceeds 2^31; nothing that large fits a GPU");
   }
 }

@@ -199,13 +199,14 @@ void check_host_memory(const ValidateOptions& o, const sim::Workload& w, bool em
   const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (have > 0 && need > 0.8 * have) {
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    char msg[256];
+    char msg[512];
     std::snprintf(msg, sizeof msg,
-                  "%lld layers of %s at TP %lld need about %.1f GiB of host memory here (fp32 "
-                  "weights and KV of every rank) and this machine has %.1f GiB; validate fewer "
-                  "layers",
+                  "%lld layers of %s at TP %lld, batch %lld x %lld tokens, need about %.1f GiB of "
+                  "host memory here (fp32 weights, activations and KV of every rank) and this "
+                  "machine has %.1f GiB; validate fewer layers, a smaller batch or fewer tokens",
                   static_cast<long long>(w.layers), w.model.name.c_str(),
-                  static_cast<long long>(w.tp), need / gib, have / gib);
+                  static_cast<long long>(w.tp), static_cast<long long>(w.batch),
+                  static_cast<long long>(w.seq + w.context), need / gib, have / gib);
     throw InputError("--layers", std::to_string(w.layers), msg);
   }
 }

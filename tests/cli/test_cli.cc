@@ -231,6 +231,27 @@ TEST_CASE("repetition counts have upper bounds (a typo must not run for days)") 
   CHECK_FALSE(fs::exists(scratch() / "reps.json"));
 }
 
+TEST_CASE("messages blame what was mistyped") {
+  // The largest of batch, seq and context is named, not --batch 1.
+  auto r =
+      tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 2 --seq 100 --context "
+          "2147483647");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--context 2147483647: batch x (seq + context)") != std::string::npos);
+  // An efficiency of 1e-300 is refused in the hardware file, not as a qkv op of 1e290 s.
+  std::string hw = slurp(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h200x8.json");
+  const std::string from = "\"gemm_max\": ";
+  const auto at = hw.find(from);
+  REQUIRE(at != std::string::npos);
+  hw.replace(at + from.size(), hw.find_first_of(",}\n", at + from.size()) - at - from.size(),
+             "1e-300");
+  const fs::path f = scratch() / "tiny-eff.json";
+  std::ofstream(f) << hw;
+  r = tpo("simulate --model llama3.1-8b --tp 2 --seq 1024 --hardware " + f.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("field 'efficiency.gemm_max': 1e-300 is outside") != std::string::npos);
+}
+
 TEST_CASE("plan: a table a person can act on, and JSON, CSV and SVG files") {
   const fs::path j = scratch() / "plan.json", c = scratch() / "plan.csv",
                  v = scratch() / "plan.svg";
@@ -583,7 +604,7 @@ TEST_CASE("validate --plan runs exactly what was planned: context, layers, profi
 TEST_CASE("validate: a run too large for this machine's memory is refused before any work") {
   const auto r = tpo("validate --model llama2-70b --hardware h100x8 --tp 8 --seq 128 --layers 80");
   CHECK(r.code == 2);
-  CHECK(r.out.find("--layers 80: 80 layers of llama2-70b at TP 8 need about") != std::string::npos);
+  CHECK(r.out.find("--layers 80: 80 layers of llama2-70b at TP 8, batch 1 x") != std::string::npos);
   CHECK(r.out.find("validate fewer layers") != std::string::npos);
 }
 
