@@ -24,6 +24,11 @@ Timing timing_from(const JsonObject& o) {
   t.min_us = o.number_or("min_us", t.median_us, false);
   t.max_us = o.number_or("max_us", t.median_us, false);
   t.reps = o.integer_or("reps", 1);
+  if (t.min_us > t.median_us || t.median_us > t.max_us) {
+    throw InputError(o.file(), o.field("median_us"),
+                     "min_us <= median_us <= max_us does not hold; the timing is not a "
+                     "measurement");
+  }
   return t;
 }
 
@@ -147,9 +152,20 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.tp = o.integer("tp");
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
   p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
+  if (o.has("kind") && o.string("kind") != "measured") {
+    throw InputError(file, "kind", "'" + o.string("kind") + "': a profile holds measurements");
+  }
   each(j, file, "gemm", [&](const JsonObject& e) {
-    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
-                      timing_from(e), e.string_or("kernel", "")});
+    const std::string name = e.string("name");
+    if (name != "qkv" && name != "o_proj" && name != "gate_up" && name != "down" &&
+        name != "lm_head") {
+      throw InputError(file, e.field("name"),
+                       "'" + name +
+                           "' is not a GEMM tpo measures (qkv, o_proj, gate_up, down, "
+                           "lm_head)");
+    }
+    p.gemm.push_back({name, e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e),
+                      e.string_or("kernel", "")});
   });
   each(j, file, "attention", [&](const JsonObject& e) {
     AttentionPoint a;
@@ -164,12 +180,26 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.attention.push_back(a);
   });
   each(j, file, "rowwise", [&](const JsonObject& e) {
-    p.rowwise.push_back({e.string("name"), e.integer("rows"), e.integer("cols"), timing_from(e)});
+    const std::string name = e.string("name");
+    if (name != "rmsnorm" && name != "silu_mul" && name != "residual_add") {
+      throw InputError(file, e.field("name"),
+                       "'" + name +
+                           "' is not a row-wise op tpo measures (rmsnorm, silu_mul, "
+                           "residual_add)");
+    }
+    p.rowwise.push_back({name, e.integer("rows"), e.integer("cols"), timing_from(e)});
   });
   each(j, file, "allreduce", [&](const JsonObject& e) {
-    p.allreduce.push_back(
-        {e.integer("elements"), e.integer("ranks"), e.integer("bytes"), timing_from(e)});
+    const std::int64_t ranks = e.integer("ranks");
+    if (ranks != p.tp) {
+      throw InputError(file, e.field("ranks"),
+                       std::to_string(ranks) + " ranks in a profile of TP " + std::to_string(p.tp));
+    }
+    p.allreduce.push_back({e.integer("elements"), ranks, e.integer("bytes"), timing_from(e)});
   });
+  if (p.gemm.empty() && p.attention.empty() && p.rowwise.empty() && p.allreduce.empty()) {
+    throw InputError(file, "", "holds no measurement (gemm, attention, rowwise or allreduce)");
+  }
   // Only a profile of links alone (tpo profile import-nccl-tests) may leave the model out.
   if (p.model.empty() && (!p.gemm.empty() || !p.attention.empty() || !p.rowwise.empty())) {
     throw InputError(file, "model", "missing: the model whose shards were measured");

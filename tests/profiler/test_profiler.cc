@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -228,6 +229,23 @@ TEST_CASE("profile JSON round trip") {
     CHECK_THROWS_WITH_AS(sim::profile_from_json(k, "mem.json"), doctest::Contains(expected.c_str()),
                          InputError);
   }
+  // Entries a profile cannot hold: an op tpo does not measure, a timing whose median is not
+  // between its min and max, all-reduce ranks other than the TP, and no measurement at all.
+  for (const auto& [bend, expect] :
+       std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>>{
+           {[](nlohmann::json& x) { x["gemm"][0]["name"] = "foo"; }, "field 'gemm[0].name'"},
+           {[](nlohmann::json& x) { x["gemm"][0]["min_us"] = 50; }, "field 'gemm[0].median_us'"},
+           {[](nlohmann::json& x) { x["allreduce"][0]["ranks"] = 3; },
+            "field 'allreduce[0].ranks': 3 ranks in a profile of TP 2"},
+           {[](nlohmann::json& x) {
+              for (const char* a : {"gemm", "attention", "rowwise", "allreduce"}) x.erase(a);
+            },
+            "holds no measurement"}}) {
+    auto bent = nlohmann::json::parse(j.dump());
+    bend(bent);
+    CHECK_THROWS_WITH_AS(sim::profile_from_json(bent, "mem.json"),
+                         doctest::Contains(expect.c_str()), InputError);
+  }
   auto k = nlohmann::json::parse(j.dump());
   k["options"].erase("hardware");
   CHECK_THROWS_WITH_AS(sim::profile_from_json(k, "mem.json"),
@@ -271,6 +289,7 @@ TEST_CASE("a profile's interference summary stays readable when the timings are 
   p.tp = 2;
   p.device = {{"backend", "cpu"}};
   p.options = {{"hardware", "toy"}};
+  p.gemm.push_back({"qkv", 64, 256, 128, {10, 10, 10, 1}, ""});
   CHECK_NOTHROW(
       sim::profile_from_json(nlohmann::json::parse(sim::profile_to_json(p).dump()), "noisy.json"));
   // Within the bounds a measured median is kept as measured.
