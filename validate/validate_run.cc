@@ -156,8 +156,9 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.backend == "cuda" && !cuda_runtime_built()) {
     throw InputError("--backend", "cuda", "this build has no CUDA (configure where nvcc is found)");
   }
-  if (!(o.tolerance >= 0) || !(o.tolerance < 1)) {  // NaN and inf included
-    throw InputError("--tolerance", std::to_string(o.tolerance),
+  // 0 is refused: no two summation orders agree to the last bit.
+  if (o.tolerance && (!(*o.tolerance > 0) || !(*o.tolerance < 1))) {  // NaN, inf too
+    throw InputError("--tolerance", std::to_string(*o.tolerance),
                      "must be a relative error in (0, 1) (or left out)");
   }
   if (o.repeat < 1 || o.repeat > 10000) {
@@ -177,7 +178,7 @@ double check_options(const ValidateOptions& o, bool emulated) {
                      "applies to --backend cuda --comm emulated only");
   }
   // fp32 on the CPU; bf16 on the GPU.
-  return o.tolerance > 0 ? o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
+  return o.tolerance ? *o.tolerance : (o.backend == "cpu" ? 1e-5 : 2e-2);
 }
 
 // Host memory a run needs: the fp32 weights and KV prefix of every rank it generates, and on
@@ -417,7 +418,7 @@ ojson validate_json(const ValidateReport& r) {
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;
   j["options"]["warmup"] = r.options.warmup;
-  j["tolerance"] = r.options.tolerance;
+  j["tolerance"] = r.options.tolerance.value_or(0);  // set to the tolerance in force
   j["all_correct"] = r.all_correct();
   ojson cases = ojson::array();
   for (const auto& c : r.cases) {

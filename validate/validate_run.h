@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ struct ValidateOptions {
   double nccl_timeout_s = 300;     // cuda, NCCL: seconds without progress before aborting
   int repeat = 3;
   int warmup = 1;
-  double tolerance = 0;  // relative error allowed; 0: 1e-5 on the CPU (fp32), 2e-2 on CUDA
+  // Relative error allowed; not given: 1e-5 on the CPU (fp32), 2e-2 on CUDA.
+  std::optional<double> tolerance;
   // One TP rank per process (mpirun -np TP): MPI all-reduce on the CPU, NCCL across
   // processes on CUDA. Rank 0 checks the output and reports.
   bool mpi = false;

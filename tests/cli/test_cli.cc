@@ -675,7 +675,7 @@ TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") 
   r = tpo("profile --max-tokens -5 --out " + (dir / "never.json").string());
   CHECK(r.code == 2);
   CHECK(!fs::exists(dir / "never.json"));
-  for (const char* tol : {"-1", "nan", "inf"}) {  // nan used to fall back, inf to accept anything
+  for (const char* tol : {"-1", "0", "nan", "inf"}) {  // 0 and nan fell back, inf accepted all
     r = tpo(std::string("validate --tolerance ") + tol);
     CHECK(r.code == 2);
     CHECK(r.out.find("--tolerance") != std::string::npos);
