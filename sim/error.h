@@ -34,7 +34,25 @@ class InputError : public std::runtime_error {
         s += ": field '" + field + "'";
       }
     }
-    return s + ": " + what;
+    return printable(s + ": " + what);
+  }
+  // Control characters from a file (a name holding ESC or NUL) are shown as \xNN: printed raw
+  // they would move the terminal's cursor or cut the message short.
+  static std::string printable(const std::string& s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        out += "\\x";
+        out += hex[u >> 4];
+        out += hex[u & 15];
+      } else {
+        out += c;
+      }
+    }
+    return out;
   }
   std::string where_;
   std::string field_;

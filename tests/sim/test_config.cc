@@ -141,6 +141,12 @@ TEST_CASE("the contention model's datasheet values and h200x8's memory-bound sha
   std::filesystem::remove(p);
 }
 
+TEST_CASE("error messages show control characters from files as escapes") {
+  const std::string name("ab\x1b[2J\0cd", 9);  // ESC, then a NUL that would cut the message
+  const std::string msg = tpo::InputError("m.json", "name", "'" + name + "' is odd").what();
+  CHECK(msg == "m.json: field 'name': 'ab\\x1b[2J\\x00cd' is odd");
+}
+
 TEST_CASE("bad hardware files name the field") {
   {
     // The attention curve's half-length and the memory-bound share out of range.
