@@ -2,6 +2,7 @@
 #include "profiler/profile_run.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -360,6 +361,20 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   so.layers = 0;
   const sim::Workload w = sim::make_workload(so);
   const sim::ShardDims d = sim::validate_workload(w);
+  // The profile is labelled with this hardware, and simulate reads it as that machine's
+  // measurements: CPU timings labelled h200x8 would be used as an H200's.
+  std::string gpu = w.hardware.gpu_name;
+  std::transform(gpu.begin(), gpu.end(), gpu.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool cpu_file = gpu.find("cpu") != std::string::npos;
+  if (cpu_file != (o.backend == "cpu")) {
+    throw InputError("--hardware", w.hardware.name,
+                     "is " + std::string(cpu_file ? "a CPU" : "a GPU") + " ('" +
+                         w.hardware.gpu_name + "') but --backend " + o.backend + " measures " +
+                         (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
+                         "; the profile would be read as that hardware's measurements (for the "
+                         "CPU: cpu-host, or a file whose gpu.name says CPU)");
+  }
   SweepOptions sw;
   sw.quick = o.quick;
   sw.align = o.align;

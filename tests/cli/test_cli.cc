@@ -447,6 +447,12 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   r = tpo("profile --backend cpu");
   CHECK(r.code == 2);
   CHECK(r.out.find("--out") != std::string::npos);
+  // CPU timings labelled as a GPU would be read as that GPU's measurements.
+  r = tpo("profile --backend cpu --hardware h200x8 --tp 2 --quick --out " +
+          (scratch() / "never.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--hardware h200x8: is a GPU") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch() / "never.json"));
   r = tpo("profile --backend cpu --gemm-step -5 --out " + (scratch() / "never.json").string());
   CHECK(r.code == 2);
   CHECK(r.out.find("--gemm-step -5: must be >= 0") != std::string::npos);
