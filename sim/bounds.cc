@@ -71,6 +71,8 @@ const FieldBound kBounds[] = {
     {"qkv_kv_store_width", 0, 65536 * 65536.0, false, "values (KV heads x head dim)"},
     {"attention_q_row_stride", 0, 65536 * 65536.0, false, "values (qkv width)"},
     {"max_us", 0, 1e9, true, "us"},
+    {"prefix", 0, 2147483648.0, false, "tokens"},
+    {"fits.gemm_m_half", 0, 1e7, false, "rows"},
     // Measured: timing noise can put a ratio slightly below 1.
     {"compute_slowdown_under_comm", 0.1, 100, false, "x"},
     {"comm_slowdown_under_compute", 0.1, 100, false, "x"},

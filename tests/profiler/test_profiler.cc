@@ -237,6 +237,10 @@ TEST_CASE("profile JSON round trip") {
            {[](nlohmann::json& x) { x["gemm"][0]["min_us"] = 50; }, "field 'gemm[0].median_us'"},
            {[](nlohmann::json& x) { x["allreduce"][0]["ranks"] = 3; },
             "field 'allreduce[0].ranks': 3 ranks in a profile of TP 2"},
+           {[](nlohmann::json& x) { x["attention"][0]["prefix"] = 1e300; },
+            "field 'attention[0].prefix': 1e+300 is outside"},
+           {[](nlohmann::json& x) { x["device"]["backend"] = "tpu"; },
+            "field 'device.backend': 'tpu' is not"},
            {[](nlohmann::json& x) {
               for (const char* a : {"gemm", "attention", "rowwise", "allreduce"}) x.erase(a);
             },
