@@ -74,7 +74,8 @@ int run_import(ImportCli c) {
                          hw.name + " has " + std::to_string(gpus) + " GPUs");
   }
   sim::Profile p;
-  if (std::filesystem::exists(c.out)) {
+  if (const OutputTarget t = output_target(c.out, "--out");
+      !t.direct && std::filesystem::is_regular_file(t.path)) {
     p = sim::load_profile(c.out);  // replace the comm section of an existing profile
     if (p.tp != pts.front().ranks) {
       throw InputError("--out", c.out,

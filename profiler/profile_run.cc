@@ -363,17 +363,14 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   const sim::ShardDims d = sim::validate_workload(w);
   // The profile is labelled with this hardware, and simulate reads it as that machine's
   // measurements: CPU timings labelled h200x8 would be used as an H200's.
-  std::string gpu = w.hardware.gpu_name;
-  std::transform(gpu.begin(), gpu.end(), gpu.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool cpu_file = gpu.find("cpu") != std::string::npos;
+  const bool cpu_file = w.hardware.is_cpu;
   if (cpu_file != (o.backend == "cpu")) {
     throw InputError("--hardware", w.hardware.name,
                      "is " + std::string(cpu_file ? "a CPU" : "a GPU") + " ('" +
                          w.hardware.gpu_name + "') but --backend " + o.backend + " measures " +
                          (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
                          "; the profile would be read as that hardware's measurements (for the "
-                         "CPU: cpu-host, or a file whose gpu.name says CPU)");
+                         "CPU: cpu-host, or a hardware file with gpu.kind \"cpu\")");
   }
   SweepOptions sw;
   sw.quick = o.quick;
@@ -403,7 +400,10 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   h.reps = o.reps;
   h.warmup = o.warmup;
   h.progress = o.progress;
-  h.resume_path = o.out + ".partial";
+  // Finished measurements go beside the output, so a killed run resumes; not beside a stream.
+  if (const OutputTarget t = output_target(o.out, "--out"); !t.direct) {
+    h.resume_path = t.path + ".partial";
+  }
   nlohmann::json opts{
       {"backend", o.backend}, {"model", so.model},         {"hardware", so.hardware},
       {"tp", w.tp},           {"quick", o.quick},          {"max_tokens", sw.max_tokens},
@@ -442,7 +442,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (o.accuracy) p.accuracy = accuracy_check(p, w.hardware, w.tp, ms, os);
   p.analytical_vs_measured = analytical_vs_measured(w.hardware, w.tp, ms, os);
   write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
-  std::filesystem::remove(h.resume_path);
+  if (!h.resume_path.empty()) std::filesystem::remove(h.resume_path);
   os << "\nwrote " << o.out << " (measured on this " << o.backend
      << "; use it with tpo simulate/plan --profile " << o.out << ")\n";
   return 0;
@@ -454,9 +454,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
   }
-  check_input_file(path, "");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file");
+  std::istringstream in(read_input_file(path, ""));
   std::vector<sim::AllReducePoint> pts;
   std::int64_t line_no = 0;
   std::int64_t ranks = 0, rank_lines = 0;
@@ -510,12 +508,24 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     if (*end || !std::isfinite(time_us) || !(time_us > 0) || time_us > 1e9) {
       throw InputError(where, "time", tok[t_at] + " is not a time in (0, 1e9] us");
     }
-    // nccl-tests counts wrong elements per row ("N/A" with -c 0): a row that failed its own
-    // check measured something other than a correct all-reduce.
+    // A row that failed nccl-tests' own check measured something other than a correct
+    // all-reduce. Since 2.13 (the root column) the column counts wrong elements; before, it
+    // held the largest relative error ("2e-07"). "N/A": run without the check (-c 0).
     for (const std::size_t w : {t_at + 3, t_at + 7}) {
-      if (tok[w] != "0" && tok[w] != "N/A") {
-        throw InputError(where, "#wrong",
-                         tok[w] + " wrong elements: nccl-tests found this row's result wrong");
+      if (tok[w] == "N/A") continue;
+      if (tok.size() == 13) {
+        if (tok[w] != "0") {
+          throw InputError(where, "#wrong",
+                           tok[w] + " wrong elements: nccl-tests found this row's result wrong");
+        }
+      } else {
+        const double err = std::strtod(tok[w].c_str(), &end);
+        if (*end || !std::isfinite(err) || err > 1e-2) {
+          throw InputError(where, "error",
+                           tok[w] +
+                               ": nccl-tests found this row's result wrong (relative "
+                               "error above 1e-2)");
+        }
       }
     }
     sim::AllReducePoint p;

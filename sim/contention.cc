@@ -88,6 +88,11 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
 ContentionParams contention_from_json(const nlohmann::json& j, const std::string& file,
                                       const std::string& path, ContentionParams p) {
   const JsonObject o(j, file, path);
+  if (p.sms > 0 && p.sms < 2) {
+    throw InputError(file, path,
+                     "the contention model shares SMs between a comm kernel and others: it "
+                     "needs a GPU of at least 2 SMs");
+  }
   o.only_keys({"comm_ctas", "comm_ctas_full", "gemm_cta_m", "gemm_cta_n", "gemm_fill", "stream_k",
                "extra_wave", "hbm_gbps", "memory_bound_share", "comm_hbm_gbps_per_cta",
                "compute_extra", "comm_extra", "source"},

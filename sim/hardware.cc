@@ -84,7 +84,7 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
                "interference", "contention", "note"},
               kind);
   o.object("gpu").only_keys(
-      {"name", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
+      {"name", "kind", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
        "launch_overhead_us", "kernel_overhead_us", "graph_launch_us", "launch_source", "source"},
       kind);
   o.object("efficiency")
@@ -109,6 +109,11 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.description = o.string_or("description", "");
   const JsonObject gpu = o.object("gpu");
   h.gpu_name = gpu.string("name");
+  const std::string gpu_kind = gpu.string_or("kind", "gpu");
+  if (gpu_kind != "gpu" && gpu_kind != "cpu") {
+    throw InputError(path, gpu.field("kind"), "must be gpu or cpu (the CPU backend's machine)");
+  }
+  h.is_cpu = gpu_kind == "cpu";
   h.sms = gpu.integer("sms");
   h.bf16_dense_tflops = gpu.number("bf16_dense_tflops");
   h.memory_bandwidth_gbps = gpu.number("memory_bandwidth_gbps");

@@ -31,6 +31,7 @@ struct HardwareConfig {
   std::string origin;
   std::string description;
   std::string gpu_name;
+  bool is_cpu = false;  // gpu.kind "cpu": the runtime's CPU backend (cpu-host), not a GPU
   std::int64_t sms = 0;
   double bf16_dense_tflops = 0;
   double memory_bandwidth_gbps = 0;

@@ -34,20 +34,40 @@ void check_input_file(const std::string& path, const std::string& option) {
          "; does it exist and is it readable?)");
   }
   if (S_ISDIR(st.st_mode)) fail("is a folder, not a file");
-  // A FIFO would block until a writer comes; a device such as /dev/zero never ends.
-  if (!S_ISREG(st.st_mode)) fail("is not a regular file (a device, FIFO or socket)");
-  if (st.st_size > kMaxInputFileBytes) {
+  // Regular files, and pipes (/dev/stdin, <(...)) and character devices read up to the limit.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+    fail("is not a file tpo can read (a block device or a socket)");
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > kMaxInputFileBytes) {
     fail("is " + std::to_string(st.st_size >> 20) + " MiB; tpo reads files of at most " +
          std::to_string(kMaxInputFileBytes >> 20) + " MiB");
   }
 }
 
+std::string read_input_file(const std::string& path, const std::string& option) {
+  check_input_file(path, option);
+  auto fail = [&](const std::string& what) {
+    if (option.empty()) throw InputError(path, "", what);
+    throw InputError(option, path, what);
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open file (does it exist and is it readable?)");
+  // Read in blocks up to the limit: a device such as /dev/zero never ends.
+  std::string text;
+  std::vector<char> block(1 << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (static_cast<long long>(text.size()) > kMaxInputFileBytes) {
+      fail("is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
+           " MiB, the most tpo reads");
+    }
+  }
+  if (in.bad()) fail("could not be read");
+  return text;
+}
+
 nlohmann::json read_json_file(const std::string& path) {
-  check_input_file(path, "");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::stringstream ss(read_input_file(path, ""));
   // Duplicate keys (the last would silently win) and absurd nesting are errors.
   constexpr int kMaxDepth = 64;
   std::vector<std::vector<std::string>> keys;  // per open object
@@ -188,6 +208,7 @@ std::int64_t JsonObject::count_or(const std::string& key, std::int64_t fallback)
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 namespace tpo {
 
@@ -307,10 +328,23 @@ class DeferSignals {
 OutputTarget output_target(const std::string& path, const std::string& option) {
   namespace fs = std::filesystem;
   if (path.empty()) throw InputError(option, path, "is empty: give a file name");
+  // This process's own descriptors are written through the descriptor itself: a shell's
+  // `>> file` keeps appending and `> file` its place (reopening the path would start at 0,
+  // and a rename would replace the very file the shell opened).
+  if (path == "/dev/stdout") return {path, true, 1};
+  if (path == "/dev/stderr") return {path, true, 2};
+  for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) == 0 && all_digits(path.substr(prefix.size()))) {
+      return {path, true, std::stoi(path.substr(prefix.size()))};
+    }
+  }
   struct stat st = {};
   if (::stat(path.c_str(), &st) == 0) {  // follows links
     if (S_ISDIR(st.st_mode)) throw InputError(option, path, "is a folder, give a file name");
-    if (!S_ISREG(st.st_mode)) return {path, true};
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {path, true};
+    if (!S_ISREG(st.st_mode)) {
+      throw InputError(option, path, "is not a file tpo writes (a block device or a socket)");
+    }
     struct stat lst = {};
     if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
       std::error_code ec;
@@ -334,6 +368,10 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
 void check_writable(const std::string& given, const std::string& option) {
   namespace fs = std::filesystem;
   const OutputTarget target = output_target(given, option);
+  if (target.fd >= 0) {
+    if (::fcntl(target.fd, F_GETFL) < 0) throw InputError(option, given, "is not open");
+    return;
+  }
   if (target.direct) {
     if (::access(target.path.c_str(), W_OK) != 0) {
       throw InputError(option, given, "cannot be written (permissions?)");
@@ -385,7 +423,10 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       const auto& [a, oa] = outputs[i];
       const auto& [b, ob] = outputs[j];
       if (a.empty() || b.empty()) continue;
-      if (fs::weakly_canonical(a) == fs::weakly_canonical(b)) {
+      // Where each really goes (through links); streams and devices may be shared.
+      const OutputTarget ta = output_target(a, oa), tb = output_target(b, ob);
+      if (ta.direct || tb.direct) continue;
+      if (fs::weakly_canonical(ta.path) == fs::weakly_canonical(tb.path)) {
         throw InputError(ob, b, "is also given to " + oa + "; one would overwrite the other");
       }
     }
@@ -409,7 +450,7 @@ void OutputSet::add(const std::string& given, const std::string& content,
   check_writable(given, option);
   const OutputTarget target = output_target(given, option);
   if (target.direct) {  // written at commit, before any rename
-    pending_.push_back(Pending{target.path, "", option, -1, true, content});
+    pending_.push_back(Pending{target.path, "", option, -1, true, content, target.fd});
     return;
   }
   const std::string& path = target.path;
@@ -417,7 +458,7 @@ void OutputSet::add(const std::string& given, const std::string& content,
   namespace fs = std::filesystem;
   const fs::path p(path);
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  Pending pe{path, "", option, -1, false, {}};
+  Pending pe{path, "", option, -1, false, {}, -1};
 #ifdef O_TMPFILE
   // Naming it at commit goes through /proc/self/fd; without /proc, a named temporary.
   static const bool proc_fd = ::access("/proc/self/fd", F_OK) == 0;
@@ -442,13 +483,14 @@ void OutputSet::add(const std::string& given, const std::string& content,
 // unnamed file (linkat through /proc/self/fd), then rename all into place, with stop signals
 // held back so that Ctrl-C or kill cannot leave a mixed set (SIGKILL cannot be held back).
 void OutputSet::commit() {
-  DeferSignals hold;
   // Outputs that are not regular files (/dev/stdout, a FIFO) first: they cannot be renamed
   // into place, so a failed write there (/dev/full) still leaves every file of the set as it
-  // was.
+  // was. Not under DeferSignals: a pipe whose reader stopped reading must stay stoppable.
+  std::cout.flush();  // what the command printed comes before what goes to a shared stdout
   for (auto& p : pending_) {
     if (!p.direct) continue;
-    const int fd = ::open(p.path.c_str(), O_WRONLY | O_CLOEXEC);
+    const int fd =
+        p.own_fd >= 0 ? ::dup(p.own_fd) : ::open(p.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
       throw InputError(p.option, p.path,
                        std::string("cannot open for writing: ") + std::strerror(errno));
@@ -462,6 +504,7 @@ void OutputSet::commit() {
     }
     p.content.clear();
   }
+  DeferSignals hold;
   for (auto& p : pending_) {
     if (p.direct) continue;
     if (p.tmp.empty()) {

@@ -15,12 +15,14 @@ namespace tpo {
 // Parses a whole file; a missing file or malformed JSON throws InputError naming the file.
 nlohmann::json read_json_file(const std::string& path);
 
-// Input files are regular files of at most this size: a FIFO would block, a device such as
-// /dev/zero never ends, and no config, profile or report comes near it.
+// The most tpo reads from one input: no config, profile or report comes near it, and a device
+// such as /dev/zero would never end.
 inline constexpr long long kMaxInputFileBytes = 256LL << 20;
-// Throws InputError naming `path` (and `option` when not empty) unless `path` is a regular
-// file within kMaxInputFileBytes.
+// Throws InputError naming `path` (and `option` when not empty) unless `path` can be read: a
+// regular file within kMaxInputFileBytes, or a pipe or character device (/dev/stdin, <(...)).
 void check_input_file(const std::string& path, const std::string& option);
+// The whole of an input file, read up to kMaxInputFileBytes (an InputError beyond).
+std::string read_input_file(const std::string& path, const std::string& option);
 
 // A view of one JSON object inside a file; `path` is the dotted field path used in messages.
 class JsonObject {
@@ -68,6 +70,7 @@ void check_writable(const std::string& path, const std::string& option);
 struct OutputTarget {
   std::string path;
   bool direct = false;
+  int fd = -1;  // /dev/stdout, /dev/stderr, /dev/fd/N: this process's descriptor N
 };
 OutputTarget output_target(const std::string& path, const std::string& option);
 // All outputs of one command, written as a set: each goes to a temporary beside it, flushed
@@ -90,6 +93,7 @@ class OutputSet {
     int fd = -1;                    // the unnamed file (O_TMPFILE) until commit
     bool direct = false;            // not a regular file: `content` is written at commit
     std::string content;
+    int own_fd = -1;  // direct to this process's descriptor (written via dup)
   };
   std::vector<Pending> pending_;
 };

@@ -194,11 +194,27 @@ TEST_CASE("outputs through links, devices and long names, and inputs that are no
   CHECK(r.code == 0);
   CHECK(fs::is_symlink(fs::symlink_status(link)));
   CHECK(slurp(real).find("tpo.simulate/1") != std::string::npos);
+  // Two outputs that a link makes one file (the link's target missing yet): refused.
+  const fs::path dangling = scratch() / "dangling.json", target = scratch() / "target.json";
+  fs::remove(dangling);
+  fs::remove(target);
+  fs::create_symlink(target.filename(), dangling);
+  r = tpo(small + "--layers 1 --json " + dangling.string() + " --trace " + target.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("one would overwrite the other") != std::string::npos);
+  CHECK_FALSE(fs::exists(target));
   // Not a regular file: written in place, never replaced by a file.
   r = tpo(run + "/dev/null");
   CHECK(r.code == 0);
   CHECK(fs::is_character_file("/dev/null"));
-  if (fs::exists("/dev/full")) {  // a device that takes no bytes: the write's error is reported
+  // Standard output redirected to a file: written through the descriptor, after the table
+  // (a rename would have replaced the file the shell opened).
+  r = tpo(run + "/dev/stdout");
+  CHECK(r.code == 0);
+  REQUIRE(r.out.find("\"schema\": \"tpo.simulate/1\"") != std::string::npos);
+  CHECK(r.out.find("tpo simulate") < r.out.find("\"schema\": \"tpo.simulate/1\""));
+  // A device that takes no bytes: the write's error is reported.
+  if (::access("/dev/full", W_OK) == 0) {
     r = tpo(run + "/dev/full");
     CHECK(r.code == 2);
     CHECK(r.out.find("--json /dev/full: write failed") != std::string::npos);
@@ -209,15 +225,18 @@ TEST_CASE("outputs through links, devices and long names, and inputs that are no
   r = tpo(run + longname.string());
   CHECK(r.code == 0);
   CHECK(fs::exists(longname));
-  // Inputs: a folder, a FIFO (would block) and a device (would never end) are refused.
-  const fs::path fifo = scratch() / "fifo.json";
-  fs::remove(fifo);
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  for (const std::string& in : {scratch().string(), fifo.string(), std::string("/dev/zero")}) {
-    r = tpo("simulate --model " + in + " --hardware h200x8 --tp 2 --seq 1024");
-    CHECK(r.code == 2);
-    CHECK(r.out.find(in + ": is ") != std::string::npos);
-  }
+  // Inputs: a folder is refused; a device that never ends stops at the 256 MiB limit; a pipe
+  // (/dev/stdin, as from a shell's <(...)) is read.
+  r = tpo("simulate --model " + scratch().string() + " --hardware h200x8 --tp 2 --seq 1024");
+  CHECK(r.code == 2);
+  CHECK(r.out.find(scratch().string() + ": is a folder") != std::string::npos);
+  r = tpo("simulate --model /dev/zero --hardware h200x8 --tp 2 --seq 1024");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("/dev/zero: is larger than 256 MiB") != std::string::npos);
+  r = tpo("simulate --model /dev/stdin --hardware h200x8 --tp 2 --seq 1024 --layers 1",
+          "cat " + data + "/tiny_model.json |");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("tpo simulate") != std::string::npos);
 }
 
 TEST_CASE("repetition counts have upper bounds (a typo must not run for days)") {

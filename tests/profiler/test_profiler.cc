@@ -3,6 +3,8 @@
 // nccl-tests import.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -704,8 +706,9 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   const std::string row =
       "        8192          2048     float     sum      -1    60.20    0.14    0.24      0";
   REQUIRE(good.find(row) != std::string::npos);
-  const std::string scratch_file =
-      (std::filesystem::temp_directory_path() / "tpo_nccl_rows.txt").string();
+  const std::string scratch_file = (std::filesystem::temp_directory_path() /
+                                    ("tpo_nccl_rows_" + std::to_string(::getpid()) + ".txt"))
+                                       .string();
   for (const auto& [bad, field] : std::vector<std::pair<std::string, std::string>>{
            {"        8192          2048     float     sum      -1    60.20    0.14    0.24      3",
             "#wrong"},
@@ -721,6 +724,24 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
     CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
                          doctest::Contains(("field '" + field + "'").c_str()), InputError);
   }
+  // nccl-tests before 2.13 (no root column): the check column is the largest relative error.
+  const std::string old_format =
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 8192 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#       size         count      type   redop     time   algbw   busbw  error     time   "
+      "algbw   busbw  error\n"
+      "           8             2     float     sum    12.50    0.00    0.00  0e+00    12.40    "
+      "0.00    0.00  0e+00\n"
+      "        8192          2048     float     sum    15.10    0.54    0.54  2e-07    15.00    "
+      "0.55    0.55  2e-07\n";
+  std::ofstream(scratch_file) << old_format;
+  const auto old_pts = profiler::parse_nccl_tests(scratch_file, 0);
+  REQUIRE(old_pts.size() == 2);
+  CHECK(old_pts[1].t.median_us == doctest::Approx(15.10));
+  std::string wrong = old_format;
+  wrong.replace(wrong.find("2e-07"), 5, "5e-01");
+  std::ofstream(scratch_file) << wrong;
+  CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
+                       doctest::Contains("field 'error'"), InputError);
   std::remove(scratch_file.c_str());
 }
 

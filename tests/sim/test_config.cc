@@ -2,6 +2,8 @@
 // bad input, each reported with the file and the field.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -131,13 +133,19 @@ TEST_CASE("the contention model's datasheet values and h200x8's memory-bound sha
   // file that leaves none is still an error naming the field.
   auto j = tpo::read_json_file(resolve_config("hardware", "cpu-host", "hardware"));
   j["contention"] = {{"extra_wave", true}};
-  const std::string p =
-      (std::filesystem::temp_directory_path() / "tpo_test_hw_two_sms.json").string();
+  const std::string p = (std::filesystem::temp_directory_path() /
+                         ("tpo_test_hw_two_sms_" + std::to_string(::getpid()) + ".json"))
+                            .string();
   std::ofstream(p) << j.dump();
   CHECK(load_hardware(p).contention.comm_ctas == 1);
   j["contention"]["comm_ctas"] = 2;
   std::ofstream(p) << j.dump();
   CHECK(error_of([&] { load_hardware(p); }).find("'contention.comm_ctas'") != std::string::npos);
+  // One SM leaves nothing to share: a contention block there is refused.
+  j["contention"].erase("comm_ctas");
+  j["gpu"]["sms"] = 1;
+  std::ofstream(p) << j.dump();
+  CHECK(error_of([&] { load_hardware(p); }).find("at least 2 SMs") != std::string::npos);
   std::filesystem::remove(p);
 }
 
@@ -237,8 +245,9 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
                                   std::pair{"hf_sliding_config.json", "sliding_window"}}) {
     auto j = tpo::read_json_file(data + "/" + file);
     j[key] = j[key].dump();
-    const std::string p =
-        (std::filesystem::temp_directory_path() / ("tpo_test_str_" + std::string(file))).string();
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("tpo_test_str_" + std::to_string(::getpid()) + std::string(file)))
+                              .string();
     std::ofstream(p) << j.dump();
     CHECK(error_of([&] {
             load_model(p);
