@@ -98,7 +98,6 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
                "compute_extra", "comm_extra", "source"},
               "a contention block");
   p.enabled = true;
-  const bool ctas_given = o.has("comm_ctas");
   p.comm_ctas = o.integer_or("comm_ctas", p.comm_ctas);
   p.comm_ctas_full = o.count_or("comm_ctas_full", p.comm_ctas_full);
   p.gemm_cta_m = o.integer_or("gemm_cta_m", p.gemm_cta_m);
@@ -122,9 +121,9 @@ ContentionParams contention_from_json(const nlohmann::json& j, const std::string
                      "must be a share of the HBM bandwidth, between 0 and 1");
   }
   p.source = o.string_or("source", p.source);
-  if (p.sms > 0 && p.comm_ctas >= p.sms && !ctas_given) {
-    p.comm_ctas = default_comm_ctas(p.sms);  // a default too large for this machine
-  } else if (p.sms > 0 && p.comm_ctas >= p.sms) {
+  // The base's default budget is already below the SMs (load_hardware): only a budget written
+  // here can leave none.
+  if (p.sms > 0 && p.comm_ctas >= p.sms) {
     throw InputError(file, o.field("comm_ctas"),
                      "must be below the GPU's " + std::to_string(p.sms) + " SMs");
   }

@@ -19,12 +19,17 @@
 
 namespace tpo {
 
+namespace {
+// A file named in a config reads "path: ...", one given to an option "--opt path: ...".
+[[noreturn]] void input_fail(const std::string& path, const std::string& option,
+                             const std::string& what) {
+  if (option.empty()) throw InputError(path, "", what);
+  throw InputError(option, path, what);
+}
+}  // namespace
+
 void check_input_file(const std::string& path, const std::string& option) {
-  // A file named in a config reads "path: ...", one given to an option "--opt path: ...".
-  auto fail = [&](const std::string& what) {
-    if (option.empty()) throw InputError(path, "", what);
-    throw InputError(option, path, what);
-  };
+  auto fail = [&](const std::string& what) { input_fail(path, option, what); };
   if (path.empty()) {
     throw InputError(option.empty() ? "(a file name)" : option, "", "is empty: give a file name");
   }
@@ -46,10 +51,7 @@ void check_input_file(const std::string& path, const std::string& option) {
 
 std::string read_input_file(const std::string& path, const std::string& option) {
   check_input_file(path, option);
-  auto fail = [&](const std::string& what) {
-    if (option.empty()) throw InputError(path, "", what);
-    throw InputError(option, path, what);
-  };
+  auto fail = [&](const std::string& what) { input_fail(path, option, what); };
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open file (does it exist and is it readable?)");
   // Read in blocks up to the limit: a device such as /dev/zero never ends.
@@ -365,9 +367,11 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
   throw InputError(option, path, "too many levels of symbolic links");
 }
 
-void check_writable(const std::string& given, const std::string& option) {
+namespace {
+// check_writable for a target already resolved (`given` is what the user wrote).
+void check_target_writable(const OutputTarget& target, const std::string& given,
+                           const std::string& option) {
   namespace fs = std::filesystem;
-  const OutputTarget target = output_target(given, option);
   if (target.fd >= 0) {
     if (::fcntl(target.fd, F_GETFL) < 0) throw InputError(option, given, "is not open");
     return;
@@ -409,6 +413,12 @@ void check_writable(const std::string& given, const std::string& option) {
   fs::remove(tmp, ec);
 }
 
+}  // namespace
+
+void check_writable(const std::string& given, const std::string& option) {
+  check_target_writable(output_target(given, option), given, option);
+}
+
 void write_file_atomic(const std::string& path, const std::string& content,
                        const std::string& option) {
   OutputSet out;
@@ -447,8 +457,8 @@ OutputSet::~OutputSet() {
 void OutputSet::add(const std::string& given, const std::string& content,
                     const std::string& option) {
   if (given.empty()) return;
-  check_writable(given, option);
   const OutputTarget target = output_target(given, option);
+  check_target_writable(target, given, option);
   if (target.direct) {  // written at commit, before any rename
     pending_.push_back(Pending{target.path, "", option, -1, true, content, target.fd});
     return;

@@ -124,6 +124,41 @@ ojson profile_to_json(const Profile& p) {
   return j;
 }
 
+const char* rowwise_name(OpCode c) {
+  switch (c) {
+    case OpCode::AttnNorm:
+    case OpCode::MlpNorm:
+    case OpCode::FinalNorm:
+      return "rmsnorm";
+    case OpCode::SiluMul:
+      return "silu_mul";
+    case OpCode::ResidualAdd:
+      return "residual_add";
+    default:
+      return nullptr;
+  }
+}
+
+namespace {
+// Refuses an entry named for no op the schedule has: GEMMs by op_code_name, row-wise ops by
+// rowwise_name (an entry of another name would never be read).
+void check_entry_name(const JsonObject& e, bool gemm) {
+  const std::string name = e.string("name");
+  std::string known;
+  for (int i = 0; i <= static_cast<int>(OpCode::LmHead); ++i) {
+    const auto c = static_cast<OpCode>(i);
+    const char* n =
+        gemm ? (op_code_kind(c) == OpKind::Gemm ? op_code_name(c) : nullptr) : rowwise_name(c);
+    if (!n) continue;
+    if (name == n) return;
+    if (known.find(n) == std::string::npos) known += std::string(known.empty() ? "" : ", ") + n;
+  }
+  throw InputError(e.file(), e.field("name"),
+                   "'" + name + "' is not " + (gemm ? "a GEMM" : "a row-wise op") +
+                       " tpo measures (" + known + ")");
+}
+}  // namespace
+
 Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonObject o(j, file, "");
   if (o.string("schema") != "tpo.profile/1") {
@@ -160,16 +195,9 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     throw InputError(file, "kind", "'" + o.string("kind") + "': a profile holds measurements");
   }
   each(j, file, "gemm", [&](const JsonObject& e) {
-    const std::string name = e.string("name");
-    if (name != "qkv" && name != "o_proj" && name != "gate_up" && name != "down" &&
-        name != "lm_head") {
-      throw InputError(file, e.field("name"),
-                       "'" + name +
-                           "' is not a GEMM tpo measures (qkv, o_proj, gate_up, down, "
-                           "lm_head)");
-    }
-    p.gemm.push_back({name, e.integer("m"), e.integer("n"), e.integer("k"), timing_from(e),
-                      e.string_or("kernel", "")});
+    check_entry_name(e, /*gemm=*/true);
+    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
+                      timing_from(e), e.string_or("kernel", "")});
   });
   each(j, file, "attention", [&](const JsonObject& e) {
     AttentionPoint a;
@@ -184,14 +212,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.attention.push_back(a);
   });
   each(j, file, "rowwise", [&](const JsonObject& e) {
-    const std::string name = e.string("name");
-    if (name != "rmsnorm" && name != "silu_mul" && name != "residual_add") {
-      throw InputError(file, e.field("name"),
-                       "'" + name +
-                           "' is not a row-wise op tpo measures (rmsnorm, silu_mul, "
-                           "residual_add)");
-    }
-    p.rowwise.push_back({name, e.integer("rows"), e.integer("cols"), timing_from(e)});
+    check_entry_name(e, /*gemm=*/false);
+    p.rowwise.push_back({e.string("name"), e.integer("rows"), e.integer("cols"), timing_from(e)});
   });
   each(j, file, "allreduce", [&](const JsonObject& e) {
     const std::int64_t ranks = e.integer("ranks");

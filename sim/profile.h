@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/schedule.h"
+
 namespace tpo::sim {
 
 struct Timing {
@@ -102,6 +104,10 @@ struct Profile {
 
 nlohmann::ordered_json profile_to_json(const Profile& p);
 // Throws InputError naming the file and the field.
+// The name a profile's row-wise entry has for an op ("rmsnorm" for every norm), or nullptr for
+// an op that is not row-wise. GEMM entries are named by op_code_name.
+const char* rowwise_name(OpCode c);
+
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 Profile load_profile(const std::string& path);
 // The attention kernel a profile timed: its device's attention_kernel ("cudnn-sdpa",

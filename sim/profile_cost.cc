@@ -21,21 +21,6 @@ void sort_curve(std::vector<std::pair<double, double>>& c) {
           c.end());
 }
 
-const char* rowwise_name(OpCode c) {
-  switch (c) {
-    case OpCode::AttnNorm:
-    case OpCode::MlpNorm:
-    case OpCode::FinalNorm:
-      return "rmsnorm";
-    case OpCode::SiluMul:
-      return "silu_mul";
-    case OpCode::ResidualAdd:
-      return "residual_add";
-    default:
-      return nullptr;
-  }
-}
-
 // The median |read / measured - 1| of every interior point of the curves, each read in
 // log-log space between its two neighbours as if it had not been measured; 0 if none.
 template <class Curves>
