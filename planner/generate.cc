@@ -188,7 +188,14 @@ GenerateReport run_generate(const GenerateOptions& o) {
       return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
              fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
     };
-    rep.allreduce_note = "all-reduce: " + link(hw.intra);
+    const auto* am = dynamic_cast<const sim::AnalyticalCostModel*>(&cm);
+    rep.allreduce_note = am && am->allreduce_from_table(o.plan.workload.tp)
+                             ? "all-reduce: the published times of " +
+                                   std::to_string(hw.intra.table_ranks) +
+                                   " ranks (allreduce_table, " +
+                                   std::to_string(hw.intra.table.size()) + " sizes) inside a node"
+
+                             : "all-reduce: " + link(hw.intra);
     if (o.plan.workload.tp > hw.gpus_per_node && hw.inter.cls != "none")
       rep.allreduce_note += ", across nodes " + link(hw.inter);
     rep.allreduce_note +=

@@ -83,7 +83,8 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     sim::WorkloadOptions wo = c.run.workload;
     const sim::Workload w0 = sim::make_workload(wo);
     wo.profile = profile_for(profiles, wo, w0.model.name);
-    const sim::Workload w = sim::make_workload(wo);
+    sim::Workload w = sim::make_workload(wo);
+    if (c.emulated_without_table) w.hardware.intra.table.clear();  // as the run sized its copies
     const auto cm = sim::make_cost_model(w, wo.profile);
     Prepared p;
     p.schedule = sim::build_schedule(w, c.run.spec);
@@ -209,6 +210,9 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       k.reported_us = c.number("predicted_us");
       k.measured_none_us = c.number_or("measured_none_us", 0);
       k.legacy_copies = rep.string_or("backend", "") == "cuda" && !rep.has("attention_q_in_place");
+      k.emulated_without_table =
+          !rep.string_or("emulated_links", "").empty() &&
+          rep.string_or("emulated_allreduce", "latency+bandwidth") != "allreduce_table";
       if (c.has("ops") && !c.raw().at("ops").is_array()) {
         throw InputError(path, c.field("ops"), "must be an array of the case's ops");
       }

@@ -34,6 +34,9 @@ struct CalibrationCase {
   // hours before Q was read in place at b3b96ef; no report was made in between, no GPU
   // having run, so one marker tells both.)
   bool legacy_copies = false;
+  // An emulated run that sized its all-reduces by latency + bandwidth (every report before
+  // 2026-12-03, when hardware files had no allreduce_table): replayed without the table.
+  bool emulated_without_table = false;
   // Compute ops that overlapped no comm op: their index in the graph, name and measured time.
   struct AloneOp {
     std::size_t index;

@@ -153,6 +153,33 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
   return std::max(op.flops / (peak * util), memory_ns(op.bytes));
 }
 
+namespace {
+
+// A link's published all-reduce time for `bytes` on `ranks` (us), or 0 where its table is for
+// another rank count or absent. Between two sizes: log-log interpolation; below the smallest:
+// its time (latency-bound); above the largest: that time plus the extra bus bytes at busbw.
+double table_us_of(const LinkConfig& l, std::int64_t ranks, double bytes) {
+  if (l.table.empty() || l.table_ranks != ranks) return 0;
+  const auto& pts = l.table;
+  if (bytes <= pts.front().first) return pts.front().second;
+  if (bytes >= pts.back().first) {
+    const double r = static_cast<double>(ranks);
+    return pts.back().second + 2.0 * (r - 1) / r * (bytes - pts.back().first) / l.busbw_gbps / 1e3;
+  }
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), std::pair<double, double>{bytes, -1.0});
+  const auto lo = hi - 1;
+  const double f =
+      (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
+}  // namespace
+
+bool AnalyticalCostModel::allreduce_from_table(std::int64_t ranks) const {
+  const std::int64_t g = std::min(ranks, hw_.gpus_per_node);
+  return ranks > 1 && !hw_.intra.table.empty() && hw_.intra.table_ranks == g;
+}
+
 double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0;
   const double bytes = static_cast<double>(c.bytes);
@@ -161,8 +188,13 @@ double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
   Collective intra{c.kind, c.bytes, g};
   // A CTA budget below what the collective needs to fill its links slows its bandwidth term.
   const double budget = comm_budget_factor(contention_);
-  double t =
-      hw_.intra.allreduce_latency_us * 1e3 + budget * intra.bus_bytes() / hw_.intra.busbw_gbps;
+  double t = 0;
+  if (const double table_us = table_us_of(hw_.intra, g, bytes); table_us > 0) {
+    // Published whole-op times, read at NCCL's own budget (as a profile's all-reduce table).
+    t = budget * table_us * 1e3;
+  } else {
+    t = hw_.intra.allreduce_latency_us * 1e3 + budget * intra.bus_bytes() / hw_.intra.busbw_gbps;
+  }
   if (nodes > 1) {
     // Reduce-scatter inside the node, all-reduce of 1/g of the data across nodes on each
     // GPU's own NIC, all-gather inside the node (the intra part is the ring's 2(g-1)/g).
@@ -194,8 +226,11 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
       break;
   }
-  const double overhead_us =
-      op.kind == OpKind::Gemm ? hw_.gemm_overhead_us : hw_.kernel_overhead_us;
+  // A published all-reduce time already holds its kernel's start and drain.
+  const double overhead_us = op.kind == OpKind::Gemm ? hw_.gemm_overhead_us
+                             : op.kind == OpKind::AllReduce && allreduce_from_table(tp_)
+                                 ? 0.0
+                                 : hw_.kernel_overhead_us;
   return checked_ns(t + overhead_us * 1e3, op);
 }
 

@@ -88,6 +88,8 @@ class AnalyticalCostModel final : public CostModel {
   double memory_ns(double bytes) const;
   double rowwise_ns(const Op& op) const;  // norms and elementwise ops: L2 and row fill
   double allreduce_ns(const Collective& c) const;
+  // Whether an all-reduce on `ranks` is read from the link's published table (allreduce_table).
+  bool allreduce_from_table(std::int64_t ranks) const;
   // The KV-cache write a qkv op does after its GEMM (one kernel: K and V of each row read from
   // the GEMM's output and written to the cache), per-kernel term included; 0 for other ops.
   double kv_store_ns(const Op& op) const;

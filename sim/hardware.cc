@@ -17,12 +17,46 @@ std::vector<std::string> shipped_hardware() {
 
 namespace {
 
-LinkConfig parse_link(const JsonObject& o) {
+// "allreduce_table": {"ranks": R, "points": [[bytes, us], ...], "source": "..."}: published
+// times of one all-reduce on R ranks (nccl-tests), at least two sizes, ascending.
+void parse_table(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) {
+  const JsonObject t = link.object("allreduce_table");
+  t.only_keys({"ranks", "points", "source"}, "an allreduce_table");
+  l.table_ranks = t.integer("ranks");
+  if (l.table_ranks < 2 || l.table_ranks > max_ranks) {
+    throw InputError(
+        t.file(), t.field("ranks"),
+        "must be between 2 and the GPUs the link joins (" + std::to_string(max_ranks) + ")");
+  }
+  const nlohmann::json& a = t.raw().contains("points") ? t.raw().at("points") : nlohmann::json();
+  const std::string field = t.field("points");
+  if (!a.is_array() || a.size() < 2 || a.size() > 64) {
+    throw InputError(t.file(), field, "must be a list of 2 to 64 [bytes, us] pairs");
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& p = a.at(i);
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p.at(0).is_number() || !p.at(1).is_number()) {
+      throw InputError(t.file(), f, "must be [bytes, us]");
+    }
+    const double bytes = p.at(0).get<double>(), us = p.at(1).get<double>();
+    if (!(bytes >= 1 && bytes <= 1e15) || !(us > 0 && us <= 1e9)) {
+      throw InputError(t.file(), f, "bytes must be in [1, 1e15] and us in (0, 1e9]");
+    }
+    if (!l.table.empty() && bytes <= l.table.back().first) {
+      throw InputError(t.file(), f, "message sizes must be in ascending order, each once");
+    }
+    l.table.emplace_back(bytes, us);
+  }
+}
+
+LinkConfig parse_link(const JsonObject& o, std::int64_t max_ranks) {
   LinkConfig l;
   l.cls = o.string("class");
   if (l.cls == "none") return l;
   l.allreduce_latency_us = o.number("allreduce_latency_us", /*positive=*/false);
   l.busbw_gbps = o.number("busbw_gbps");
+  if (max_ranks > 0 && o.has("allreduce_table")) parse_table(o, l, max_ranks);
   return l;
 }
 
@@ -94,9 +128,10 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
            "l2_resident_mib", "l2_gbps", "l2_in_place_only", "norm_blocks_per_sm", "source"},
           kind);
   o.object("node").only_keys({"gpus_per_node", "link"}, kind);
-  for (const JsonObject& link : {o.object("node").object("link"), o.object("inter_node")}) {
-    link.only_keys({"class", "allreduce_latency_us", "busbw_gbps", "source"}, kind);
-  }
+  // A published table belongs to the link inside a node (its rank count is that node's GPUs).
+  o.object("node").object("link").only_keys(
+      {"class", "allreduce_latency_us", "busbw_gbps", "allreduce_table", "source"}, kind);
+  o.object("inter_node").only_keys({"class", "allreduce_latency_us", "busbw_gbps", "source"}, kind);
   const JsonObject interference = o.object("interference");
   interference.only_keys({"compute_slowdown_under_comm", "comm_slowdown_under_compute", "source"},
                          kind);
@@ -160,11 +195,11 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field) 
   h.norm_blocks_per_sm = eff.number_or("norm_blocks_per_sm", 0, /*positive=*/false);
   const JsonObject node = o.object("node");
   h.gpus_per_node = node.integer("gpus_per_node");
-  h.intra = parse_link(node.object("link"));
+  h.intra = parse_link(node.object("link"), h.gpus_per_node);
   if (h.intra.cls == "none") {
     throw InputError(path, "node.link.class", "a node needs a link between its GPUs");
   }
-  h.inter = parse_link(o.object("inter_node"));
+  h.inter = parse_link(o.object("inter_node"), 0);
   h.nodes = o.integer_or("nodes", 1);
   if (h.nodes > 1 && h.inter.cls == "none") {
     throw InputError(path, "inter_node.class",

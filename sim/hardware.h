@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/contention.h"
@@ -17,6 +18,11 @@ struct LinkConfig {
   std::string cls;  // nvlink | pcie | pcie-no-p2p | host-shm | infiniband | none
   double allreduce_latency_us = 0;
   double busbw_gbps = 0;  // nccl-tests bus bandwidth, 1e9 bytes/s
+  // Published all-reduce times at one rank count ("allreduce_table": nccl-tests' time per op,
+  // which includes its kernel's start and drain), message bytes ascending. At that rank count
+  // the analytical model reads them instead of latency + bandwidth; empty: not given.
+  std::int64_t table_ranks = 0;
+  std::vector<std::pair<double, double>> table;  // (bytes, us)
 };
 
 // Multipliers (>= 1) on an op's duration while it overlaps an op on the other stream.

@@ -64,6 +64,9 @@ ojson hardware_json(const HardwareConfig& h) {
     if (l.cls != "none") {
       j["allreduce_latency_us"] = l.allreduce_latency_us;
       j["busbw_gbps"] = l.busbw_gbps;
+      if (!l.table.empty()) {
+        j["allreduce_table"] = {{"ranks", l.table_ranks}, {"points", l.table}};
+      }
     }
     return j;
   };

@@ -294,7 +294,12 @@ ValidateReport run_validate(const ValidateOptions& o) {
                            ": launch one process per rank (mpirun -np " + std::to_string(w.tp) +
                            ")");
     }
-    if (emulated) rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
+    if (emulated) {
+      rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
+      rep.emulated_allreduce = sim::AnalyticalCostModel(w.hardware, w.tp).allreduce_from_table(w.tp)
+                                   ? "allreduce_table"
+                                   : "latency+bandwidth";
+    }
     check_host_memory(o, w, emulated);
     ws.push_back(std::move(w));
   }
@@ -405,7 +410,10 @@ ojson validate_json(const ValidateReport& r) {
   j["backend"] = r.options.backend;
   j["measured_on"] = r.measured_on;
   j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
-  if (!r.emulated_links.empty()) j["emulated_links"] = r.emulated_links;
+  if (!r.emulated_links.empty()) {
+    j["emulated_links"] = r.emulated_links;
+    j["emulated_allreduce"] = r.emulated_allreduce;
+  }
   j["cost_model"] = r.cost_model;
   j["execution"] = r.execution;
   // The runtimes read Q in place in the qkv rows (since 2026-12-02; before, the CUDA runtime

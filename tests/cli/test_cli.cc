@@ -303,8 +303,15 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   // Queued execution hides launches: the table says so and names the mode serving engines use.
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
         std::string::npos);
-  // The analytical model states the all-reduce cost it charges (h100x8's NVLink: 8 us, 476 GB/s).
-  CHECK(r.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
+  // The analytical model states the all-reduce cost it charges: on 8 ranks h100x8's published
+  // table; on 4 its latency + bandwidth (8 us, 476 GB/s).
+  CHECK(r.out.find("all-reduce: the published times of 8 ranks (allreduce_table, 32 sizes)") !=
+        std::string::npos);
+  const auto r4 =
+      tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 4 --prompt 256 "
+          "--new-tokens 16 --batch 1 --layers 4 --strategies ladder");
+  CHECK(r4.code == 0);
+  CHECK(r4.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
         std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "sim/config_paths.h"
@@ -193,6 +194,48 @@ TEST_CASE("bad hardware files name the field") {
   std::ofstream(path) << j.dump();
   CHECK(load_hardware(path).l2_in_place_only);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name the field") {
+  const HardwareConfig h = load_hardware("h100x8");
+  CHECK(h.intra.table_ranks == 8);
+  REQUIRE(h.intra.table.size() >= 2);
+  CHECK(h.intra.table.front().first == 8);
+  for (std::size_t i = 1; i < h.intra.table.size(); ++i) {
+    CHECK(h.intra.table[i].first > h.intra.table[i - 1].first);
+  }
+  auto j = tpo::read_json_file(resolve_config("hardware", "h100x8", "hardware"));
+  const std::string p = (std::filesystem::temp_directory_path() /
+                         ("tpo_test_hw_table_" + std::to_string(::getpid()) + ".json"))
+                            .string();
+  auto error_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto k = j;
+    edit(k["node"]["link"]["allreduce_table"]);
+    std::ofstream(p) << k.dump();
+    return error_of([&] { load_hardware(p); });
+  };
+  // More ranks than the node has GPUs.
+  auto e = error_with([](nlohmann::json& t) { t["ranks"] = 16; });
+  CHECK(e.find("'node.link.allreduce_table.ranks'") != std::string::npos);
+  // Sizes out of order, a point that is not [bytes, us], one point, a zero time, a typo.
+  e = error_with([](nlohmann::json& t) { t["points"] = {{16, 1.0}, {8, 2.0}}; });
+  CHECK(e.find("'node.link.allreduce_table.points[1]'") != std::string::npos);
+  CHECK(e.find("ascending") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["points"] = {{8, 1.0}, {16}}; });
+  CHECK(e.find("'node.link.allreduce_table.points[1]'") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["points"] = {{8, 1.0}}; });
+  CHECK(e.find("2 to 64") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["points"] = {{8, 1.0}, {16, 0.0}}; });
+  CHECK(e.find("'node.link.allreduce_table.points[1]'") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["rank"] = 8; });
+  CHECK(e.find("'node.link.allreduce_table.rank'") != std::string::npos);
+  // Only the link inside a node carries one.
+  auto k = j;
+  k["inter_node"]["allreduce_table"] = j["node"]["link"]["allreduce_table"];
+  std::ofstream(p) << k.dump();
+  CHECK(error_of([&] { load_hardware(p); }).find("'inter_node.allreduce_table'") !=
+        std::string::npos);
+  std::filesystem::remove(p);
 }
 
 TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 biases, refusals") {

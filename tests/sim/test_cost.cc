@@ -148,9 +148,9 @@ TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too fe
 
 TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nodes") {
   auto hw = tpo::test::toy_hardware();
-  hw.intra = {"nvlink", 2.0, 100.0};  // 2 us, 100 GB/s = 100 bytes/ns
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};  // 2 us, 100 GB/s = 100 bytes/ns
   hw.gpus_per_node = 4;
-  hw.inter = {"infiniband", 10.0, 25.0};
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
   const AnalyticalCostModel cm(hw, 4);
   // 4 ranks, 1 MB: 2000 + 1e6 * 1.5 / 100 = 17,000 ns.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(17000));
@@ -158,6 +158,38 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
   // 8 ranks on 2 nodes of 4: intra part as above (17,000) + inter: 10,000 + (1e6/4) * 2(2-1)/2
   // / 25 = 10,000 + 10,000.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(37000));
+}
+
+TEST_CASE("all-reduce from a published table: read between sizes, only at its rank count") {
+  auto hw = tpo::test::toy_hardware();
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};
+  hw.gpus_per_node = 4;
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
+  hw.kernel_overhead_us = 3;
+  hw.intra.table_ranks = 4;
+  hw.intra.table = {{1000, 10.0}, {100000, 40.0}};  // (bytes, us)
+  const AnalyticalCostModel cm(hw, 4);
+  // At a point, its time; below the first, the first's (latency-bound).
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000, 4}) == doctest::Approx(10000));
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 8, 4}) == doctest::Approx(10000));
+  // Half way in log size (10 kB): half way in log time, sqrt(10 x 40) = 20 us.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
+  // Beyond the last: its time + the extra bus bytes at busbw: 40,000 + 900,000 x 1.5 / 100.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(53500));
+  // Another rank count (2): latency + bandwidth, 2,000 + 1e6 x 1 / 100.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 2}) == doctest::Approx(12000));
+  // Across nodes: the table for the 4 ranks inside each node, the network link on top.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(73500));
+  // A published time holds its kernel's start and drain: no per-kernel term on top of it.
+  Op ar;
+  ar.code = OpCode::AllReduce;
+  ar.kind = OpKind::AllReduce;
+  ar.bytes = 10000;
+  CHECK(cm.allreduce_from_table(4));
+  CHECK_FALSE(cm.allreduce_from_table(2));
+  CHECK(cm.standalone_ns(ar) == 20000);
+  const AnalyticalCostModel two(hw, 2);
+  CHECK(two.standalone_ns(ar) == 2000 + 100 + 3000);  // latency + bytes/busbw + kernel term
 }
 
 TEST_CASE(

@@ -1,0 +1,95 @@
+"""The all-reduce table of configs/hardware/h100x8.json (and h100x16, h200x8) from NVIDIA's
+published nccl-tests run, and how well it and the former latency + bandwidth model hold.
+
+Usage: python3 results/independent/nccl_table.py [results/independent/h100-nccl-tests-dgxc.txt]
+
+Prints:
+1. the in-place times as the hardware files' "allreduce_table.points" ([bytes, us]); tpo's
+   runtime all-reduces in place (ncclAllReduce(buf, buf, ...)), and the out-of-place column has
+   two one-off spikes (32 B: 68 us, 4 KiB: 24 us, against 13.5 and 16.5 in place);
+2. leave-one-out: each size between two others read off the table without it (log-log, as tpo
+   interpolates), the error of the interpolation itself;
+3. the former model (8 us estimated latency + 2 us per-kernel term + bus bytes at 476 GB/s)
+   against the table, per size;
+4. an independent check: SGLang PR #22734's "pynccl graph" column (NCCL through PyTorch, CUDA
+   graph, one 8-GPU node, presumably H200: the excerpt's next table is "Two-node (H200, TP=16)"),
+   against the table read at the same sizes.
+Nothing is fitted: the table is the published measurement, interpolated."""
+import json
+import math
+import statistics
+import sys
+
+PATH = sys.argv[1] if len(sys.argv) > 1 else "results/independent/h100-nccl-tests-dgxc.txt"
+RANKS = 8
+OLD_LATENCY_US, KERNEL_US, BUSBW = 8.0, 2.0, 476.0  # h100x8.json before 2026-12-03
+
+# github.com/sgl-project/sglang/pull/22734 (merged), description, first table, "pynccl graph"
+# column, all times in us; KiB sizes.
+SGLANG_PYNCCL_GRAPH = [(2, 16.84), (4, 16.99), (8, 17.23), (16, 17.75), (32, 19.63),
+                       (64, 19.92), (128, 20.13), (256, 20.31), (512, 20.86), (1024, 27.00)]
+
+
+def read_rows(path):
+    rows = []
+    for line in open(path):
+        w = line.split()
+        if len(w) == 13 and w[0].isdigit():
+            rows.append((int(w[0]), float(w[5]), float(w[9])))  # bytes, out-of-place, in-place
+    return rows
+
+
+def interp(pts, x):
+    """tpo's table read: log-log between points, flat below, + bandwidth above."""
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1] + 2 * (RANKS - 1) / RANKS * (x - pts[-1][0]) / BUSBW / 1e3
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+
+
+def summary(errs):
+    a = sorted(abs(e) for e in errs)
+    p90 = a[min(len(a) - 1, len(a) * 9 // 10)]
+    return (f"median |error| {100 * statistics.median(a):.1f}%, p90 {100 * p90:.1f}%, "
+            f"worst {100 * a[-1]:.1f}%, mean signed {100 * statistics.mean(errs):+.1f}% "
+            f"({len(a)} sizes)")
+
+
+rows = read_rows(PATH)
+pts = [(b, ip) for b, _, ip in rows]
+print(f"source: {PATH}, {len(rows)} sizes, {RANKS} ranks\n")
+print("1. allreduce_table.points (in-place times):")
+print(json.dumps([[b, t] for b, t in pts]))
+
+print("\n2. leave-one-out interpolation (each size between two others, read without it):")
+loo = []
+for i in range(1, len(pts) - 1):
+    rest = pts[:i] + pts[i + 1:]
+    loo.append((interp(rest, pts[i][0]) - pts[i][1]) / pts[i][1])
+print("   all:", summary(loo))
+small = [e for (b, _), e in zip(pts[1:-1], loo) if b <= 1 << 20]
+print("   8 B - 1 MiB (decode):", summary(small))
+
+print("\n3. the former model (8 us + 2 us + bus bytes at 476 GB/s) against the table:")
+print(f"   {'bytes':>12} {'in-place us':>12} {'out-of-place':>13} {'former model':>13} {'error':>7}")
+old = []
+for b, op, ip in rows:
+    m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+    old.append((b, (m - ip) / ip))
+    print(f"   {b:>12} {ip:>12.2f} {op:>13.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
+print("   8 B - 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
+print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
+print("   all:", summary([e for _, e in old]))
+
+print("\n4. SGLang PR #22734, pynccl graph (presumably 8x H200), against the table:")
+print(f"   {'KiB':>6} {'published us':>13} {'table us':>9} {'error':>7}")
+ind = []
+for kib, us in SGLANG_PYNCCL_GRAPH:
+    t = interp(pts, kib * 1024)
+    ind.append((t - us) / us)
+    print(f"   {kib:>6} {us:>13.2f} {t:>9.2f} {100 * (t - us) / us:>6.1f}%")
+print("  ", summary(ind))
