@@ -14,8 +14,8 @@ step time and tokens/s of none, ladder and parallel-block (prompt 1024, 512 new 
     all-reduce cost in that stack;
   * ladder's decode time per layer: an upper bound on one layer's compute there (it still
     includes whatever communication ladder left exposed);
-- a sensitivity (a what-if, not a shipped setting): the same predictions with the hardware
-  file's small-message all-reduce latency replaced by other values.
+- a sensitivity (a what-if, not a shipped setting): the same predictions with the all-reduce
+  charged as latency + bandwidth at several latencies instead of the file's published table.
 Predictions only: nothing here is measured by us, and no hardware file is changed."""
 import copy
 import json
@@ -130,13 +130,20 @@ def main():
         hw = json.load(f)
     link = hw["node"]["link"]
     shipped = link["allreduce_latency_us"]
-    print(f"Sensitivity (what-if, not shipped): batch-1 ladder speedup with the hardware file's "
-          f"small-message all-reduce latency ({shipped:g} us shipped) replaced")
+    table = link.get("allreduce_table")
+    print(f"Sensitivity (what-if, not shipped): batch-1 ladder speedup with the all-reduce charged as "
+          f"latency + bandwidth ({link['busbw_gbps']:g} GB/s) at these latencies"
+          + (" instead of the file's published allreduce_table" if table else
+             f" ({shipped:g} us shipped)"))
     print(f"{'latency us':>10} " + " ".join(f"{m + ' pred':>18}" for m in models))
     latencies = sorted({shipped, 12.0, 16.0, 20.0, 24.0})
-    for lat in latencies:
+    rows = [("table", None)] if table else []
+    rows += [(f"{lat:g}", lat) for lat in latencies]
+    for label, lat in rows:
         what_if = copy.deepcopy(hw)
-        what_if["node"]["link"]["allreduce_latency_us"] = lat
+        if lat is not None:
+            what_if["node"]["link"].pop("allreduce_table", None)
+            what_if["node"]["link"]["allreduce_latency_us"] = lat
         cells = []
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "what-if.json")
@@ -145,7 +152,7 @@ def main():
             for model in models:
                 pred, _ = predict(tpo, path, model, [1])
                 cells.append(f"{pred[(1, 'ladder')]['speedup']:>17.3f}x")
-        print(f"{lat:>10g} " + " ".join(cells))
+        print(f"{label:>10} " + " ".join(cells))
     print(" published: " + ", ".join(
         f"{m} {pu:.3f}x" for m, b, s, pu, pr in speedup_errors if b == 1 and s == "ladder"))
 
