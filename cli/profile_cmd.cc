@@ -39,14 +39,16 @@ int run_accuracy(const AccuracyCli& c) {
       throw InputError("--hardware", "", f + " does not say its hardware; name one");
     }
     const sim::HardwareConfig hw = sim::load_hardware(hw_name);
-    std::cout << f << " (" << p.model << ", TP " << p.tp << ", measured on "
-              << p.device.value("name", std::string("?")) << ")";
+    const std::string device =
+        p.device.value("name", p.device.value("backend", std::string("an unnamed device")));
+    std::cout << f << " (" << (p.model.empty() ? std::string("links only") : p.model) << ", TP "
+              << p.tp << ", measured by " << device << ")";
     nlohmann::json t =
         profiler::analytical_vs_measured(hw, p.tp, profiler::measurements_of(p), std::cout);
     report["profiles"].push_back({{"profile", f},
                                   {"model", p.model},
                                   {"tp", p.tp},
-                                  {"device", p.device.value("name", std::string("?"))},
+                                  {"device", device},
                                   {"hardware", hw.name},
                                   {"summary", t.at("summary")},
                                   {"points", t.at("points")}});
@@ -58,6 +60,7 @@ int run_accuracy(const AccuracyCli& c) {
 struct ImportCli {
   std::string file, hardware, out;
   std::int64_t ranks = 0;
+  bool in_place = false;
 };
 
 int run_import(ImportCli c) {
@@ -66,7 +69,8 @@ int run_import(ImportCli c) {
   const sim::HardwareConfig hw = sim::load_hardware(c.hardware);
   c.hardware = hw.name;
   check_writable(c.out, "--out");
-  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks);
+  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place);
+  const char* column = c.in_place ? "in-place" : "out-of-place";
   if (const std::int64_t gpus = hw.nodes * hw.gpus_per_node; pts.front().ranks > gpus) {
     throw InputError(c.ranks > 0 ? "--ranks" : c.file,
                      c.ranks > 0 ? std::to_string(c.ranks) : std::string("nGpus"),
@@ -94,11 +98,12 @@ int run_import(ImportCli c) {
   }
   p.allreduce = pts;
   profiler::fit_profile(p);
-  p.device["allreduce_source"] = "nccl-tests all_reduce_perf: " + c.file;
+  p.device["allreduce_source"] =
+      "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
   write_file_atomic(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
-            << " ranks from " << c.file << " (out-of-place times; message bytes read as bf16 "
-            << "values)\n";
+            << " ranks from " << c.file << " (" << column
+            << " times; message bytes read as bf16 values)\n";
   for (const auto& f : p.allreduce_fit) {
     std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
               << f.beta_us_per_byte * 1e3 << " us/KB\n";
@@ -160,6 +165,9 @@ std::function<int()> add_profile(CLI::App& app) {
       ->required();
   im->add_option("--out", imp->out, "Profile to write")->required();
   im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
+  im->add_flag("--in-place", imp->in_place,
+               "Read the in-place times (tpo's runtime all-reduces in place; default: the "
+               "out-of-place times)");
   auto* ac = sub->add_subcommand(
       "accuracy",
       "The analytical model of a hardware file against the measurements in profiles: median,\n"

@@ -280,6 +280,17 @@ std::vector<Measurement> measurements_of(const sim::Profile& p) {
     m.t = a.t;
     ms.push_back(m);
   }
+  for (const auto& a : p.allreduce) {
+    if (a.ranks != p.tp) continue;  // the model prices the profile's TP
+    Measurement m;
+    m.item.kind = ItemKind::AllReduce;
+    m.item.name = "allreduce";
+    m.item.elements = a.elements;
+    m.item.ranks = a.ranks;
+    m.item.key = "allreduce " + std::to_string(a.bytes) + " B";
+    m.t = a.t;
+    ms.push_back(m);
+  }
   for (const auto& r : p.rowwise) {
     Measurement m;
     m.item.kind = ItemKind::Rowwise;
@@ -449,7 +460,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
 }
 
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
-                                                  std::int64_t ranks_override) {
+                                                  std::int64_t ranks_override, bool in_place) {
   if (ranks_override < 0 || ranks_override > 1 << 20) {
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
@@ -490,7 +501,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     // A result row names a reduction; other lines of 12 or 13 words are not rows.
     static const std::set<std::string> kRedops = {"sum", "prod", "max", "min", "avg", "none"};
     if (!kRedops.count(tok[3])) continue;
-    const std::size_t t_at = tok.size() == 13 ? 5 : 4;
+    const std::size_t t_at = (tok.size() == 13 ? 5 : 4) + (in_place ? 4 : 0);
     // A result row with an impossible number is a broken file, not a row to skip.
     const std::string where = path + ":" + std::to_string(line_no);
     if (tok[3] != "sum") {
@@ -511,7 +522,8 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     // A row that failed nccl-tests' own check measured something other than a correct
     // all-reduce. Since 2.13 (the root column) the column counts wrong elements; before, it
     // held the largest relative error ("2e-07"). "N/A": run without the check (-c 0).
-    for (const std::size_t w : {t_at + 3, t_at + 7}) {
+    const std::size_t first_check = (tok.size() == 13 ? 5 : 4) + 3;
+    for (const std::size_t w : {first_check, first_check + 4}) {
       if (tok[w] == "N/A") continue;
       if (tok.size() == 13) {
         if (tok[w] != "0") {

@@ -66,9 +66,11 @@ nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_
 // with them again (`tpo profile accuracy`).
 std::vector<Measurement> measurements_of(const sim::Profile& p);
 
-// Parses the output of nccl-tests' all_reduce_perf (out-of-place times) into all-reduce
-// points. Throws InputError naming the file when nothing can be read from it.
+// Parses the output of nccl-tests' all_reduce_perf into all-reduce points: the out-of-place
+// times, or the in-place ones (tpo's runtime all-reduces in place). Throws InputError naming
+// the file when nothing can be read from it.
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
-                                                  std::int64_t ranks_override);
+                                                  std::int64_t ranks_override,
+                                                  bool in_place = false);
 
 }  // namespace tpo::profiler

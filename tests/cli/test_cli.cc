@@ -1019,6 +1019,36 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   r = tpo("profile accuracy " + data + "/tiny_model.json");
   CHECK(r.code == 2);
   CHECK(r.out.find("tpo.profile/1") != std::string::npos);
+  // All-reduces too: NVIDIA's published 8xH100 nccl-tests run, imported in place, against
+  // h100x8, whose allreduce_table is that run: read back exactly at every size. Out of place
+  // (a 68 us spike at 32 B), and against a100x8's latency + bandwidth, it is not.
+  const std::string nccl =
+      std::string(TPO_TEST_DATA) + "/../../results/independent/h100-nccl-tests-dgxc.txt";
+  const fs::path dir = fs::temp_directory_path() / ("tpo_acc_nccl_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string in_place = (dir / "in.json").string(),
+                    out_of_place = (dir / "out.json").string();
+  r = tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --in-place --out " +
+          in_place);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("in-place times") != std::string::npos);
+  REQUIRE(tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --out " +
+              out_of_place)
+              .code == 0);
+  const auto worst = [&](const std::string& prof_file, const std::string& hw) {
+    const fs::path j = dir / "acc.json";
+    const auto a =
+        tpo("profile accuracy " + prof_file + " --hardware " + hw + " --json " + j.string());
+    REQUIRE(a.code == 0);
+    CHECK(a.out.find("links only, TP 8") != std::string::npos);
+    const auto s = nlohmann::json::parse(slurp(j)).at("profiles").at(0).at("summary");
+    CHECK(s.at("allreduce").at("shapes") == 32);
+    return s.at("allreduce").at("worst_error").get<double>();
+  };
+  CHECK(worst(in_place, "h100x8") < 1e-6);
+  CHECK(worst(out_of_place, "h100x8") > 0.5);
+  CHECK(worst(in_place, "a100x8") > 0.1);
+  fs::remove_all(dir);
 }
 
 TEST_CASE(

@@ -694,7 +694,11 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   REQUIRE(pts.size() == 7);
   CHECK(pts[0].bytes == 8);
   CHECK(pts[0].t.median_us == doctest::Approx(42.14));  // out-of-place time
-  CHECK(pts[0].ranks == 8);                             // from "nGpus 8"
+  const auto in_place = profiler::parse_nccl_tests(data + "/all_reduce_perf_sample.txt", 0, true);
+  REQUIRE(in_place.size() == 7);
+  CHECK(in_place[0].t.median_us == doctest::Approx(40.06));
+  CHECK(in_place[1].t.median_us == doctest::Approx(41.90));
+  CHECK(pts[0].ranks == 8);  // from "nGpus 8"
   CHECK(pts.back().bytes == 134217728);
   CHECK(pts.back().elements == 134217728 / 2);  // read as bf16 values
   CHECK_THROWS_AS(profiler::parse_nccl_tests(data + "/hf_llama_config.json", 0), InputError);
