@@ -186,22 +186,33 @@ double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
   const std::int64_t g = std::min(c.ranks, hw_.gpus_per_node);
   const std::int64_t nodes = (c.ranks + g - 1) / g;
   Collective intra{c.kind, c.bytes, g};
-  // A CTA budget below what the collective needs to fill its links slows its bandwidth term.
-  const double budget = comm_budget_factor(contention_);
   double t = 0;
   if (const double table_us = table_us_of(hw_.intra, g, bytes); table_us > 0) {
-    // Published whole-op times, read at NCCL's own budget (as a profile's all-reduce table).
-    t = budget * table_us * 1e3;
+    t = table_us * 1e3;  // published whole-op times, read at NCCL's own budget
   } else {
-    t = hw_.intra.allreduce_latency_us * 1e3 + budget * intra.bus_bytes() / hw_.intra.busbw_gbps;
+    t = hw_.intra.allreduce_latency_us * 1e3 + intra.bus_bytes() / hw_.intra.busbw_gbps;
   }
   if (nodes > 1) {
     // Reduce-scatter inside the node, all-reduce of 1/g of the data across nodes on each
     // GPU's own NIC, all-gather inside the node (the intra part is the ring's 2(g-1)/g).
     Collective inter{c.kind, static_cast<std::int64_t>(bytes / static_cast<double>(g)), nodes};
-    t += hw_.inter.allreduce_latency_us * 1e3 + budget * inter.bus_bytes() / hw_.inter.busbw_gbps;
+    t += hw_.inter.allreduce_latency_us * 1e3 + inter.bus_bytes() / hw_.inter.busbw_gbps;
   }
-  return t;
+  // A CTA budget below what the collective needs to fill its links slows its bandwidth term
+  // (not its latency).
+  return t + (comm_budget_factor(contention_) - 1.0) * allreduce_bandwidth_ns(c);
+}
+
+double AnalyticalCostModel::allreduce_bandwidth_ns(const Collective& c) const {
+  if (c.ranks <= 1 || c.bytes <= 0) return 0;
+  const std::int64_t g = std::min(c.ranks, hw_.gpus_per_node);
+  const std::int64_t nodes = (c.ranks + g - 1) / g;
+  double bw = Collective{c.kind, c.bytes, g}.bus_bytes() / hw_.intra.busbw_gbps;
+  if (nodes > 1) {
+    const Collective inter{c.kind, c.bytes / g, nodes};
+    bw += inter.bus_bytes() / hw_.inter.busbw_gbps;
+  }
+  return bw;
 }
 
 double AnalyticalCostModel::kv_store_ns(const Op& op) const {

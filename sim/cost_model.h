@@ -90,6 +90,9 @@ class AnalyticalCostModel final : public CostModel {
   double allreduce_ns(const Collective& c) const;
   // Whether an all-reduce on `ranks` is read from the link's published table (allreduce_table).
   bool allreduce_from_table(std::int64_t ranks) const;
+  // An all-reduce's bandwidth term (bus bytes over bus bandwidth, inside and across nodes): the
+  // part a CTA budget below comm_ctas_full slows (comm_budget_factor); its latency does not grow.
+  double allreduce_bandwidth_ns(const Collective& c) const;
   // The KV-cache write a qkv op does after its GEMM (one kernel: K and V of each row read from
   // the GEMM's output and written to the cache), per-kernel term included; 0 for other ops.
   double kv_store_ns(const Op& op) const;

@@ -173,7 +173,9 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
       if (auto it = allreduce_.find(tp_); it != allreduce_.end()) {
         const double elements = op.bytes / 2.0;  // the graph counts bf16 messages
         Estimate e = on_curve(it->second, elements, op);
-        e.us *= comm_budget_factor(contention_);  // measured at NCCL's own budget
+        // Measured at NCCL's own budget: a smaller one slows the bandwidth term only.
+        const Collective c{CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_};
+        e.us += (comm_budget_factor(contention_) - 1.0) * a_.allreduce_bandwidth_ns(c) / 1e3;
         return e;
       }
       break;

@@ -532,6 +532,32 @@ TEST_CASE("profile cost model: communication's slowdown beside a GEMM depends on
   CHECK(cq.overlap_slowdown(ar(100000), sim::OpKind::Gemm) == doctest::Approx(5));
 }
 
+TEST_CASE(
+    "profile cost model: a CTA budget below full slows a measured all-reduce's bandwidth term") {
+  sim::Profile p;
+  p.tp = 2;
+  p.allreduce.push_back({1000, 2, 2000, {10, 10, 10, 1}});
+  p.allreduce.push_back({100000, 2, 200000, {1000, 1000, 1000, 1}});
+  const auto hw = test::toy_hardware();
+  sim::ProfileCostModel cm(p, hw, 2);
+  sim::Op ar;
+  ar.code = sim::OpCode::AllReduce;
+  ar.kind = sim::OpKind::AllReduce;
+  ar.bytes = 2 * 100000;
+  const auto full = cm.standalone_ns(ar);
+  sim::ContentionParams c = *cm.contention();
+  c.enabled = true;
+  c.sms = 100;
+  c.comm_ctas_full = 8;
+  c.comm_ctas = 2;  // factor 4: three more bandwidth terms, the latency once
+  cm.set_contention(c);
+  const double bw = sim::AnalyticalCostModel(hw, 2).allreduce_bandwidth_ns(
+      {sim::CollectiveKind::AllReduce, static_cast<std::int64_t>(ar.bytes), 2});
+  REQUIRE(bw > 0);
+  CHECK(static_cast<double>(cm.standalone_ns(ar) - full) == doctest::Approx(3 * bw).epsilon(1e-3));
+  CHECK(cm.standalone_ns(ar) < 4 * full);  // not the whole measured time times 4
+}
+
 TEST_CASE("profile cost model: communication beside attention or a norm uses its own points") {
   sim::Profile p;
   p.tp = 2;

@@ -193,6 +193,35 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
 }
 
 TEST_CASE(
+    "a CTA budget below comm_ctas_full slows an all-reduce's bandwidth term, not its latency") {
+  auto hw = tpo::test::toy_hardware();
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};
+  hw.gpus_per_node = 4;
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
+  AnalyticalCostModel cm(hw, 4);
+  tpo::sim::ContentionParams p;
+  p.enabled = true;
+  p.sms = 132;
+  p.comm_ctas_full = 8;
+  p.comm_ctas = 2;  // a quarter of the CTAs: the bandwidth term takes 4x
+  cm.set_contention(p);
+  // 4 ranks, 1 MB: 2,000 + 4 x 15,000.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(62000));
+  // Across 2 nodes: (2,000 + 10,000) + 4 x (15,000 + 10,000).
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(112000));
+  // From a table: the published time (latency included) + 3 x the bandwidth term, not 4 x it.
+  hw.intra.table_ranks = 4;
+  hw.intra.table = {{1000, 10.0}, {100000, 40.0}};
+  AnalyticalCostModel tab(hw, 4);
+  tab.set_contention(p);
+  // 10 kB: 20,000 + 3 x 10,000 x 1.5 / 100.
+  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20450));
+  p.comm_ctas = 8;  // a full budget changes nothing
+  tab.set_contention(p);
+  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
+}
+
+TEST_CASE(
     "the GPU-side kernel overhead is added once per kernel, the host launch cost never, and "
     "slowdowns come from the hardware file") {
   auto hw = tpo::test::toy_hardware();
