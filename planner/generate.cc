@@ -194,14 +194,17 @@ GenerateReport run_generate(const GenerateOptions& o) {
                                    std::to_string(hw.intra.table_ranks) +
                                    " ranks (allreduce_table, " +
                                    std::to_string(hw.intra.table.size()) + " sizes) inside a node"
-
                              : "all-reduce: " + link(hw.intra);
+    if (!hw.intra.table.empty() && !(am && am->allreduce_from_table(o.plan.workload.tp))) {
+      rep.allreduce_note += " (its allreduce_table is for " + std::to_string(hw.intra.table_ranks) +
+                            " ranks and does not apply here)";
+    }
     if (o.plan.workload.tp > hw.gpus_per_node && hw.inter.cls != "none")
       rep.allreduce_note += ", across nodes " + link(hw.inter);
     rep.allreduce_note +=
         " from the hardware file; decode's small all-reduces are latency-bound, and the latency "
         "depends on the all-reduce implementation (published on 8x Hopper: one-kernel custom "
-        "~6-9 us, PyTorch/NCCL stacks ~17-21 us; results/independent/README.md)";
+        "~6-9 us, NCCL ~16-20 us for 512 B-512 KiB; results/independent/README.md)";
   }
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.

@@ -210,9 +210,13 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       k.reported_us = c.number("predicted_us");
       k.measured_none_us = c.number_or("measured_none_us", 0);
       k.legacy_copies = rep.string_or("backend", "") == "cuda" && !rep.has("attention_q_in_place");
+      // How the run sized its emulated all-reduces: the case's own label, else the report's
+      // (one for all its cases), else by latency + bandwidth (reports before 2026-12-03).
       k.emulated_without_table =
           !rep.string_or("emulated_links", "").empty() &&
-          rep.string_or("emulated_allreduce", "latency+bandwidth") != "allreduce_table";
+          c.string_or("emulated_allreduce",
+                      rep.string_or("emulated_allreduce", "latency+bandwidth")) !=
+              "allreduce_table";
       if (c.has("ops") && !c.raw().at("ops").is_array()) {
         throw InputError(path, c.field("ops"), "must be an array of the case's ops");
       }

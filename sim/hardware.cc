@@ -1,6 +1,7 @@
 // Hardware loading with file + field error messages.
 #include "sim/hardware.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "sim/config_paths.h"
@@ -22,6 +23,9 @@ namespace {
 void parse_table(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) {
   const JsonObject t = link.object("allreduce_table");
   t.only_keys({"ranks", "points", "source"}, "an allreduce_table");
+  if (t.string("source").empty()) {
+    throw InputError(t.file(), t.field("source"), "must name where the times were published");
+  }
   l.table_ranks = t.integer("ranks");
   if (l.table_ranks < 2 || l.table_ranks > max_ranks) {
     throw InputError(
@@ -40,8 +44,8 @@ void parse_table(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) 
       throw InputError(t.file(), f, "must be [bytes, us]");
     }
     const double bytes = p.at(0).get<double>(), us = p.at(1).get<double>();
-    if (!(bytes >= 1 && bytes <= 1e15) || !(us > 0 && us <= 1e9)) {
-      throw InputError(t.file(), f, "bytes must be in [1, 1e15] and us in (0, 1e9]");
+    if (!(bytes >= 1 && bytes <= 1e15) || bytes != std::floor(bytes) || !(us > 0 && us <= 1e9)) {
+      throw InputError(t.file(), f, "bytes must be a whole number in [1, 1e15] and us in (0, 1e9]");
     }
     if (!l.table.empty() && bytes <= l.table.back().first) {
       throw InputError(t.file(), f, "message sizes must be in ascending order, each once");

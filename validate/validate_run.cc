@@ -114,6 +114,14 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
 
 namespace {
 
+// How an emulated run sized its all-reduce copies: from the link's published table where it
+// applies at the run's TP, else by latency + bandwidth.
+std::string emulated_allreduce_of(const sim::Workload& w) {
+  return sim::AnalyticalCostModel(w.hardware, w.tp).allreduce_from_table(w.tp)
+             ? "allreduce_table"
+             : "latency+bandwidth";
+}
+
 // What the measurements ran on, in words, for the report.
 std::string measured_on(const ValidateOptions& o, bool emulated) {
   const std::string procs = o.mpi ? std::to_string(mpi::size()) + " processes" : "";
@@ -296,9 +304,9 @@ ValidateReport run_validate(const ValidateOptions& o) {
     }
     if (emulated) {
       rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
-      rep.emulated_allreduce = sim::AnalyticalCostModel(w.hardware, w.tp).allreduce_from_table(w.tp)
-                                   ? "allreduce_table"
-                                   : "latency+bandwidth";
+      const std::string sized = emulated_allreduce_of(w);
+      rep.emulated_allreduce =
+          rep.emulated_allreduce.empty() || rep.emulated_allreduce == sized ? sized : "per case";
     }
     check_host_memory(o, w, emulated);
     ws.push_back(std::move(w));
@@ -442,6 +450,7 @@ ojson validate_json(const ValidateReport& r) {
                           {"chunks", c.schedule.chunk_tokens},
                           {"preserves_function", c.schedule.preserves_function}};
     k["run"] = sim::planned_run_json(c.run);
+    if (!r.emulated_links.empty()) k["emulated_allreduce"] = emulated_allreduce_of(c.workload);
     if (c.group >= 0) {
       k["point"] = c.group;
       k["picked_by_plan"] = c.picked;

@@ -64,7 +64,8 @@ struct ValidateReport {
   ValidateOptions options;
   std::string emulated_links;  // hardware whose all-reduce was emulated (emulated runs only)
   // How the emulated all-reduces were sized: "allreduce_table" (the link's published times) or
-  // "latency+bandwidth". Reports before 2026-12-03 lack it: those sized them by the latter.
+  // "latency+bandwidth", or "per case" where cases differ (each case then carries its own).
+  // Reports before 2026-12-03 lack it: those sized them by the latter.
   std::string emulated_allreduce;
   std::string cost_model;
   nlohmann::ordered_json execution;  // the execution mode and the launch costs predicted with

@@ -313,6 +313,9 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   CHECK(r4.code == 0);
   CHECK(r4.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
         std::string::npos);
+  CHECK(r4.out.find("(its allreduce_table is for 8 ranks and does not apply here)") !=
+        std::string::npos);
+  CHECK(r.out.find("does not apply here") == std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
                           "\"tokens_per_s\"", "\"speedup\""}) {
@@ -933,6 +936,36 @@ TEST_CASE(
       CHECK(r.code == 2);
       CHECK(r.out.find(expect) != std::string::npos);
     }
+  }
+  // Emulated all-reduces are replayed as the run sized them: by latency + bandwidth where the
+  // report does not say (the committed runs, before h100x8 had its table), from the table
+  // where the report, or the case, says so; the case's label wins over the report's.
+  {
+    const std::string seventy =
+        src + "/results/h200/2026-11-29/validate-llama2-70b-tp8-h100x8-2048-ladder.json";
+    const auto first_allreduce_us = [&](const nlohmann::json& report) {
+      const fs::path f = scratch() / "validate-labelled.json";
+      const fs::path to = scratch() / "cal-labelled.json";
+      std::ofstream(f) << report.dump();
+      const auto c = tpo("calibrate --reports " + f.string() + " --profile " + src +
+                         "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama2-70b --ops" +
+                         " --out " + to.string());
+      REQUIRE(c.code == 0);
+      const auto cal = nlohmann::json::parse(slurp(to));
+      for (const auto& op : cal.at("cases").at(0).at("ops")) {
+        if (op.at("name") == "allreduce") return op.at("predicted_us").get<double>();
+      }
+      FAIL("no all-reduce in the replayed case");
+      return 0.0;
+    };
+    auto report = nlohmann::json::parse(slurp(seventy));
+    REQUIRE_FALSE(report.contains("emulated_allreduce"));
+    const double as_run = first_allreduce_us(report);
+    report["emulated_allreduce"] = "allreduce_table";
+    const double table = first_allreduce_us(report);
+    CHECK(table > 1.2 * as_run);  // NVIDIA's published times are above the former model's
+    report["cases"][0]["emulated_allreduce"] = "latency+bandwidth";
+    CHECK(first_allreduce_us(report) == doctest::Approx(as_run));
   }
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);

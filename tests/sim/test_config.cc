@@ -227,6 +227,14 @@ TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name t
   CHECK(e.find("2 to 64") != std::string::npos);
   e = error_with([](nlohmann::json& t) { t["points"] = {{8, 1.0}, {16, 0.0}}; });
   CHECK(e.find("'node.link.allreduce_table.points[1]'") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["points"] = {{8, 1.0}, {16.5, 2.0}}; });
+  CHECK(e.find("'node.link.allreduce_table.points[1]'") != std::string::npos);
+  CHECK(e.find("whole number") != std::string::npos);
+  // The times must say where they were published.
+  e = error_with([](nlohmann::json& t) { t.erase("source"); });
+  CHECK(e.find("'node.link.allreduce_table.source'") != std::string::npos);
+  e = error_with([](nlohmann::json& t) { t["source"] = ""; });
+  CHECK(e.find("'node.link.allreduce_table.source'") != std::string::npos);
   e = error_with([](nlohmann::json& t) { t["rank"] = 8; });
   CHECK(e.find("'node.link.allreduce_table.rank'") != std::string::npos);
   // Only the link inside a node carries one.
