@@ -157,14 +157,19 @@ namespace {
 
 // A link's published all-reduce time for `bytes` on `ranks` (us), or 0 where its table is for
 // another rank count or absent. Between two sizes: log-log interpolation; below the smallest:
-// its time (latency-bound); above the largest: that time plus the extra bus bytes at busbw.
+// its time (latency-bound); above the largest: that time plus the extra bus bytes at the bus
+// bandwidth the largest size reached, or busbw where that is lower (a table that ends before
+// the link is saturated).
 double table_us_of(const LinkConfig& l, std::int64_t ranks, double bytes) {
   if (l.table.empty() || l.table_ranks != ranks) return 0;
   const auto& pts = l.table;
   if (bytes <= pts.front().first) return pts.front().second;
   if (bytes >= pts.back().first) {
     const double r = static_cast<double>(ranks);
-    return pts.back().second + 2.0 * (r - 1) / r * (bytes - pts.back().first) / l.busbw_gbps / 1e3;
+    const double bus = 2.0 * (r - 1) / r;
+    const double reached_gbps = bus * pts.back().first / (pts.back().second * 1e3);
+    return pts.back().second +
+           bus * (bytes - pts.back().first) / std::min(l.busbw_gbps, reached_gbps) / 1e3;
   }
   const auto hi = std::lower_bound(pts.begin(), pts.end(), std::pair<double, double>{bytes, -1.0});
   const auto lo = hi - 1;

@@ -1,7 +1,12 @@
 """The all-reduce table of configs/hardware/h100x8.json (and h100x16, h200x8) from NVIDIA's
 published nccl-tests run, and how well it and the former latency + bandwidth model hold.
 
-Usage: python3 results/independent/nccl_table.py [results/independent/h100-nccl-tests-dgxc.txt]
+Usage: python3 results/independent/nccl_table.py [TABLE [LATENCY_US BUSBW_GBPS]]
+  default: results/independent/h100-nccl-tests-dgxc.txt 8 476 (h100x8.json before 2026-12-03);
+  rtx4090x8:  results/independent/rtx4090-nccl-tests-chlc.txt 40 18
+  a100x8:     results/independent/a100-nccl-tests-oci.txt 10 210
+  (each the file's latency + bandwidth model as it stood before the table was read; 8 ranks,
+  plus the 2 us per-kernel term of every hardware file)
 
 Prints:
 1. the in-place times as the hardware files' "allreduce_table.points" ([bytes, us]); tpo's
@@ -9,9 +14,9 @@ Prints:
    two one-off spikes (32 B: 68 us, 4 KiB: 24 us, against 13.5 and 16.5 in place);
 2. leave-one-out: each size between two others read off the table without it (log-log, as tpo
    interpolates), the error of the interpolation itself;
-3. the former model (8 us estimated latency + 2 us per-kernel term + bus bytes at 476 GB/s)
-   against the table, per size;
-4. an independent check: SGLang PR #22734's "pynccl graph" column (NCCL through PyTorch, CUDA
+3. the former model (latency + 2 us per-kernel term + bus bytes at the bus bandwidth) against
+   the table, per size;
+4. for NVIDIA's H100 table only, an independent check: SGLang PR #22734's "pynccl graph" column (NCCL through PyTorch, CUDA
    graph, one 8-GPU node, presumably H200: the excerpt's next table is "Two-node (H200, TP=16)"),
    against the table read at the same sizes.
 Nothing is fitted: the table is the published measurement, interpolated."""
@@ -22,7 +27,10 @@ import sys
 
 PATH = sys.argv[1] if len(sys.argv) > 1 else "results/independent/h100-nccl-tests-dgxc.txt"
 RANKS = 8
-OLD_LATENCY_US, KERNEL_US, BUSBW = 8.0, 2.0, 476.0  # h100x8.json before 2026-12-03
+KERNEL_US = 2.0
+OLD_LATENCY_US, BUSBW = ((float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3
+                         else (8.0, 476.0))  # h100x8.json before 2026-12-03
+H100 = PATH.endswith("h100-nccl-tests-dgxc.txt")
 
 # github.com/sgl-project/sglang/pull/22734 (merged), description, first table, "pynccl graph"
 # column, all times in us; KiB sizes.
@@ -74,7 +82,8 @@ print("   all:", summary(loo))
 small = [e for (b, _), e in zip(pts[1:-1], loo) if b <= 1 << 20]
 print("   8 B - 1 MiB (decode):", summary(small))
 
-print("\n3. the former model (8 us + 2 us + bus bytes at 476 GB/s) against the table:")
+print(f"\n3. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at {BUSBW:g} GB/s) "
+      "against the table:")
 print(f"   {'bytes':>12} {'in-place us':>12} {'out-of-place':>13} {'former model':>13} {'error':>7}")
 old = []
 for b, op, ip in rows:
@@ -85,6 +94,8 @@ print("   8 B - 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
 print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
 print("   all:", summary([e for _, e in old]))
 
+if not H100:
+    sys.exit(0)
 print("\n4. SGLang PR #22734, pynccl graph (presumably 8x H200), against the table:")
 print(f"   {'KiB':>6} {'published us':>13} {'table us':>9} {'error':>7}")
 ind = []

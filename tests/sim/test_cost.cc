@@ -174,12 +174,21 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 8, 4}) == doctest::Approx(10000));
   // Half way in log size (10 kB): half way in log time, sqrt(10 x 40) = 20 us.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
-  // Beyond the last: its time + the extra bus bytes at busbw: 40,000 + 900,000 x 1.5 / 100.
-  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(53500));
+  // Beyond the last: its time + the extra bus bytes at the bus bandwidth the last point reached
+  // (1.5 x 100,000 B in 40 us: 3.75 GB/s, below busbw): 40,000 + 900,000 x 1.5 / 3.75.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(400000));
   // Another rank count (2): latency + bandwidth, 2,000 + 1e6 x 1 / 100.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 2}) == doctest::Approx(12000));
   // Across nodes: the table for the 4 ranks inside each node, the network link on top.
-  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(73500));
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(420000));
+  {
+    // A table that reached more than busbw (1.5 x 1e8 B in 1,400 us: 107 GB/s) goes on at busbw:
+    // 1,400 us + 1e8 x 1.5 / 100.
+    auto sat = hw;
+    sat.intra.table = {{1000, 10.0}, {1e8, 1400.0}};
+    CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) ==
+          doctest::Approx(2900000));
+  }
   // A published time holds its kernel's start and drain: no per-kernel term on top of it.
   Op ar;
   ar.code = OpCode::AllReduce;
