@@ -183,26 +183,9 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.cost_model = cm.name();
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
   if (rep.cost_model == "analytical") {
-    const auto& hw = ws.front().hardware;
-    const auto link = [](const sim::LinkConfig& l) {
-      return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
-             fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
-    };
-    const auto* am = dynamic_cast<const sim::AnalyticalCostModel*>(&cm);
-    rep.allreduce_note = am && am->allreduce_from_table(o.plan.workload.tp)
-                             ? "all-reduce: the published times of " +
-                                   std::to_string(hw.intra.table_ranks) +
-                                   " ranks (allreduce_table, " +
-                                   std::to_string(hw.intra.table.size()) + " sizes) inside a node"
-                             : "all-reduce: " + link(hw.intra);
-    if (!hw.intra.table.empty() && !(am && am->allreduce_from_table(o.plan.workload.tp))) {
-      rep.allreduce_note += " (its allreduce_table is for " + std::to_string(hw.intra.table_ranks) +
-                            " ranks and does not apply here)";
-    }
-    if (o.plan.workload.tp > hw.gpus_per_node && hw.inter.cls != "none")
-      rep.allreduce_note += ", across nodes " + link(hw.inter);
+    rep.allreduce_note = sim::allreduce_cost_line(ws.front().hardware, o.plan.workload.tp);
     rep.allreduce_note +=
-        " from the hardware file; decode's small all-reduces are latency-bound, and the latency "
+        "; decode's small all-reduces are latency-bound, and the latency "
         "depends on the all-reduce implementation (published on 8x Hopper: one-kernel custom "
         "~6-9 us, NCCL ~16-20 us for 512 B-512 KiB; results/independent/README.md)";
   }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/cost_model.h"
 #include "sim/error.h"
 #include "sim/format.h"
 #include "sim/json_io.h"
@@ -51,7 +52,12 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << sim::phase_name(w.phase) << ", batch " << w.batch << ", " << w.layers << " layers\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
-     << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n\n";
+     << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
+  if (const auto ar = sim::allreduce_cost_line(w.hardware, w.tp);
+      plan.cost_model == "analytical" && !ar.empty()) {
+    os << ar << "\n";
+  }
+  os << "\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
      << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << std::setw(10)
      << "none_ms" << std::setw(9) << "speedup" << std::setw(17) << "exposed_comm_ms";

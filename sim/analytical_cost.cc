@@ -15,6 +15,7 @@
 #include <string>
 
 #include "sim/error.h"
+#include "sim/format.h"
 
 namespace tpo::sim {
 
@@ -155,27 +156,43 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
 
 namespace {
 
-// A link's published all-reduce time for `bytes` on `ranks` (us), or 0 where its table is for
-// another rank count or absent. Between two sizes: log-log interpolation; below the smallest:
-// its time (latency-bound); above the largest: that time plus the extra bus bytes at the bus
-// bandwidth the largest size reached, or busbw where that is lower (a table that ends before
-// the link is saturated).
-double table_us_of(const LinkConfig& l, std::int64_t ranks, double bytes) {
-  if (l.table.empty() || l.table_ranks != ranks) return 0;
+// A link's published all-reduce time for `bytes` on `ranks` (us; 0 where its table is for another
+// rank count or absent), and the part of it that grows with the bytes (`bw_us`, the part a
+// smaller CTA budget slows). Between two sizes: log-log interpolation, and the growing part is
+// the time times the local log-log slope (0 where the time is flat, all of it where the time
+// grows as the bytes). Below the smallest size: its time, all latency. Above the largest: that
+// time plus the extra bus bytes at the bandwidth of the last step between two sizes, kept
+// between the average the largest size reached and busbw (a table ending latency-bound goes on
+// at busbw, one ending short of saturation at what it reached).
+struct TableRead {
+  double us = 0;
+  double bw_us = 0;
+};
+
+TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
+  if (l.table.empty() || l.table_ranks != ranks) return {};
   const auto& pts = l.table;
-  if (bytes <= pts.front().first) return pts.front().second;
+  if (bytes <= pts.front().first) return {pts.front().second, 0};
   if (bytes >= pts.back().first) {
     const double r = static_cast<double>(ranks);
     const double bus = 2.0 * (r - 1) / r;
-    const double reached_gbps = bus * pts.back().first / (pts.back().second * 1e3);
-    return pts.back().second +
-           bus * (bytes - pts.back().first) / std::min(l.busbw_gbps, reached_gbps) / 1e3;
+    const auto& [b1, t1] = pts.back();
+    const auto& [b0, t0] = pts[pts.size() - 2];
+    const double log_slope_last = (std::log(t1) - std::log(t0)) / (std::log(b1) - std::log(b0));
+    const double reached_gbps = bus * b1 / (t1 * 1e3);
+    const double step_gbps =
+        t1 > t0 ? bus * (b1 - b0) / ((t1 - t0) * 1e3) : std::numeric_limits<double>::infinity();
+    const double gbps = std::min(l.busbw_gbps, std::max(reached_gbps, step_gbps));
+    const double extra_us = bus * (bytes - b1) / gbps / 1e3;
+    return {t1 + extra_us, t1 * std::clamp(log_slope_last, 0.0, 1.0) + extra_us};
   }
   const auto hi = std::lower_bound(pts.begin(), pts.end(), std::pair<double, double>{bytes, -1.0});
   const auto lo = hi - 1;
-  const double f =
-      (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
-  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+  const double slope =
+      (std::log(hi->second) - std::log(lo->second)) / (std::log(hi->first) - std::log(lo->first));
+  const double us =
+      std::exp(std::log(lo->second) + slope * (std::log(bytes) - std::log(lo->first)));
+  return {us, us * std::clamp(slope, 0.0, 1.0)};
 }
 
 }  // namespace
@@ -192,8 +209,8 @@ double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
   const std::int64_t nodes = (c.ranks + g - 1) / g;
   Collective intra{c.kind, c.bytes, g};
   double t = 0;
-  if (const double table_us = table_us_of(hw_.intra, g, bytes); table_us > 0) {
-    t = table_us * 1e3;  // published whole-op times, read at NCCL's own budget
+  if (const TableRead tr = table_read(hw_.intra, g, bytes); tr.us > 0) {
+    t = tr.us * 1e3;  // published whole-op times, read at NCCL's own budget
   } else {
     t = hw_.intra.allreduce_latency_us * 1e3 + intra.bus_bytes() / hw_.intra.busbw_gbps;
   }
@@ -212,12 +229,36 @@ double AnalyticalCostModel::allreduce_bandwidth_ns(const Collective& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0;
   const std::int64_t g = std::min(c.ranks, hw_.gpus_per_node);
   const std::int64_t nodes = (c.ranks + g - 1) / g;
-  double bw = Collective{c.kind, c.bytes, g}.bus_bytes() / hw_.intra.busbw_gbps;
+  // A published table: the part of its time that grows with the bytes, at NCCL's real bandwidth
+  // at that size (below the link's peak); else bus bytes at busbw.
+  const TableRead tr = table_read(hw_.intra, g, static_cast<double>(c.bytes));
+  double bw = tr.us > 0 ? tr.bw_us * 1e3
+                        : Collective{c.kind, c.bytes, g}.bus_bytes() / hw_.intra.busbw_gbps;
   if (nodes > 1) {
     const Collective inter{c.kind, c.bytes / g, nodes};
     bw += inter.bus_bytes() / hw_.inter.busbw_gbps;
   }
   return bw;
+}
+
+std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp) {
+  if (tp <= 1) return "";
+  const auto link = [](const LinkConfig& l) {
+    return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
+           fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
+  };
+  const bool table = AnalyticalCostModel(hw, tp).allreduce_from_table(tp);
+  std::string s = table ? "all-reduce: the published times of " +
+                              std::to_string(hw.intra.table_ranks) + " ranks (allreduce_table, " +
+                              std::to_string(hw.intra.table.size()) + " sizes) inside a node"
+                        : "all-reduce: " + link(hw.intra);
+  if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
+  s += " from the hardware file";
+  if (!hw.intra.table.empty() && !table) {
+    s += "; its allreduce_table is for " + std::to_string(hw.intra.table_ranks) +
+         " ranks and does not apply at TP " + std::to_string(tp);
+  }
+  return s;
 }
 
 double AnalyticalCostModel::kv_store_ns(const Op& op) const {

@@ -90,8 +90,9 @@ class AnalyticalCostModel final : public CostModel {
   double allreduce_ns(const Collective& c) const;
   // Whether an all-reduce on `ranks` is read from the link's published table (allreduce_table).
   bool allreduce_from_table(std::int64_t ranks) const;
-  // An all-reduce's bandwidth term (bus bytes over bus bandwidth, inside and across nodes): the
-  // part a CTA budget below comm_ctas_full slows (comm_budget_factor); its latency does not grow.
+  // An all-reduce's bandwidth term, inside and across nodes: the part a CTA budget below
+  // comm_ctas_full slows (comm_budget_factor); its latency does not grow. Bus bytes over bus
+  // bandwidth, or from a published table the part of its time that grows with the bytes.
   double allreduce_bandwidth_ns(const Collective& c) const;
   // The KV-cache write a qkv op does after its GEMM (one kernel: K and V of each row read from
   // the GEMM's output and written to the cache), per-kernel term included; 0 for other ops.
@@ -102,5 +103,12 @@ class AnalyticalCostModel final : public CostModel {
   std::int64_t tp_;
   ContentionParams contention_;
 };
+
+// What the analytical model charges for an all-reduce on `tp` ranks of `hw`, in words, for the
+// reports: "all-reduce: the published times of 8 ranks (allreduce_table, 32 sizes) inside a
+// node" or "all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)", saying when
+// the file's table does not apply at `tp`, and the link across nodes where `tp` spans nodes.
+// Empty at TP 1 (no all-reduce).
+std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp);
 
 }  // namespace tpo::sim

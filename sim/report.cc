@@ -263,7 +263,12 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   const std::string c = variant_text(r.spec);
   if (c != "-") os << " (" << c << ")";
   if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
-  os << "\npredicted by the " << cost_model << " (not measured)\n\n";
+  os << "\npredicted by the " << cost_model << " (not measured)\n";
+  if (const auto ar = allreduce_cost_line(w.hardware, w.tp);
+      cost_model.starts_with("analytical") && !ar.empty()) {
+    os << ar << "\n";
+  }
+  os << "\n";
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
   };
@@ -288,7 +293,12 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
-  os << "predicted by the " << cost_model << " (not measured)\n\n";
+  os << "predicted by the " << cost_model << " (not measured)\n";
+  if (const auto ar = allreduce_cost_line(w.hardware, w.tp);
+      cost_model.starts_with("analytical") && !ar.empty()) {
+    os << ar << "\n";
+  }
+  os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)
      << "exposed_comm_ms" << std::setw(13) << "overlap_eff"

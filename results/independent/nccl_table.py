@@ -10,8 +10,9 @@ Usage: python3 results/independent/nccl_table.py [TABLE [LATENCY_US BUSBW_GBPS]]
 
 Prints:
 1. the in-place times as the hardware files' "allreduce_table.points" ([bytes, us]); tpo's
-   runtime all-reduces in place (ncclAllReduce(buf, buf, ...)), and the out-of-place column has
-   two one-off spikes (32 B: 68 us, 4 KiB: 24 us, against 13.5 and 16.5 in place);
+   runtime all-reduces in place (ncclAllReduce(buf, buf, ...)) (NVIDIA's H100 table's
+   out-of-place column also has two one-off spikes: 32 B: 68 us, 4 KiB: 24 us, against 13.5 and
+   16.5 in place);
 2. leave-one-out: each size between two others read off the table without it (log-log, as tpo
    interpolates), the error of the interpolation itself;
 3. the former model (latency + 2 us per-kernel term + bus bytes at the bus bandwidth) against
@@ -48,11 +49,17 @@ def read_rows(path):
 
 
 def interp(pts, x):
-    """tpo's table read: log-log between points, flat below, + bandwidth above."""
+    """tpo's table read (sim/analytical_cost.cc): log-log between points, flat below; above,
+    the extra bus bytes at the last step's bandwidth, kept between the average the last point
+    reached and the link's bus bandwidth (BUSBW)."""
     if x <= pts[0][0]:
         return pts[0][1]
     if x >= pts[-1][0]:
-        return pts[-1][1] + 2 * (RANKS - 1) / RANKS * (x - pts[-1][0]) / BUSBW / 1e3
+        bus = 2 * (RANKS - 1) / RANKS
+        (b0, t0), (b1, t1) = pts[-2], pts[-1]
+        reached = bus * b1 / (t1 * 1e3)
+        step = bus * (b1 - b0) / ((t1 - t0) * 1e3) if t1 > t0 else math.inf
+        return t1 + bus * (x - b1) / min(BUSBW, max(reached, step)) / 1e3
     for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
         if x0 <= x <= x1:
             f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
@@ -80,7 +87,7 @@ for i in range(1, len(pts) - 1):
     loo.append((interp(rest, pts[i][0]) - pts[i][1]) / pts[i][1])
 print("   all:", summary(loo))
 small = [e for (b, _), e in zip(pts[1:-1], loo) if b <= 1 << 20]
-print("   8 B - 1 MiB (decode):", summary(small))
+print("   up to 1 MiB (decode):", summary(small))
 
 print(f"\n3. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at {BUSBW:g} GB/s) "
       "against the table:")
@@ -90,7 +97,7 @@ for b, op, ip in rows:
     m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
     old.append((b, (m - ip) / ip))
     print(f"   {b:>12} {ip:>12.2f} {op:>13.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
-print("   8 B - 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
+print("   up to 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
 print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
 print("   all:", summary([e for _, e in old]))
 

@@ -81,6 +81,19 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
   CHECK(r.out.find("strategy iso (563,461)") != std::string::npos);
   CHECK(r.out.find("speedup over none") != std::string::npos);
   CHECK(r.out.find("not measured") != std::string::npos);
+  // The analytical model says what it charges for an all-reduce: rtx4090x8's published table
+  // at 8 ranks; at TP 4 its latency + bandwidth, and that the table does not apply there; in
+  // a plan too; nothing at TP 1, and nothing with a measured profile's costs.
+  CHECK(r.out.find("all-reduce: the published times of 8 ranks (allreduce_table, 25 sizes) "
+                   "inside a node from the hardware file") != std::string::npos);
+  const auto four = tpo("simulate --model llama-30b --hardware rtx4090x8 --tp 4 --seq 1024");
+  CHECK(four.out.find("all-reduce: 40 us latency + bytes at 18 GB/s bus bandwidth (pcie-no-p2p) "
+                      "from the hardware file; its allreduce_table is for 8 ranks and does not "
+                      "apply at TP 4") != std::string::npos);
+  CHECK(tpo("plan --model llama2-70b --hardware h100x16 --tp 16 --seq 1024 --quiet")
+            .out.find("inside a node, across nodes 20 us latency") != std::string::npos);
+  CHECK(tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 1 --seq 512")
+            .out.find("all-reduce:") == std::string::npos);
 }
 
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
@@ -313,9 +326,9 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   CHECK(r4.code == 0);
   CHECK(r4.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
         std::string::npos);
-  CHECK(r4.out.find("(its allreduce_table is for 8 ranks and does not apply here)") !=
+  CHECK(r4.out.find("; its allreduce_table is for 8 ranks and does not apply at TP 4") !=
         std::string::npos);
-  CHECK(r.out.find("does not apply here") == std::string::npos);
+  CHECK(r.out.find("does not apply") == std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
                           "\"tokens_per_s\"", "\"speedup\""}) {

@@ -1,6 +1,8 @@
 // The analytical cost model's formulas on hand-made hardware where the arithmetic is exact.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "sim/cost_model.h"
 #include "sim/strategy.h"
 #include "toy.h"
@@ -174,13 +176,14 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 8, 4}) == doctest::Approx(10000));
   // Half way in log size (10 kB): half way in log time, sqrt(10 x 40) = 20 us.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
-  // Beyond the last: its time + the extra bus bytes at the bus bandwidth the last point reached
-  // (1.5 x 100,000 B in 40 us: 3.75 GB/s, below busbw): 40,000 + 900,000 x 1.5 / 3.75.
-  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(400000));
+  // Beyond the last: its time + the extra bus bytes at the last step's bandwidth (1.5 x 99,000 B
+  // in 30 us more: 4.95 GB/s; above the 3.75 the last point reached, below busbw):
+  // 40,000 + 900,000 x 1.5 / 4.95.
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(312727.27));
   // Another rank count (2): latency + bandwidth, 2,000 + 1e6 x 1 / 100.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 2}) == doctest::Approx(12000));
   // Across nodes: the table for the 4 ranks inside each node, the network link on top.
-  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(420000));
+  CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(332727.27));
   {
     // A table that reached more than busbw (1.5 x 1e8 B in 1,400 us: 107 GB/s) goes on at busbw:
     // 1,400 us + 1e8 x 1.5 / 100.
@@ -188,6 +191,11 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
     sat.intra.table = {{1000, 10.0}, {1e8, 1400.0}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) ==
           doctest::Approx(2900000));
+    // A table that ends latency-bound (11 us at 100 kB) goes on at busbw, not in proportion to
+    // its last time: 11,000 + 900,000 x 1.5 / 100.
+    sat.intra.table = {{1000, 10.0}, {100000, 11.0}};
+    CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) ==
+          doctest::Approx(24500));
   }
   // A published time holds its kernel's start and drain: no per-kernel term on top of it.
   Op ar;
@@ -218,13 +226,16 @@ TEST_CASE(
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(62000));
   // Across 2 nodes: (2,000 + 10,000) + 4 x (15,000 + 10,000).
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(112000));
-  // From a table: the published time (latency included) + 3 x the bandwidth term, not 4 x it.
+  // From a table: the published time + 3 x the part of it that grows with the bytes (the time
+  // times the local log-log slope), not 4 x the whole of it. 10 kB: 20 us, slope log 4 / log 100.
   hw.intra.table_ranks = 4;
   hw.intra.table = {{1000, 10.0}, {100000, 40.0}};
   AnalyticalCostModel tab(hw, 4);
   tab.set_contention(p);
-  // 10 kB: 20,000 + 3 x 10,000 x 1.5 / 100.
-  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20450));
+  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) ==
+        doctest::Approx(20000 + 3 * 20000 * std::log(4.0) / std::log(100.0)));
+  // Below the table's smallest size the time is all latency: no slower on a small budget.
+  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 500, 4}) == doctest::Approx(10000));
   p.comm_ctas = 8;  // a full budget changes nothing
   tab.set_contention(p);
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
