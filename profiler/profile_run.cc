@@ -226,8 +226,10 @@ nlohmann::json error_table(const sim::CostModel& cm, const std::vector<Measureme
     os << "  " << std::left << std::setw(18) << "all" << std::right << std::setw(8) << all.size()
        << std::setw(15) << 100 * median_of(all) << "%" << std::setw(9) << 100 * p90 << "%"
        << std::setw(13) << 100 * all.back() << "%\n";
-    summary["all"] = {
-        {"shapes", all.size()}, {"median_error", median_of(all)}, {"worst_error", all.back()}};
+    summary["all"] = {{"shapes", all.size()},
+                      {"median_error", median_of(all)},
+                      {"p90_error", p90},
+                      {"worst_error", all.back()}};
   }
   os.unsetf(std::ios::fixed);
   return {{"summary", summary}, {"points", points}};
