@@ -462,7 +462,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
 }
 
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
-                                                  std::int64_t ranks_override, bool in_place) {
+                                                  std::int64_t ranks_override, bool in_place,
+                                                  std::int64_t* gpus_per_process) {
   if (ranks_override < 0 || ranks_override > 1 << 20) {
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
@@ -470,7 +471,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   std::istringstream in(read_input_file(path, ""));
   std::vector<sim::AllReducePoint> pts;
   std::int64_t line_no = 0;
-  std::int64_t ranks = 0, rank_lines = 0;
+  std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     std::istringstream ss(line);
@@ -493,6 +494,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                              tok[i + 1] + " is not a GPU count in [1, 2^20]");
           }
           ranks = std::max<std::int64_t>(ranks, n);
+          n_gpus = std::max<std::int64_t>(n_gpus, n);
         }
       }
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
@@ -557,6 +559,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     throw InputError(path, "nGpus", "cannot tell how many ranks ran; pass --ranks N");
   }
   for (auto& p : pts) p.ranks = ranks;
+  if (gpus_per_process) *gpus_per_process = std::max<std::int64_t>(n_gpus, 1);
   return pts;
 }
 

@@ -68,9 +68,11 @@ std::vector<Measurement> measurements_of(const sim::Profile& p);
 
 // Parses the output of nccl-tests' all_reduce_perf into all-reduce points: the out-of-place
 // times, or the in-place ones (tpo's runtime all-reduces in place). Throws InputError naming
-// the file when nothing can be read from it.
+// the file when nothing can be read from it. `gpus_per_process`, when given, receives the most
+// GPUs one process drove (the header's nGpus; 1 when each rank was its own process).
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override,
-                                                  bool in_place = false);
+                                                  bool in_place = false,
+                                                  std::int64_t* gpus_per_process = nullptr);
 
 }  // namespace tpo::profiler

@@ -1078,6 +1078,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
           in_place);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("in-place times") != std::string::npos);
+  CHECK(r.out.find("one process drove") == std::string::npos);  // NVIDIA's: one per GPU
   REQUIRE(tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --out " +
               out_of_place)
               .code == 0);
@@ -1104,6 +1105,9 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
           r4090);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("imported 25 all-reduce sizes on 8 ranks") != std::string::npos);
+  // That run drove the 8 GPUs from one process (-g 8): the import says so, and records it.
+  CHECK(r.out.find("note: one process drove 8 GPUs") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(r4090)).at("device").at("allreduce_gpus_per_process") == 8);
   CHECK(worst(r4090, "rtx4090x8", 25) < 1e-6);
   fs::remove_all(dir);
 }
