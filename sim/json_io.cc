@@ -112,7 +112,8 @@ JsonObject::JsonObject(const nlohmann::json& j, std::string file, std::string pa
 
 void JsonObject::only_keys(std::initializer_list<const char*> known,
                            const std::string& what) const {
-  for (const auto& [key, value] : j_.items()) {
+  for (const auto& item : j_.items()) {
+    const std::string& key = item.key();  // a named reference: clang 14 cannot capture bindings
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
       throw InputError(file_, field(key), "unknown key in " + what + " (misspelt?)");
     }
