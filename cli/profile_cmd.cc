@@ -69,8 +69,8 @@ int run_import(ImportCli c) {
   const sim::HardwareConfig hw = sim::load_hardware(c.hardware);
   c.hardware = hw.name;
   check_writable(c.out, "--out");
-  std::int64_t gpus_per_process = 1;
-  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &gpus_per_process);
+  std::int64_t gpus_per_thread = 0;
+  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &gpus_per_thread);
   const char* column = c.in_place ? "in-place" : "out-of-place";
   if (const std::int64_t gpus = hw.nodes * hw.gpus_per_node; pts.front().ranks > gpus) {
     throw InputError(c.ranks > 0 ? "--ranks" : c.file,
@@ -101,16 +101,16 @@ int run_import(ImportCli c) {
   profiler::fit_profile(p);
   p.device["allreduce_source"] =
       "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
-  p.device["allreduce_gpus_per_process"] = gpus_per_process;
+  if (gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = gpus_per_thread;
   write_file_atomic(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
             << " ranks from " << c.file << " (" << column
             << " times; message bytes read as bf16 values)\n";
-  if (gpus_per_process > 1) {
-    std::cout << "note: one process drove " << gpus_per_process
+  if (gpus_per_thread > 1) {
+    std::cout << "note: one thread drove " << gpus_per_thread
               << " GPUs (nGpus in the header): its small-message times may include host launch "
-                 "time that a stack with one process per GPU (serving engines, tpo validate "
-                 "--mpi) does not pay\n";
+                 "time that a stack with a thread or process per GPU (serving engines, tpo "
+                 "validate) does not pay\n";
   }
   for (const auto& f : p.allreduce_fit) {
     std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "

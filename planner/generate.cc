@@ -183,11 +183,13 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.cost_model = cm.name();
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
   if (rep.cost_model == "analytical") {
-    rep.allreduce_note = sim::allreduce_cost_line(ws.front().hardware, o.plan.workload.tp);
-    rep.allreduce_note +=
-        "; decode's small all-reduces are latency-bound, and the latency "
-        "depends on the all-reduce implementation (published on 8x Hopper: one-kernel custom "
-        "~6-9 us, NCCL ~16-20 us for 512 B-512 KiB; results/independent/README.md)";
+    rep.allreduce_note =
+        sim::allreduce_cost_line(ws.front().hardware, o.plan.workload.tp, ws.front().links_of);
+    if (!rep.allreduce_note.empty())
+      rep.allreduce_note +=
+          "; decode's small all-reduces are latency-bound, and the latency "
+          "depends on the all-reduce implementation (published on 8x Hopper: one-kernel custom "
+          "~6-9 us, NCCL ~16-20 us for 512 B-512 KiB; results/independent/README.md)";
   }
   // Jobs (batch, strategy) on a small pool; each writes its own slot, so the result does not
   // depend on the thread count.

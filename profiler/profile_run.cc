@@ -463,7 +463,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
 
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override, bool in_place,
-                                                  std::int64_t* gpus_per_process) {
+                                                  std::int64_t* gpus_per_thread) {
   if (ranks_override < 0 || ranks_override > 1 << 20) {
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
@@ -559,7 +559,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     throw InputError(path, "nGpus", "cannot tell how many ranks ran; pass --ranks N");
   }
   for (auto& p : pts) p.ranks = ranks;
-  if (gpus_per_process) *gpus_per_process = std::max<std::int64_t>(n_gpus, 1);
+  if (gpus_per_thread) *gpus_per_thread = n_gpus;
   return pts;
 }
 

@@ -68,11 +68,12 @@ std::vector<Measurement> measurements_of(const sim::Profile& p);
 
 // Parses the output of nccl-tests' all_reduce_perf into all-reduce points: the out-of-place
 // times, or the in-place ones (tpo's runtime all-reduces in place). Throws InputError naming
-// the file when nothing can be read from it. `gpus_per_process`, when given, receives the most
-// GPUs one process drove (the header's nGpus; 1 when each rank was its own process).
+// the file when nothing can be read from it. `gpus_per_thread`, when given, receives the most
+// GPUs one thread drove (the header's nGpus; 1 when each rank had its own thread; 0 when the
+// file has no such header).
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override,
                                                   bool in_place = false,
-                                                  std::int64_t* gpus_per_process = nullptr);
+                                                  std::int64_t* gpus_per_thread = nullptr);
 
 }  // namespace tpo::profiler

@@ -158,12 +158,13 @@ namespace {
 
 // A link's published all-reduce time for `bytes` on `ranks` (us; 0 where its table is for another
 // rank count or absent), and the part of it that grows with the bytes (`bw_us`, the part a
-// smaller CTA budget slows). Between two sizes: log-log interpolation, and the growing part is
-// the time times the local log-log slope (0 where the time is flat, all of it where the time
-// grows as the bytes). Below the smallest size: its time, all latency. Above the largest: that
-// time plus the extra bus bytes at the bandwidth of the last step between two sizes, kept
-// between the average the largest size reached and busbw (a table ending latency-bound goes on
-// at busbw, one ending short of saturation at what it reached).
+// smaller CTA budget slows). Between two sizes: log-log interpolation for the time; the growing
+// part is the bytes over the segment's own bandwidth (its added time over its added bytes),
+// which a latency + bandwidth segment gives exactly, at most the whole time. Below the smallest
+// size: its time, all latency. Above the largest: that time plus the extra bus bytes at the
+// bandwidth of the last step between two sizes, kept between the average the largest size
+// reached and busbw (a table ending latency-bound goes on at busbw, one ending short of
+// saturation at what it reached).
 struct TableRead {
   double us = 0;
   double bw_us = 0;
@@ -178,13 +179,13 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
     const double bus = 2.0 * (r - 1) / r;
     const auto& [b1, t1] = pts.back();
     const auto& [b0, t0] = pts[pts.size() - 2];
-    const double log_slope_last = (std::log(t1) - std::log(t0)) / (std::log(b1) - std::log(b0));
     const double reached_gbps = bus * b1 / (t1 * 1e3);
     const double step_gbps =
         t1 > t0 ? bus * (b1 - b0) / ((t1 - t0) * 1e3) : std::numeric_limits<double>::infinity();
     const double gbps = std::min(l.busbw_gbps, std::max(reached_gbps, step_gbps));
     const double extra_us = bus * (bytes - b1) / gbps / 1e3;
-    return {t1 + extra_us, t1 * std::clamp(log_slope_last, 0.0, 1.0) + extra_us};
+    const double grown_at_last = std::clamp(b1 * (t1 - t0) / (b1 - b0), 0.0, t1);
+    return {t1 + extra_us, grown_at_last + extra_us};
   }
   const auto hi = std::lower_bound(pts.begin(), pts.end(), std::pair<double, double>{bytes, -1.0});
   const auto lo = hi - 1;
@@ -192,7 +193,9 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
       (std::log(hi->second) - std::log(lo->second)) / (std::log(hi->first) - std::log(lo->first));
   const double us =
       std::exp(std::log(lo->second) + slope * (std::log(bytes) - std::log(lo->first)));
-  return {us, us * std::clamp(slope, 0.0, 1.0)};
+  const double grown =
+      bytes * (hi->second - lo->second) / (hi->first - lo->first);  // bytes x us per byte
+  return {us, std::clamp(grown, 0.0, us)};
 }
 
 }  // namespace
@@ -241,19 +244,21 @@ double AnalyticalCostModel::allreduce_bandwidth_ns(const Collective& c) const {
   return bw;
 }
 
-std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp) {
+std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
+                                const std::string& links_of) {
   if (tp <= 1) return "";
   const auto link = [](const LinkConfig& l) {
     return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
            fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
   };
-  const bool table = AnalyticalCostModel(hw, tp).allreduce_from_table(tp);
+  const bool table =
+      !hw.intra.table.empty() && hw.intra.table_ranks == std::min(tp, hw.gpus_per_node);
   std::string s = table ? "all-reduce: the published times of " +
                               std::to_string(hw.intra.table_ranks) + " ranks (allreduce_table, " +
                               std::to_string(hw.intra.table.size()) + " sizes) inside a node"
                         : "all-reduce: " + link(hw.intra);
   if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
-  s += " from the hardware file";
+  s += links_of.empty() ? " from the hardware file" : " from " + links_of + " (--emulate)";
   if (!hw.intra.table.empty() && !table) {
     s += "; its allreduce_table is for " + std::to_string(hw.intra.table_ranks) +
          " ranks and does not apply at TP " + std::to_string(tp);

@@ -109,6 +109,8 @@ class AnalyticalCostModel final : public CostModel {
 // node" or "all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)", saying when
 // the file's table does not apply at `tp`, and the link across nodes where `tp` spans nodes.
 // Empty at TP 1 (no all-reduce).
-std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp);
+// `links_of`: the machine whose links were emulated (--emulate), named as their source.
+std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
+                                const std::string& links_of = "");
 
 }  // namespace tpo::sim

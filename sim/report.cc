@@ -264,7 +264,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   if (c != "-") os << " (" << c << ")";
   if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
   os << "\npredicted by the " << cost_model << " (not measured)\n";
-  if (const auto ar = allreduce_cost_line(w.hardware, w.tp);
+  if (const auto ar = allreduce_cost_line(w.hardware, w.tp, w.links_of);
       cost_model.starts_with("analytical") && !ar.empty()) {
     os << ar << "\n";
   }
@@ -294,7 +294,7 @@ void print_compare(std::ostream& os, const Workload& w, const std::vector<Compar
                    std::int64_t baseline_ns, const std::string& cost_model) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
   os << "predicted by the " << cost_model << " (not measured)\n";
-  if (const auto ar = allreduce_cost_line(w.hardware, w.tp);
+  if (const auto ar = allreduce_cost_line(w.hardware, w.tp, w.links_of);
       cost_model.starts_with("analytical") && !ar.empty()) {
     os << ar << "\n";
   }

@@ -94,6 +94,19 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
             .out.find("inside a node, across nodes 20 us latency") != std::string::npos);
   CHECK(tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 1 --seq 512")
             .out.find("all-reduce:") == std::string::npos);
+  const auto gen1 =
+      tpo("plan --scenario generate --model llama3.1-8b --hardware h200x8 --tp 1 "
+          "--prompt 128 --new-tokens 4 --batch 1 --layers 2");
+  CHECK(gen1.code == 0);
+  CHECK(gen1.out.find("latency-bound") == std::string::npos);
+  CHECK(gen1.out.find("\n;") == std::string::npos);
+  CHECK(tpo("simulate --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --profile " +
+            std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama2-70b-tp8.json")
+            .out.find("all-reduce:") == std::string::npos);
+  // Emulated links are named as their source.
+  CHECK(tpo("simulate --model llama-30b --hardware h100x8 --emulate rtx4090x8 --tp 4 --seq 1024")
+            .out.find("from rtx4090x8 (--emulate); its allreduce_table is for 8 ranks") !=
+        std::string::npos);
 }
 
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
@@ -1078,7 +1091,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
           in_place);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("in-place times") != std::string::npos);
-  CHECK(r.out.find("one process drove") == std::string::npos);  // NVIDIA's: one per GPU
+  CHECK(r.out.find("one thread drove") == std::string::npos);  // NVIDIA's: one per GPU
   REQUIRE(tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --out " +
               out_of_place)
               .code == 0);
@@ -1105,9 +1118,9 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
           r4090);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("imported 25 all-reduce sizes on 8 ranks") != std::string::npos);
-  // That run drove the 8 GPUs from one process (-g 8): the import says so, and records it.
-  CHECK(r.out.find("note: one process drove 8 GPUs") != std::string::npos);
-  CHECK(nlohmann::json::parse(slurp(r4090)).at("device").at("allreduce_gpus_per_process") == 8);
+  // That run drove the 8 GPUs from one thread (-g 8): the import says so, and records it.
+  CHECK(r.out.find("note: one thread drove 8 GPUs") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(r4090)).at("device").at("allreduce_gpus_per_thread") == 8);
   CHECK(worst(r4090, "rtx4090x8", 25) < 1e-6);
   fs::remove_all(dir);
 }

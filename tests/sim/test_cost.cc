@@ -191,6 +191,12 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
     sat.intra.table = {{1000, 10.0}, {1e8, 1400.0}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) ==
           doctest::Approx(2900000));
+    // A last step slower (2.5 GB/s: 1.5 x 100,000 B in 60 us more) than the average the largest
+    // size reached (3 GB/s: 1.5 x 200,000 B in 100 us) goes on at that average: 100 us +
+    // 200,000 x 1.5 / 3.
+    sat.intra.table = {{1000, 10.0}, {100000, 40.0}, {200000, 100.0}};
+    CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 400000, 4}) ==
+          doctest::Approx(200000));
     // A table that ends latency-bound (11 us at 100 kB) goes on at busbw, not in proportion to
     // its last time: 11,000 + 900,000 x 1.5 / 100.
     sat.intra.table = {{1000, 10.0}, {100000, 11.0}};
@@ -226,16 +232,30 @@ TEST_CASE(
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(62000));
   // Across 2 nodes: (2,000 + 10,000) + 4 x (15,000 + 10,000).
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 8}) == doctest::Approx(112000));
-  // From a table: the published time + 3 x the part of it that grows with the bytes (the time
-  // times the local log-log slope), not 4 x the whole of it. 10 kB: 20 us, slope log 4 / log 100.
+  // From a table: the published time + 3 x the part of it that grows with the bytes (the bytes
+  // over the segment's own bandwidth: 30 us more for 99,000 B more), not 4 x the whole of it.
+  // 10 kB: 20 us, of which 10,000 x 30 / 99,000 = 3.03 us grow with the bytes.
   hw.intra.table_ranks = 4;
   hw.intra.table = {{1000, 10.0}, {100000, 40.0}};
   AnalyticalCostModel tab(hw, 4);
   tab.set_contention(p);
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) ==
-        doctest::Approx(20000 + 3 * 20000 * std::log(4.0) / std::log(100.0)));
+        doctest::Approx(20000 + 3 * 10000 * 30000.0 / 99000));
+  // Beyond the table: 312,727 ns (above), of which 30.3 us at the last size and all the extra
+  // 272.7 us grow with the bytes.
+  CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) ==
+        doctest::Approx(312727.27 + 3 * (100000 * 30000.0 / 99000 + 272727.27)));
   // Below the table's smallest size the time is all latency: no slower on a small budget.
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 500, 4}) == doctest::Approx(10000));
+  {
+    // A time that dips between two sizes has no part that grows there: no slower either.
+    auto dip = hw;
+    dip.intra.table = {{1000, 10.0}, {2000, 9.0}, {100000, 40.0}};
+    AnalyticalCostModel d(dip, 4);
+    const double full = d.allreduce_ns({CollectiveKind::AllReduce, 1500, 4});
+    d.set_contention(p);
+    CHECK(d.allreduce_ns({CollectiveKind::AllReduce, 1500, 4}) == doctest::Approx(full));
+  }
   p.comm_ctas = 8;  // a full budget changes nothing
   tab.set_contention(p);
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
