@@ -8,6 +8,7 @@
 #include "cli/gpu_handoff.h"
 #include "profiler/fit.h"
 #include "profiler/profile_run.h"
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/hardware.h"
 #include "sim/json_io.h"
@@ -58,17 +59,68 @@ int run_accuracy(const AccuracyCli& c) {
 }
 
 struct ImportCli {
-  std::string file, hardware, out;
+  std::string file, hardware, out, hardware_out;
   std::int64_t ranks = 0;
   bool in_place = false;
 };
 
+// The hardware file `spec` with the run's times as its node link's allreduce_table (the
+// analytical model then reads them at that rank count), named after `out`.
+std::string hardware_with_table(const std::string& spec, const sim::HardwareConfig& hw,
+                                const std::vector<sim::AllReducePoint>& pts, const ImportCli& c,
+                                const char* column, std::int64_t gpus_per_thread) {
+  const std::int64_t ranks = pts.front().ranks;
+  if (ranks > hw.gpus_per_node) {
+    throw InputError(c.ranks > 0 ? "--ranks" : c.file,
+                     c.ranks > 0 ? std::to_string(c.ranks) : std::string("nGpus"),
+                     "the run spans " + std::to_string(ranks) + " ranks, more than the " +
+                         std::to_string(hw.gpus_per_node) + " GPUs of one " + hw.name +
+                         " node; --hardware-out holds the link inside a node: give a run on at "
+                         "most that many GPUs (or use --out for a profile)");
+  }
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    if (i > 0 && pts[i].bytes <= pts[i - 1].bytes) {
+      throw InputError(c.file, "size",
+                       std::to_string(pts[i].bytes) +
+                           " B does not follow a smaller size: the file holds more than one run "
+                           "(give one, sizes ascending)");
+    }
+    points.push_back({pts[i].bytes, pts[i].t.median_us});
+  }
+  if (points.size() > 64) {
+    throw InputError(c.file, "size",
+                     std::to_string(points.size()) +
+                         " sizes; an allreduce_table holds at most 64 (run all_reduce_perf "
+                         "with -f 2)");
+  }
+  auto j = nlohmann::ordered_json::parse(
+      read_input_file(sim::resolve_config("hardware", spec, "hardware"), "--hardware"));
+  j["name"] = std::filesystem::path(c.hardware_out).stem().string();
+  std::string source = "nccl-tests all_reduce_perf, " + std::string(column) + " times, " +
+                       std::to_string(ranks) + " ranks, imported by tpo profile " +
+                       "import-nccl-tests on " + profiler::today() + " from " + c.file;
+  if (gpus_per_thread > 1) {
+    source += " (one thread drove " + std::to_string(gpus_per_thread) +
+              " GPUs: small-message times may include host launch time)";
+  }
+  j["node"]["link"]["allreduce_table"] = {
+      {"ranks", ranks}, {"points", std::move(points)}, {"source", source}};
+  return j.dump(2) + "\n";
+}
+
 int run_import(ImportCli c) {
-  if (c.out.empty()) throw InputError("--out", "", "give the profile to write (--out FILE)");
+  if (c.out.empty() && c.hardware_out.empty()) {
+    throw InputError("--out", "",
+                     "give the profile to write (--out FILE), or a hardware file with the run "
+                     "as its all-reduce table (--hardware-out FILE), or both");
+  }
   // The hardware the links belong to must be one simulate can load with this profile.
+  const std::string spec = c.hardware;
   const sim::HardwareConfig hw = sim::load_hardware(c.hardware);
   c.hardware = hw.name;
-  check_writable(c.out, "--out");
+  if (!c.out.empty()) check_writable(c.out, "--out");
+  if (!c.hardware_out.empty()) check_writable(c.hardware_out, "--hardware-out");
   std::int64_t gpus_per_thread = 0;
   const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &gpus_per_thread);
   const char* column = c.in_place ? "in-place" : "out-of-place";
@@ -77,6 +129,29 @@ int run_import(ImportCli c) {
                      c.ranks > 0 ? std::to_string(c.ranks) : std::string("nGpus"),
                      "the all-reduce ran on " + std::to_string(pts.front().ranks) + " ranks, but " +
                          hw.name + " has " + std::to_string(gpus) + " GPUs");
+  }
+  std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
+            << " ranks from " << c.file << " (" << column
+            << " times; message bytes read as bf16 values)\n";
+  if (gpus_per_thread > 1) {
+    std::cout << "note: one thread drove " << gpus_per_thread
+              << " GPUs (nGpus in the header): its small-message times may include host launch "
+                 "time that a stack with a thread or process per GPU (serving engines, tpo "
+                 "validate) does not pay\n";
+  }
+  if (!c.hardware_out.empty()) {
+    const std::string text = hardware_with_table(spec, hw, pts, c, column, gpus_per_thread);
+    write_file_atomic(c.hardware_out, text, "--hardware-out");
+    try {
+      const sim::HardwareConfig check = sim::load_hardware(c.hardware_out);
+      std::cout << "wrote " << c.hardware_out << " (" << hw.name << " with these times as its "
+                << check.intra.table_ranks << "-rank all-reduce table; use with --hardware "
+                << c.hardware_out << ")\n";
+    } catch (...) {
+      std::filesystem::remove(c.hardware_out);  // never leave a file tpo then refuses
+      throw;
+    }
+    if (c.out.empty()) return 0;
   }
   sim::Profile p;
   if (const OutputTarget t = output_target(c.out, "--out");
@@ -103,15 +178,6 @@ int run_import(ImportCli c) {
       "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
   if (gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = gpus_per_thread;
   write_file_atomic(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
-  std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
-            << " ranks from " << c.file << " (" << column
-            << " times; message bytes read as bf16 values)\n";
-  if (gpus_per_thread > 1) {
-    std::cout << "note: one thread drove " << gpus_per_thread
-              << " GPUs (nGpus in the header): its small-message times may include host launch "
-                 "time that a stack with a thread or process per GPU (serving engines, tpo "
-                 "validate) does not pay\n";
-  }
   for (const auto& f : p.allreduce_fit) {
     std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
               << f.beta_us_per_byte * 1e3 << " us/KB\n";
@@ -171,7 +237,11 @@ std::function<int()> add_profile(CLI::App& app) {
                  "The machine it was measured on (a shipped "
                  "hardware name or file)")
       ->required();
-  im->add_option("--out", imp->out, "Profile to write")->required();
+  im->add_option("--out", imp->out, "Profile to write (for --profile)");
+  im->add_option("--hardware-out", imp->hardware_out,
+                 "Also (or instead) write a copy of --hardware whose node link reads these times "
+                 "as its allreduce_table (for --hardware; the analytical model then uses them at "
+                 "this rank count; runs inside one node only)");
   im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
   im->add_flag("--in-place", imp->in_place,
                "Read the in-place times (tpo's runtime all-reduces in place; default: the "

@@ -253,7 +253,7 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
   };
   const bool table =
       !hw.intra.table.empty() && hw.intra.table_ranks == std::min(tp, hw.gpus_per_node);
-  std::string s = table ? "all-reduce: the published times of " +
+  std::string s = table ? "all-reduce: the nccl-tests times of " +
                               std::to_string(hw.intra.table_ranks) + " ranks (allreduce_table, " +
                               std::to_string(hw.intra.table.size()) + " sizes) inside a node"
                         : "all-reduce: " + link(hw.intra);

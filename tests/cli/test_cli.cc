@@ -84,7 +84,7 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
   // The analytical model says what it charges for an all-reduce: rtx4090x8's published table
   // at 8 ranks; at TP 4 its latency + bandwidth, and that the table does not apply there; in
   // a plan too; nothing at TP 1, and nothing with a measured profile's costs.
-  CHECK(r.out.find("all-reduce: the published times of 8 ranks (allreduce_table, 25 sizes) "
+  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 25 sizes) "
                    "inside a node from the hardware file") != std::string::npos);
   const auto four = tpo("simulate --model llama-30b --hardware rtx4090x8 --tp 4 --seq 1024");
   CHECK(four.out.find("all-reduce: 40 us latency + bytes at 18 GB/s bus bandwidth (pcie-no-p2p) "
@@ -331,7 +331,7 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
         std::string::npos);
   // The analytical model states the all-reduce cost it charges: on 8 ranks h100x8's published
   // table; on 4 its latency + bandwidth (8 us, 476 GB/s).
-  CHECK(r.out.find("all-reduce: the published times of 8 ranks (allreduce_table, 32 sizes)") !=
+  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 32 sizes)") !=
         std::string::npos);
   const auto r4 =
       tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 4 --prompt 256 "
@@ -1122,6 +1122,41 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   CHECK(r.out.find("note: one thread drove 8 GPUs") != std::string::npos);
   CHECK(nlohmann::json::parse(slurp(r4090)).at("device").at("allreduce_gpus_per_thread") == 8);
   CHECK(worst(r4090, "rtx4090x8", 25) < 1e-6);
+  // --hardware-out: a copy of the hardware file that reads the run as its all-reduce table,
+  // which plan then names; a run of more ranks than a node has is refused, writing nothing.
+  const fs::path hw_out = dir / "my-a100.json";
+  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
+          "/../../results/independent/a100-nccl-tests-oci.txt --hardware a100x8 --in-place "
+          "--hardware-out " +
+          hw_out.string());
+  REQUIRE(r.code == 0);
+  const auto hj = nlohmann::json::parse(slurp(hw_out));
+  CHECK(hj.at("name") == "my-a100");
+  CHECK(hj.at("node").at("link").at("allreduce_table").at("ranks") == 8);
+  CHECK(hj.at("node").at("link").at("allreduce_table").at("points").size() == 28);
+  CHECK(hj.at("node").at("link").at("allreduce_table").at("points").at(0).at(1) == 31.82);
+  CHECK(hj.at("node")
+            .at("link")
+            .at("allreduce_table")
+            .at("source")
+            .get<std::string>()
+            .find("one thread drove 8 GPUs") != std::string::npos);
+  r = tpo("plan --model llama2-70b --hardware " + hw_out.string() + " --tp 8 --seq 1024 --quiet");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 28 sizes)") !=
+        std::string::npos);
+  const fs::path too_many = dir / "too-many.json";
+  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
+          "/../../results/independent/h100-nccl-tests-dgxc.txt --hardware h100x16 --ranks 16 "
+          "--hardware-out " +
+          too_many.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("more than the 8 GPUs of one h100x16 node") != std::string::npos);
+  CHECK_FALSE(fs::exists(too_many));
+  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
+          "/../../results/independent/a100-nccl-tests-oci.txt --hardware a100x8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--hardware-out FILE") != std::string::npos);
   fs::remove_all(dir);
 }
 
