@@ -1,5 +1,6 @@
 // `tpo profile`: measure op and interference costs on this machine (cpu or cuda backend),
 // and `tpo profile import-nccl-tests`: turn nccl-tests output into a profile's comm section.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -104,8 +105,21 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
     source += " (one thread drove " + std::to_string(gpus_per_thread) +
               " GPUs: small-message times may include host launch time)";
   }
-  j["node"]["link"]["allreduce_table"] = {
-      {"ranks", ranks}, {"points", std::move(points)}, {"source", source}};
+  // The run's table replaces one of the same rank count; the file's tables of other rank counts
+  // stay (one table: an object; several: a list by ranks).
+  auto& link = j["node"]["link"];
+  nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+  if (link.contains("allreduce_table")) {
+    const auto& old = link["allreduce_table"];
+    for (const auto& t : old.is_array() ? old : nlohmann::ordered_json::array({old})) {
+      if (t.is_object() && t.value("ranks", std::int64_t{0}) != ranks) tables.push_back(t);
+    }
+  }
+  tables.push_back({{"ranks", ranks}, {"points", std::move(points)}, {"source", source}});
+  std::sort(tables.begin(), tables.end(), [](const auto& a, const auto& b) {
+    return a.value("ranks", std::int64_t{0}) < b.value("ranks", std::int64_t{0});
+  });
+  link["allreduce_table"] = tables.size() == 1 ? tables[0] : tables;
   return j.dump(2) + "\n";
 }
 
@@ -144,9 +158,13 @@ int run_import(ImportCli c) {
     write_file_atomic(c.hardware_out, text, "--hardware-out");
     try {
       const sim::HardwareConfig check = sim::load_hardware(c.hardware_out);
+      std::string held;
+      for (const auto& t : check.intra.tables) {
+        held += (held.empty() ? "" : ", ") + std::to_string(t.ranks);
+      }
       std::cout << "wrote " << c.hardware_out << " (" << hw.name << " with these times as its "
-                << check.intra.table_ranks << "-rank all-reduce table; use with --hardware "
-                << c.hardware_out << ")\n";
+                << pts.front().ranks << "-rank all-reduce table; tables for " << held
+                << " ranks; use with --hardware " << c.hardware_out << ")\n";
     } catch (...) {
       std::filesystem::remove(c.hardware_out);  // never leave a file tpo then refuses
       throw;

@@ -84,7 +84,7 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     const sim::Workload w0 = sim::make_workload(wo);
     wo.profile = profile_for(profiles, wo, w0.model.name);
     sim::Workload w = sim::make_workload(wo);
-    if (c.emulated_without_table) w.hardware.intra.table.clear();  // as the run sized its copies
+    if (c.emulated_without_table) w.hardware.intra.tables.clear();  // as the run sized its copies
     const auto cm = sim::make_cost_model(w, wo.profile);
     Prepared p;
     p.schedule = sim::build_schedule(w, c.run.spec);

@@ -171,8 +171,9 @@ struct TableRead {
 };
 
 TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
-  if (l.table.empty() || l.table_ranks != ranks) return {};
-  const auto& pts = l.table;
+  const LinkConfig::Table* table = l.table_for(ranks);
+  if (!table) return {};
+  const auto& pts = table->points;
   if (bytes <= pts.front().first) return {pts.front().second, 0};
   if (bytes >= pts.back().first) {
     const double r = static_cast<double>(ranks);
@@ -202,7 +203,7 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
 
 bool AnalyticalCostModel::allreduce_from_table(std::int64_t ranks) const {
   const std::int64_t g = std::min(ranks, hw_.gpus_per_node);
-  return ranks > 1 && !hw_.intra.table.empty() && hw_.intra.table_ranks == g;
+  return ranks > 1 && hw_.intra.table_for(g) != nullptr;
 }
 
 double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
@@ -251,17 +252,20 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
     return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
            fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
   };
-  const bool table =
-      !hw.intra.table.empty() && hw.intra.table_ranks == std::min(tp, hw.gpus_per_node);
-  std::string s = table ? "all-reduce: the nccl-tests times of " +
-                              std::to_string(hw.intra.table_ranks) + " ranks (allreduce_table, " +
-                              std::to_string(hw.intra.table.size()) + " sizes) inside a node"
+  const LinkConfig::Table* table = hw.intra.table_for(std::min(tp, hw.gpus_per_node));
+  std::string s = table ? "all-reduce: the nccl-tests times of " + std::to_string(table->ranks) +
+                              " ranks (allreduce_table, " + std::to_string(table->points.size()) +
+                              " sizes) inside a node"
                         : "all-reduce: " + link(hw.intra);
   if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
   s += links_of.empty() ? " from the hardware file" : " from " + links_of + " (--emulate)";
-  if (!hw.intra.table.empty() && !table) {
-    s += "; its allreduce_table is for " + std::to_string(hw.intra.table_ranks) +
-         " ranks and does not apply at TP " + std::to_string(tp);
+  if (!hw.intra.tables.empty() && !table) {
+    std::string ranks;
+    for (const auto& t : hw.intra.tables) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(t.ranks);
+    }
+    s += "; its allreduce_table is for " + ranks + " ranks and does not apply at TP " +
+         std::to_string(tp);
   }
   return s;
 }

@@ -18,16 +18,16 @@ std::vector<std::string> shipped_hardware() {
 
 namespace {
 
-// "allreduce_table": {"ranks": R, "points": [[bytes, us], ...], "source": "..."}: published
-// times of one all-reduce on R ranks (nccl-tests), at least two sizes, ascending.
-void parse_table(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) {
-  const JsonObject t = link.object("allreduce_table");
+// One table, {"ranks": R, "points": [[bytes, us], ...], "source": "..."}: measured times of
+// one all-reduce on R ranks (nccl-tests), at least two sizes, ascending.
+LinkConfig::Table parse_one_table(const JsonObject& t, std::int64_t max_ranks) {
   t.only_keys({"ranks", "points", "source"}, "an allreduce_table");
   if (t.string("source").empty()) {
-    throw InputError(t.file(), t.field("source"), "must name where the times were published");
+    throw InputError(t.file(), t.field("source"), "must name where the times were measured");
   }
-  l.table_ranks = t.integer("ranks");
-  if (l.table_ranks < 2 || l.table_ranks > max_ranks) {
+  LinkConfig::Table out;
+  out.ranks = t.integer("ranks");
+  if (out.ranks < 2 || out.ranks > max_ranks) {
     throw InputError(
         t.file(), t.field("ranks"),
         "must be between 2 and the GPUs the link joins (" + std::to_string(max_ranks) + ")");
@@ -47,10 +47,33 @@ void parse_table(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) 
     if (!(bytes >= 1 && bytes <= 1e15) || bytes != std::floor(bytes) || !(us > 0 && us <= 1e9)) {
       throw InputError(t.file(), f, "bytes must be a whole number in [1, 1e15] and us in (0, 1e9]");
     }
-    if (!l.table.empty() && bytes <= l.table.back().first) {
+    if (!out.points.empty() && bytes <= out.points.back().first) {
       throw InputError(t.file(), f, "message sizes must be in ascending order, each once");
     }
-    l.table.emplace_back(bytes, us);
+    out.points.emplace_back(bytes, us);
+  }
+  return out;
+}
+
+// "allreduce_table": one table, or a list of tables of distinct rank counts, ascending.
+void parse_tables(const JsonObject& link, LinkConfig& l, std::int64_t max_ranks) {
+  const nlohmann::json& raw = link.raw().at("allreduce_table");
+  const std::string field = link.field("allreduce_table");
+  if (!raw.is_array()) {
+    l.tables.push_back(parse_one_table(link.object("allreduce_table"), max_ranks));
+    return;
+  }
+  if (raw.empty() || raw.size() > 16) {
+    throw InputError(link.file(), field, "must be a table, or a list of 1 to 16 tables");
+  }
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    auto t = parse_one_table(JsonObject(raw.at(i), link.file(), f), max_ranks);
+    if (!l.tables.empty() && t.ranks <= l.tables.back().ranks) {
+      throw InputError(link.file(), f + ".ranks",
+                       "tables must be in ascending order of ranks, one per rank count");
+    }
+    l.tables.push_back(std::move(t));
   }
 }
 
@@ -60,7 +83,7 @@ LinkConfig parse_link(const JsonObject& o, std::int64_t max_ranks) {
   if (l.cls == "none") return l;
   l.allreduce_latency_us = o.number("allreduce_latency_us", /*positive=*/false);
   l.busbw_gbps = o.number("busbw_gbps");
-  if (max_ranks > 0 && o.has("allreduce_table")) parse_table(o, l, max_ranks);
+  if (max_ranks > 0 && o.has("allreduce_table")) parse_tables(o, l, max_ranks);
   return l;
 }
 

@@ -18,11 +18,22 @@ struct LinkConfig {
   std::string cls;  // nvlink | pcie | pcie-no-p2p | host-shm | infiniband | none
   double allreduce_latency_us = 0;
   double busbw_gbps = 0;  // nccl-tests bus bandwidth, 1e9 bytes/s
-  // Published all-reduce times at one rank count ("allreduce_table": nccl-tests' time per op,
-  // which includes its kernel's start and drain), message bytes ascending. At that rank count
-  // the analytical model reads them instead of latency + bandwidth; empty: not given.
-  std::int64_t table_ranks = 0;
-  std::vector<std::pair<double, double>> table;  // (bytes, us)
+  // Measured all-reduce times ("allreduce_table": nccl-tests' time per op, which includes its
+  // kernel's start and drain), one table per rank count, ranks ascending, each with message
+  // bytes ascending. At a table's rank count the analytical model reads it instead of
+  // latency + bandwidth; empty: none given.
+  struct Table {
+    std::int64_t ranks = 0;
+    std::vector<std::pair<double, double>> points;  // (bytes, us)
+  };
+  std::vector<Table> tables;
+  // The table for `ranks`, or nullptr.
+  const Table* table_for(std::int64_t ranks) const {
+    for (const auto& t : tables) {
+      if (t.ranks == ranks) return &t;
+    }
+    return nullptr;
+  }
 };
 
 // Multipliers (>= 1) on an op's duration while it overlaps an op on the other stream.

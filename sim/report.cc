@@ -64,8 +64,13 @@ ojson hardware_json(const HardwareConfig& h) {
     if (l.cls != "none") {
       j["allreduce_latency_us"] = l.allreduce_latency_us;
       j["busbw_gbps"] = l.busbw_gbps;
-      if (!l.table.empty()) {
-        j["allreduce_table"] = {{"ranks", l.table_ranks}, {"points", l.table}};
+      if (l.tables.size() == 1) {
+        j["allreduce_table"] = {{"ranks", l.tables[0].ranks}, {"points", l.tables[0].points}};
+      } else if (!l.tables.empty()) {
+        j["allreduce_table"] = ojson::array();
+        for (const auto& t : l.tables) {
+          j["allreduce_table"].push_back({{"ranks", t.ranks}, {"points", t.points}});
+        }
       }
     }
     return j;

@@ -1145,6 +1145,21 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   CHECK(r.code == 0);
   CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 28 sizes)") !=
         std::string::npos);
+  // A run of another rank count joins the file's table(s): h100x8 with a (relabelled) 4-rank
+  // run holds tables for 4 and 8 ranks, and plan reads the 4-rank one at TP 4.
+  const fs::path four = dir / "h100-four.json";
+  r = tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 4 --in-place " +
+          "--hardware-out " + four.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("tables for 4, 8 ranks") != std::string::npos);
+  const auto fj = nlohmann::json::parse(slurp(four)).at("node").at("link").at("allreduce_table");
+  REQUIRE(fj.is_array());
+  CHECK(fj.size() == 2);
+  CHECK(fj.at(0).at("ranks") == 4);
+  CHECK(fj.at(1).at("ranks") == 8);
+  r = tpo("plan --model llama2-70b --hardware " + four.string() + " --tp 4 --seq 1024 --quiet");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("all-reduce: the nccl-tests times of 4 ranks") != std::string::npos);
   const fs::path too_many = dir / "too-many.json";
   r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
           "/../../results/independent/h100-nccl-tests-dgxc.txt --hardware h100x16 --ranks 16 "

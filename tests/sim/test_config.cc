@@ -198,11 +198,13 @@ TEST_CASE("bad hardware files name the field") {
 
 TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name the field") {
   const HardwareConfig h = load_hardware("h100x8");
-  CHECK(h.intra.table_ranks == 8);
-  REQUIRE(h.intra.table.size() >= 2);
-  CHECK(h.intra.table.front().first == 8);
-  for (std::size_t i = 1; i < h.intra.table.size(); ++i) {
-    CHECK(h.intra.table[i].first > h.intra.table[i - 1].first);
+  REQUIRE(h.intra.tables.size() == 1);
+  const auto& tab = h.intra.tables[0];
+  CHECK(tab.ranks == 8);
+  REQUIRE(tab.points.size() >= 2);
+  CHECK(tab.points.front().first == 8);
+  for (std::size_t i = 1; i < tab.points.size(); ++i) {
+    CHECK(tab.points[i].first > tab.points[i - 1].first);
   }
   auto j = tpo::read_json_file(resolve_config("hardware", "h100x8", "hardware"));
   const std::string p = (std::filesystem::temp_directory_path() /
@@ -237,6 +239,37 @@ TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name t
   CHECK(e.find("'node.link.allreduce_table.source'") != std::string::npos);
   e = error_with([](nlohmann::json& t) { t["rank"] = 8; });
   CHECK(e.find("'node.link.allreduce_table.rank'") != std::string::npos);
+  // A list of tables, one per rank count, ascending: each read at its own rank count.
+  {
+    auto k = j;
+    auto four = j["node"]["link"]["allreduce_table"];
+    four["ranks"] = 4;
+    k["node"]["link"]["allreduce_table"] = {four, j["node"]["link"]["allreduce_table"]};
+    std::ofstream(p) << k.dump();
+    const HardwareConfig two = load_hardware(p);
+    REQUIRE(two.intra.tables.size() == 2);
+    CHECK(two.intra.table_for(4) == &two.intra.tables[0]);
+    CHECK(two.intra.table_for(8) == &two.intra.tables[1]);
+    CHECK(two.intra.table_for(2) == nullptr);
+    // Out of order, twice the same rank count, or an empty list: refused, naming the entry.
+    k["node"]["link"]["allreduce_table"] = {j["node"]["link"]["allreduce_table"], four};
+    std::ofstream(p) << k.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("'node.link.allreduce_table[1].ranks'") !=
+          std::string::npos);
+    k["node"]["link"]["allreduce_table"] = {four, four};
+    std::ofstream(p) << k.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("ascending order of ranks") !=
+          std::string::npos);
+    k["node"]["link"]["allreduce_table"] = nlohmann::json::array();
+    std::ofstream(p) << k.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("'node.link.allreduce_table'") !=
+          std::string::npos);
+    four.erase("source");
+    k["node"]["link"]["allreduce_table"] = {four, j["node"]["link"]["allreduce_table"]};
+    std::ofstream(p) << k.dump();
+    CHECK(error_of([&] { load_hardware(p); }).find("'node.link.allreduce_table[0].source'") !=
+          std::string::npos);
+  }
   // Only the link inside a node carries one.
   auto k = j;
   k["inter_node"]["allreduce_table"] = j["node"]["link"]["allreduce_table"];

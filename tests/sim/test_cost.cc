@@ -150,9 +150,9 @@ TEST_CASE("memory-bound ops: bytes that fit the L2 share at L2 speed, and too fe
 
 TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nodes") {
   auto hw = tpo::test::toy_hardware();
-  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};  // 2 us, 100 GB/s = 100 bytes/ns
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, {}};  // 2 us, 100 GB/s = 100 bytes/ns
   hw.gpus_per_node = 4;
-  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, {}};
   const AnalyticalCostModel cm(hw, 4);
   // 4 ranks, 1 MB: 2000 + 1e6 * 1.5 / 100 = 17,000 ns.
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) == doctest::Approx(17000));
@@ -164,12 +164,11 @@ TEST_CASE("all-reduce: latency + 2(n-1)/n bytes / busbw, hierarchical across nod
 
 TEST_CASE("all-reduce from a published table: read between sizes, only at its rank count") {
   auto hw = tpo::test::toy_hardware();
-  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, {}};
   hw.gpus_per_node = 4;
-  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, {}};
   hw.kernel_overhead_us = 3;
-  hw.intra.table_ranks = 4;
-  hw.intra.table = {{1000, 10.0}, {100000, 40.0}};  // (bytes, us)
+  hw.intra.tables = {{4, {{1000, 10.0}, {100000, 40.0}}}};  // (bytes, us) on 4 ranks
   const AnalyticalCostModel cm(hw, 4);
   // At a point, its time; below the first, the first's (latency-bound).
   CHECK(cm.allreduce_ns({CollectiveKind::AllReduce, 1000, 4}) == doctest::Approx(10000));
@@ -188,18 +187,18 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
     // A table that reached more than busbw (1.5 x 1e8 B in 1,400 us: 107 GB/s) goes on at busbw:
     // 1,400 us + 1e8 x 1.5 / 100.
     auto sat = hw;
-    sat.intra.table = {{1000, 10.0}, {1e8, 1400.0}};
+    sat.intra.tables = {{4, {{1000, 10.0}, {1e8, 1400.0}}}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) ==
           doctest::Approx(2900000));
     // A last step slower (2.5 GB/s: 1.5 x 100,000 B in 60 us more) than the average the largest
     // size reached (3 GB/s: 1.5 x 200,000 B in 100 us) goes on at that average: 100 us +
     // 200,000 x 1.5 / 3.
-    sat.intra.table = {{1000, 10.0}, {100000, 40.0}, {200000, 100.0}};
+    sat.intra.tables = {{4, {{1000, 10.0}, {100000, 40.0}, {200000, 100.0}}}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 400000, 4}) ==
           doctest::Approx(200000));
     // A table that ends latency-bound (11 us at 100 kB) goes on at busbw, not in proportion to
     // its last time: 11,000 + 900,000 x 1.5 / 100.
-    sat.intra.table = {{1000, 10.0}, {100000, 11.0}};
+    sat.intra.tables = {{4, {{1000, 10.0}, {100000, 11.0}}}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 1000000, 4}) ==
           doctest::Approx(24500));
   }
@@ -218,9 +217,9 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
 TEST_CASE(
     "a CTA budget below comm_ctas_full slows an all-reduce's bandwidth term, not its latency") {
   auto hw = tpo::test::toy_hardware();
-  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, 0, {}};
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, {}};
   hw.gpus_per_node = 4;
-  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, 0, {}};
+  hw.inter = LinkConfig{"infiniband", 10.0, 25.0, {}};
   AnalyticalCostModel cm(hw, 4);
   tpo::sim::ContentionParams p;
   p.enabled = true;
@@ -235,8 +234,7 @@ TEST_CASE(
   // From a table: the published time + 3 x the part of it that grows with the bytes (the bytes
   // over the segment's own bandwidth: 30 us more for 99,000 B more), not 4 x the whole of it.
   // 10 kB: 20 us, of which 10,000 x 30 / 99,000 = 3.03 us grow with the bytes.
-  hw.intra.table_ranks = 4;
-  hw.intra.table = {{1000, 10.0}, {100000, 40.0}};
+  hw.intra.tables = {{4, {{1000, 10.0}, {100000, 40.0}}}};
   AnalyticalCostModel tab(hw, 4);
   tab.set_contention(p);
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) ==
@@ -250,7 +248,7 @@ TEST_CASE(
   {
     // A time that dips between two sizes has no part that grows there: no slower either.
     auto dip = hw;
-    dip.intra.table = {{1000, 10.0}, {2000, 9.0}, {100000, 40.0}};
+    dip.intra.tables = {{4, {{1000, 10.0}, {2000, 9.0}, {100000, 40.0}}}};
     AnalyticalCostModel d(dip, 4);
     const double full = d.allreduce_ns({CollectiveKind::AllReduce, 1500, 4});
     d.set_contention(p);
@@ -259,6 +257,24 @@ TEST_CASE(
   p.comm_ctas = 8;  // a full budget changes nothing
   tab.set_contention(p);
   CHECK(tab.allreduce_ns({CollectiveKind::AllReduce, 10000, 4}) == doctest::Approx(20000));
+}
+
+TEST_CASE("all-reduce tables at several rank counts: each read at its own, none at another") {
+  auto hw = tpo::test::toy_hardware();
+  hw.intra = LinkConfig{"nvlink", 2.0, 100.0, {}};
+  hw.gpus_per_node = 4;
+  hw.intra.tables = {{2, {{1000, 5.0}, {100000, 20.0}}}, {4, {{1000, 10.0}, {100000, 40.0}}}};
+  CHECK(AnalyticalCostModel(hw, 2).allreduce_ns({CollectiveKind::AllReduce, 1000, 2}) ==
+        doctest::Approx(5000));
+  CHECK(AnalyticalCostModel(hw, 4).allreduce_ns({CollectiveKind::AllReduce, 1000, 4}) ==
+        doctest::Approx(10000));
+  CHECK(AnalyticalCostModel(hw, 3).allreduce_ns({CollectiveKind::AllReduce, 1000000, 3}) ==
+        doctest::Approx(2000 + 1e6 * 4.0 / 3 / 100));  // latency + 2(3-1)/3 bytes / busbw
+  CHECK(tpo::sim::allreduce_cost_line(hw, 2).find("the nccl-tests times of 2 ranks") !=
+        std::string::npos);
+  CHECK(tpo::sim::allreduce_cost_line(hw, 3).find(
+            "its allreduce_table is for 2, 4 ranks and does not apply at TP 3") !=
+        std::string::npos);
 }
 
 TEST_CASE(

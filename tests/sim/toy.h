@@ -37,8 +37,8 @@ inline sim::HardwareConfig toy_hardware() {
   h.attention_max_efficiency = 1;
   h.memory_efficiency = 1;
   h.gpus_per_node = 8;
-  h.intra = sim::LinkConfig{"nvlink", 1.0, 10.0, 0, {}};
-  h.inter = sim::LinkConfig{"none", 0, 0, 0, {}};
+  h.intra = sim::LinkConfig{"nvlink", 1.0, 10.0, {}};
+  h.inter = sim::LinkConfig{"none", 0, 0, {}};
   return h;
 }
 
