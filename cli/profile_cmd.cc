@@ -135,6 +135,7 @@ int run_import(ImportCli c) {
   c.hardware = hw.name;
   if (!c.out.empty()) check_writable(c.out, "--out");
   if (!c.hardware_out.empty()) check_writable(c.hardware_out, "--hardware-out");
+  check_distinct_outputs({{c.out, "--out"}, {c.hardware_out, "--hardware-out"}});
   std::int64_t gpus_per_thread = 0;
   const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &gpus_per_thread);
   const char* column = c.in_place ? "in-place" : "out-of-place";
@@ -153,55 +154,58 @@ int run_import(ImportCli c) {
                  "time that a stack with a thread or process per GPU (serving engines, tpo "
                  "validate) does not pay\n";
   }
+  OutputSet outputs;  // both files, or (on any error) neither
+  std::string held;   // the rank counts the written hardware file has tables for
   if (!c.hardware_out.empty()) {
     const std::string text = hardware_with_table(spec, hw, pts, c, column, gpus_per_thread);
-    write_file_atomic(c.hardware_out, text, "--hardware-out");
-    try {
-      const sim::HardwareConfig check = sim::load_hardware(c.hardware_out);
-      std::string held;
-      for (const auto& t : check.intra.tables) {
-        held += (held.empty() ? "" : ", ") + std::to_string(t.ranks);
-      }
-      std::cout << "wrote " << c.hardware_out << " (" << hw.name << " with these times as its "
-                << pts.front().ranks << "-rank all-reduce table; tables for " << held
-                << " ranks; use with --hardware " << c.hardware_out << ")\n";
-    } catch (...) {
-      std::filesystem::remove(c.hardware_out);  // never leave a file tpo then refuses
-      throw;
+    // Read as tpo will read it, before anything is written.
+    for (const auto& t :
+         sim::hardware_from_json(nlohmann::json::parse(text), c.hardware_out).intra.tables) {
+      held += (held.empty() ? "" : ", ") + std::to_string(t.ranks);
     }
-    if (c.out.empty()) return 0;
+    outputs.add(c.hardware_out, text, "--hardware-out");
   }
   sim::Profile p;
-  if (const OutputTarget t = output_target(c.out, "--out");
-      !t.direct && std::filesystem::is_regular_file(t.path)) {
-    p = sim::load_profile(c.out);  // replace the comm section of an existing profile
-    if (p.tp != pts.front().ranks) {
-      throw InputError("--out", c.out,
-                       "is a profile for TP " + std::to_string(p.tp) + " but " + c.file +
-                           " ran on " + std::to_string(pts.front().ranks) +
-                           " ranks; import into a new file or a profile of that TP");
+  if (!c.out.empty()) {
+    if (const OutputTarget t = output_target(c.out, "--out");
+        !t.direct && std::filesystem::is_regular_file(t.path)) {
+      p = sim::load_profile(c.out);  // replace the comm section of an existing profile
+      if (p.tp != pts.front().ranks) {
+        throw InputError("--out", c.out,
+                         "is a profile for TP " + std::to_string(p.tp) + " but " + c.file +
+                             " ran on " + std::to_string(pts.front().ranks) +
+                             " ranks; import into a new file or a profile of that TP");
+      }
+    } else {
+      p.tool_version = tool_version();
+      p.git_sha = git_sha();
+      p.dtype = "bf16";
+      p.date = profiler::today();
+      p.device = {{"backend", "nccl-tests import"}, {"hardware", c.hardware}};
+      p.options = {{"imported_from", c.file}, {"hardware", c.hardware}};
+      p.tp = pts.front().ranks;
     }
-  } else {
-    p.tool_version = tool_version();
-    p.git_sha = git_sha();
-    p.dtype = "bf16";
-    p.date = profiler::today();
-    p.device = {{"backend", "nccl-tests import"}, {"hardware", c.hardware}};
-    p.options = {{"imported_from", c.file}, {"hardware", c.hardware}};
-    p.tp = pts.front().ranks;
+    p.allreduce = pts;
+    profiler::fit_profile(p);
+    p.device["allreduce_source"] =
+        "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
+    if (gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = gpus_per_thread;
+    outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   }
-  p.allreduce = pts;
-  profiler::fit_profile(p);
-  p.device["allreduce_source"] =
-      "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
-  if (gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = gpus_per_thread;
-  write_file_atomic(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
-  for (const auto& f : p.allreduce_fit) {
-    std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
-              << f.beta_us_per_byte * 1e3 << " us/KB\n";
+  outputs.commit();
+  if (!c.hardware_out.empty()) {
+    std::cout << "wrote " << c.hardware_out << " (" << hw.name << " with these times as its "
+              << pts.front().ranks << "-rank all-reduce table; tables for " << held
+              << " ranks; use with --hardware " << c.hardware_out << ")\n";
   }
-  std::cout << "wrote " << c.out << " (measured by nccl-tests; use with --profile " << c.out
-            << " --hardware " << c.hardware << ")\n";
+  if (!c.out.empty()) {
+    for (const auto& f : p.allreduce_fit) {
+      std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
+                << f.beta_us_per_byte * 1e3 << " us/KB\n";
+    }
+    std::cout << "wrote " << c.out << " (measured by nccl-tests; use with --profile " << c.out
+              << " --hardware " << c.hardware << ")\n";
+  }
   return 0;
 }
 

@@ -201,11 +201,6 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
 
 }  // namespace
 
-bool AnalyticalCostModel::allreduce_from_table(std::int64_t ranks) const {
-  const std::int64_t g = std::min(ranks, hw_.gpus_per_node);
-  return ranks > 1 && hw_.intra.table_for(g) != nullptr;
-}
-
 double AnalyticalCostModel::allreduce_ns(const Collective& c) const {
   if (c.ranks <= 1 || c.bytes <= 0) return 0;
   const double bytes = static_cast<double>(c.bytes);
@@ -252,7 +247,7 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
     return fmt("%g us latency + bytes at ", l.allreduce_latency_us) +
            fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
   };
-  const LinkConfig::Table* table = hw.intra.table_for(std::min(tp, hw.gpus_per_node));
+  const LinkConfig::Table* table = hw.allreduce_table(tp);
   std::string s = table ? "all-reduce: the nccl-tests times of " + std::to_string(table->ranks) +
                               " ranks (allreduce_table, " + std::to_string(table->points.size()) +
                               " sizes) inside a node"
@@ -294,7 +289,7 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
   }
   // A published all-reduce time already holds its kernel's start and drain.
   const double overhead_us = op.kind == OpKind::Gemm ? hw_.gemm_overhead_us
-                             : op.kind == OpKind::AllReduce && allreduce_from_table(tp_)
+                             : op.kind == OpKind::AllReduce && hw_.allreduce_table(tp_)
                                  ? 0.0
                                  : hw_.kernel_overhead_us;
   return checked_ns(t + overhead_us * 1e3, op);

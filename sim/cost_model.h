@@ -88,8 +88,6 @@ class AnalyticalCostModel final : public CostModel {
   double memory_ns(double bytes) const;
   double rowwise_ns(const Op& op) const;  // norms and elementwise ops: L2 and row fill
   double allreduce_ns(const Collective& c) const;
-  // Whether an all-reduce on `ranks` is read from the link's published table (allreduce_table).
-  bool allreduce_from_table(std::int64_t ranks) const;
   // An all-reduce's bandwidth term, inside and across nodes: the part a CTA budget below
   // comm_ctas_full slows (comm_budget_factor); its latency does not grow. Bus bytes over bus
   // bandwidth, or from a published table the part of its time that grows with the bytes.

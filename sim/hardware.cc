@@ -134,7 +134,10 @@ std::vector<HardwareConfig::GemmTile> parse_tiles(const JsonObject& eff, const H
 
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {
   const std::string path = resolve_config("hardware", spec, field);
-  const nlohmann::json j = read_json_file(path);
+  return hardware_from_json(read_json_file(path), path);
+}
+
+HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& path) {
   const JsonObject o(j, path, "");
   if (o.string("schema") != "tpo.hardware/1") {
     throw InputError(path, "schema", "expected \"tpo.hardware/1\"");

@@ -4,7 +4,9 @@
 // measures them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,10 +108,18 @@ struct HardwareConfig {
   LaunchCosts launch;
 
   std::int64_t max_tp() const { return gpus_per_node * nodes; }  // GPUs in the machine
+  // The node link's all-reduce table an all-reduce on `ranks` reads (the ranks inside one node),
+  // or nullptr: none at that rank count, or no all-reduce (1 rank).
+  const LinkConfig::Table* allreduce_table(std::int64_t ranks) const {
+    return ranks > 1 ? intra.table_for(std::min(ranks, gpus_per_node)) : nullptr;
+  }
 };
 
 // `field` names the option in errors ("hardware", or "emulate" for an emulation target).
 HardwareConfig load_hardware(const std::string& spec, const std::string& field = "hardware");
+// The same from a parsed file; `path` names it in errors (a file about to be written, checked
+// before it is).
+HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& path);
 std::vector<std::string> shipped_hardware();
 
 }  // namespace tpo::sim

@@ -117,9 +117,7 @@ namespace {
 // How an emulated run sized its all-reduce copies: from the link's published table where it
 // applies at the run's TP, else by latency + bandwidth.
 std::string emulated_allreduce_of(const sim::Workload& w) {
-  return sim::AnalyticalCostModel(w.hardware, w.tp).allreduce_from_table(w.tp)
-             ? "allreduce_table"
-             : "latency+bandwidth";
+  return w.hardware.allreduce_table(w.tp) ? "allreduce_table" : "latency+bandwidth";
 }
 
 // What the measurements ran on, in words, for the report.

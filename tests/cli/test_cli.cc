@@ -1081,20 +1081,21 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   // All-reduces too: NVIDIA's published 8xH100 nccl-tests run, imported in place, against
   // h100x8, whose allreduce_table is that run: read back exactly at every size. Out of place
   // (a 68 us spike at 32 B), and against a100x8's latency + bandwidth, it is not.
-  const std::string nccl =
-      std::string(TPO_TEST_DATA) + "/../../results/independent/h100-nccl-tests-dgxc.txt";
+  // import-nccl-tests of one of the published tables in results/independent/.
+  const auto import_run = [&](const std::string& table, const std::string& args) {
+    return tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
+               "/../../results/independent/" + table + " " + args);
+  };
+  const std::string nccl = "h100-nccl-tests-dgxc.txt";
   const fs::path dir = fs::temp_directory_path() / ("tpo_acc_nccl_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string in_place = (dir / "in.json").string(),
                     out_of_place = (dir / "out.json").string();
-  r = tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --in-place --out " +
-          in_place);
+  r = import_run(nccl, "--hardware h100x8 --ranks 8 --in-place --out " + in_place);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("in-place times") != std::string::npos);
   CHECK(r.out.find("one thread drove") == std::string::npos);  // NVIDIA's: one per GPU
-  REQUIRE(tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 8 --out " +
-              out_of_place)
-              .code == 0);
+  REQUIRE(import_run(nccl, "--hardware h100x8 --ranks 8 --out " + out_of_place).code == 0);
   const auto worst = [&](const std::string& prof_file, const std::string& hw, int sizes = 32) {
     const fs::path j = dir / "acc.json";
     const auto a =
@@ -1112,10 +1113,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   // The same for rtx4090x8 and the published 8x RTX 4090 run it reads (its first table only:
   // the patched-driver rows are commented out in the file).
   const std::string r4090 = (dir / "r4090.json").string();
-  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
-          "/../../results/independent/rtx4090-nccl-tests-chlc.txt --hardware rtx4090x8 --in-place "
-          "--out " +
-          r4090);
+  r = import_run("rtx4090-nccl-tests-chlc.txt", "--hardware rtx4090x8 --in-place --out " + r4090);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("imported 25 all-reduce sizes on 8 ranks") != std::string::npos);
   // That run drove the 8 GPUs from one thread (-g 8): the import says so, and records it.
@@ -1125,10 +1123,8 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   // --hardware-out: a copy of the hardware file that reads the run as its all-reduce table,
   // which plan then names; a run of more ranks than a node has is refused, writing nothing.
   const fs::path hw_out = dir / "my-a100.json";
-  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
-          "/../../results/independent/a100-nccl-tests-oci.txt --hardware a100x8 --in-place "
-          "--hardware-out " +
-          hw_out.string());
+  const std::string a100 = "a100-nccl-tests-oci.txt";
+  r = import_run(a100, "--hardware a100x8 --in-place --hardware-out " + hw_out.string());
   REQUIRE(r.code == 0);
   const auto hj = nlohmann::json::parse(slurp(hw_out));
   CHECK(hj.at("name") == "my-a100");
@@ -1148,8 +1144,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   // A run of another rank count joins the file's table(s): h100x8 with a (relabelled) 4-rank
   // run holds tables for 4 and 8 ranks, and plan reads the 4-rank one at TP 4.
   const fs::path four = dir / "h100-four.json";
-  r = tpo("profile import-nccl-tests " + nccl + " --hardware h100x8 --ranks 4 --in-place " +
-          "--hardware-out " + four.string());
+  r = import_run(nccl, "--hardware h100x8 --ranks 4 --in-place --hardware-out " + four.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("tables for 4, 8 ranks") != std::string::npos);
   const auto fj = nlohmann::json::parse(slurp(four)).at("node").at("link").at("allreduce_table");
@@ -1161,17 +1156,27 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   CHECK(r.code == 0);
   CHECK(r.out.find("all-reduce: the nccl-tests times of 4 ranks") != std::string::npos);
   const fs::path too_many = dir / "too-many.json";
-  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
-          "/../../results/independent/h100-nccl-tests-dgxc.txt --hardware h100x16 --ranks 16 "
-          "--hardware-out " +
-          too_many.string());
+  r = import_run(nccl, "--hardware h100x16 --ranks 16 --hardware-out " + too_many.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("more than the 8 GPUs of one h100x16 node") != std::string::npos);
   CHECK_FALSE(fs::exists(too_many));
-  r = tpo("profile import-nccl-tests " + std::string(TPO_TEST_DATA) +
-          "/../../results/independent/a100-nccl-tests-oci.txt --hardware a100x8");
+  r = import_run(a100, "--hardware a100x8");
   CHECK(r.code == 2);
   CHECK(r.out.find("--hardware-out FILE") != std::string::npos);
+  // Both outputs are written, or neither: one path for both is refused, and a profile that
+  // cannot take the run (another TP) leaves the hardware file unwritten too.
+  const fs::path both = dir / "both.json";
+  r = import_run(a100,
+                 "--hardware a100x8 --out " + both.string() + " --hardware-out " + both.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("one would overwrite the other") != std::string::npos);
+  CHECK_FALSE(fs::exists(both));
+  const fs::path neither = dir / "neither.json";
+  r = import_run(a100, "--hardware a100x8 --ranks 4 --out " + in_place + " --hardware-out " +
+                           neither.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is a profile for TP 8") != std::string::npos);
+  CHECK_FALSE(fs::exists(neither));
   fs::remove_all(dir);
 }
 

@@ -207,8 +207,10 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
   ar.code = OpCode::AllReduce;
   ar.kind = OpKind::AllReduce;
   ar.bytes = 10000;
-  CHECK(cm.allreduce_from_table(4));
-  CHECK_FALSE(cm.allreduce_from_table(2));
+  CHECK(hw.allreduce_table(4) != nullptr);
+  CHECK(hw.allreduce_table(2) == nullptr);
+  CHECK(hw.allreduce_table(8) != nullptr);  // 8 ranks on 2 nodes of 4: the 4-rank table inside
+  CHECK(hw.allreduce_table(1) == nullptr);  // no all-reduce
   CHECK(cm.standalone_ns(ar) == 20000);
   const AnalyticalCostModel two(hw, 2);
   CHECK(two.standalone_ns(ar) == 2000 + 100 + 3000);  // latency + bytes/busbw + kernel term
