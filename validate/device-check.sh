@@ -20,6 +20,10 @@
 #       leaves cuDNN's fused attention out and the configure step says so.
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
+#   SKIP="calibrate- validate-llama2-70b-tp8-h100x8-4096" validate/device-check.sh
+#       # steps whose names start with any of these words are skipped (listed as such in
+#       # steps.txt, not counted as failures): `calibrate-` runs on the CPU afterwards just
+#       # as well (tpo calibrate --reports DIR/validate-*.json ...), saving device time
 #
 # Reports go to REPORTS (default results/device/<date>) and, all of them, into
 # device-check.tar.gz there; where $OUT is set (the device tool), the tarball and the
@@ -75,8 +79,14 @@ log() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
 FAILED=0
 # step NAME LIMIT_SECONDS COMMAND...: output to $R/NAME.log; status line in steps.txt.
 step() {
-  local name=$1 limit=$2
+  local name=$1 limit=$2 prefix
   shift 2
+  for prefix in ${SKIP:-}; do
+    if [[ "$name" == "$prefix"* ]]; then
+      printf '%-52s SKIPPED (SKIP=%s)\n' "$name" "$prefix" | tee -a "$R/steps.txt"
+      return 0
+    fi
+  done
   local left=$((BUDGET - ($(date +%s) - START)))
   if [ "$left" -lt 20 ]; then
     printf '%-52s SKIPPED (budget spent)\n' "$name" | tee -a "$R/steps.txt"
@@ -102,7 +112,7 @@ finish() {
 
 - git SHA of the binaries: ${sha:-unknown} (tpo --version; also git_sha in every JSON)
 - GPU: $(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1)
-- command: PHASE=$PHASE validate/device-check.sh (ARCH=$ARCH)
+- command: PHASE=$PHASE BUDGET=$BUDGET SKIP="${SKIP:-}" validate/device-check.sh (ARCH=$ARCH)
 - measured: kernel correctness (gpu-tests.log, gpu-cli.log), op profiles (profile-*.json,
   kind "measured"), validation runs (validate-*.json: measured on ONE GPU with EMULATED
   communication: each all-reduce is a copy kernel lasting the cost model's PREDICTED
