@@ -80,15 +80,7 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
                          "most that many GPUs (or use --out for a profile)");
   }
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < pts.size(); ++i) {
-    if (i > 0 && pts[i].bytes <= pts[i - 1].bytes) {
-      throw InputError(c.file, "size",
-                       std::to_string(pts[i].bytes) +
-                           " B does not follow a smaller size: the file holds more than one run "
-                           "(give one, sizes ascending)");
-    }
-    points.push_back({pts[i].bytes, pts[i].t.median_us});
-  }
+  for (const auto& p : pts) points.push_back({p.bytes, p.t.median_us});  // ascending (parser)
   if (points.size() > 64) {
     throw InputError(c.file, "size",
                      std::to_string(points.size()) +
@@ -170,6 +162,14 @@ int run_import(ImportCli c) {
     if (const OutputTarget t = output_target(c.out, "--out");
         !t.direct && std::filesystem::is_regular_file(t.path)) {
       p = sim::load_profile(c.out);  // replace the comm section of an existing profile
+      const std::string measured_for =
+          JsonObject(p.options, c.out, "options").string_or("hardware", "");
+      if (!measured_for.empty() && measured_for != hw.name && measured_for != hw.origin) {
+        throw InputError("--out", c.out,
+                         "is a profile measured for hardware '" + measured_for +
+                             "', not '" + hw.name + "' (--hardware): simulate would refuse it; "
+                             "import with --hardware " + measured_for + ", or into a new file");
+      }
       if (p.tp != pts.front().ranks) {
         throw InputError("--out", c.out,
                          "is a profile for TP " + std::to_string(p.tp) + " but " + c.file +

@@ -18,6 +18,7 @@
 #include "profiler/fit.h"
 #include "profiler/sweep.h"
 #include "sim/error.h"
+#include "sim/format.h"
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/simulate.h"
@@ -501,13 +502,21 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
       continue;
     }
     // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
-    if (tok.size() != 12 && tok.size() != 13) continue;
-    // A result row names a reduction; other lines of 12 or 13 words are not rows.
+    // A result row names a reduction after two counts; other lines are not rows.
     static const std::set<std::string> kRedops = {"sum", "prod", "max", "min", "avg", "none"};
-    if (!kRedops.count(tok[3])) continue;
-    const std::size_t t_at = (tok.size() == 13 ? 5 : 4) + (in_place ? 4 : 0);
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (tok.size() < 4 || !digits(tok[0]) || !digits(tok[1]) || !kRedops.count(tok[3])) continue;
     // A result row with an impossible number is a broken file, not a row to skip.
     const std::string where = path + ":" + std::to_string(line_no);
+    if (tok.size() != 12 && tok.size() != 13) {
+      throw InputError(where, "row",
+                       std::to_string(tok.size()) +
+                           " columns; all_reduce_perf prints 12 (or 13, with root) per result "
+                           "row: a line cut off (a run killed mid-line) or edited; remove it");
+    }
+    const std::size_t t_at = (tok.size() == 13 ? 5 : 4) + (in_place ? 4 : 0);
     if (tok[3] != "sum") {
       throw InputError(where, "redop",
                        tok[3] +
@@ -542,6 +551,35 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                ": nccl-tests found this row's result wrong (relative "
                                "error above 1e-2)");
         }
+      }
+    }
+    // The row's own algbw (GB/s, printed to 0.01) is its size over its time: a row whose two
+    // disagree was edited or corrupted.
+    const double algbw = std::strtod(tok[t_at + 1].c_str(), &end);
+    const double implied = size / (time_us * 1e3);
+    if (*end || !std::isfinite(algbw) || std::abs(algbw - implied) > 0.01 + 0.02 * implied) {
+      throw InputError(where, "algbw",
+                       tok[t_at + 1] + " GB/s, but the row's size over its time is " +
+                           fmt("%.2f", implied) +
+                           " GB/s: the row's columns disagree (an edited or corrupted row)");
+    }
+    if (!pts.empty() && size <= static_cast<double>(pts.back().bytes)) {
+      throw InputError(where, "size",
+                       tok[0] +
+                           " B does not follow a smaller size: the file holds more than one run "
+                           "(give one, sizes ascending)");
+    }
+    // A message cannot take less than half the time of the fastest smaller one in the same run
+    // (the fastest: a first-row warm-up outlier, as in NVIDIA's H100 table, is slow, not fast).
+    if (!pts.empty()) {
+      const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+        return a.t.median_us < b.t.median_us;
+      });
+      if (time_us < 0.5 * q->t.median_us) {
+        throw InputError(where, "time",
+                         tok[t_at] + " us for " + tok[0] + " B, under half the " +
+                             fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
+                             " B, a smaller message of the same run: not a real all-reduce");
       }
     }
     sim::AllReducePoint p;

@@ -437,7 +437,8 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       // Where each really goes (through links); streams and devices may be shared.
       const OutputTarget ta = output_target(a, oa), tb = output_target(b, ob);
       if (ta.direct || tb.direct) continue;
-      if (fs::weakly_canonical(ta.path) == fs::weakly_canonical(tb.path)) {
+      // Absolute first: weakly_canonical keeps a path relative when no part of it exists yet.
+      if (fs::weakly_canonical(fs::absolute(ta.path)) == fs::weakly_canonical(fs::absolute(tb.path))) {
         throw InputError(ob, b, "is also given to " + oa + "; one would overwrite the other");
       }
     }

@@ -229,6 +229,20 @@ TEST_CASE("outputs through links, devices and long names, and inputs that are no
   CHECK(r.code == 2);
   CHECK(r.out.find("one would overwrite the other") != std::string::npos);
   CHECK_FALSE(fs::exists(target));
+  // One file not there yet, named relatively and absolutely (or as ./name): refused, nothing
+  // written.
+  const fs::path fresh = scratch() / "fresh.json";
+  fs::remove(fresh);
+  const std::string in_scratch = "cd " + scratch().string() + " &&";
+  r = tpo(small + "--layers 1 --json fresh.json --trace " + fresh.string(), in_scratch);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("one would overwrite the other") != std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware a800x8 --tp 8 --seq 1024 --quiet --json fresh.json "
+          "--csv ./fresh.json",
+          in_scratch);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("one would overwrite the other") != std::string::npos);
+  CHECK_FALSE(fs::exists(fresh));
   // Not a regular file: written in place, never replaced by a file.
   r = tpo(run + "/dev/null");
   CHECK(r.code == 0);
@@ -532,6 +546,14 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   CHECK(r.code == 0);
   CHECK(r.out.find("imported 7 all-reduce sizes on 8 ranks") != std::string::npos);
   CHECK(slurp(imp).find("\"allreduce_alpha_beta\"") != std::string::npos);
+  // Into that profile again, for other hardware: simulate would refuse the result, so the
+  // import does, and leaves the file as it was.
+  const std::string before = slurp(imp);
+  r = tpo("profile import-nccl-tests " + data +
+          "/all_reduce_perf_sample.txt --hardware a800x8 --out " + imp.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("measured for hardware 'rtx4090x8', not 'a800x8'") != std::string::npos);
+  CHECK(slurp(imp) == before);
   r = tpo("profile import-nccl-tests " + data + "/tiny_model.json --hardware rtx4090x8 --out " +
           (scratch() / "bad.json").string());
   CHECK(r.code == 2);

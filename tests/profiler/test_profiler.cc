@@ -747,7 +747,20 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
            {"        8192          2048     float     sum      -1     0.00    0.14    0.24      0",
             "time"},
            {"           0          2048     float     sum      -1    60.20    0.14    0.24      0",
-            "size"}}) {
+            "size"},
+           // Its time edited, its algbw not: the row's columns disagree.
+           {"        8192          2048     float     sum      -1     6.02    0.14    0.24      0",
+            "algbw"},
+           // Consistent columns, but faster than half the fastest smaller message (42.14 us).
+           {"        8192          2048     float     sum      -1    20.00    0.41    0.72      0",
+            "time"},
+           // A second run's row (sizes start again), a line cut off (the row's in-place half
+           // follows each), a column too many.
+           {"          32             8     float     sum      -1    42.50    0.00    0.00      0",
+            "size"},
+           {"        8192          2048     float     sum      -1    60.20    0.14", "row"},
+           {"        8192          2048     float     sum      -1    60.20    0.14    0.24      0   7",
+            "row"}}) {
     std::string text = good;
     text.replace(text.find(row), row.size(), bad);
     std::ofstream(scratch_file) << text;
