@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -182,8 +183,13 @@ double objective(const Eval& e, const std::vector<CalibrationCase>& cases,
 
 std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports) {
   std::vector<CalibrationCase> out;
+  std::set<std::filesystem::path> seen;
   for (const auto& path : reports) {
     check_input_file(path, "--reports");
+    // A report given twice would count its cases twice in the fit.
+    if (!seen.insert(std::filesystem::weakly_canonical(std::filesystem::absolute(path))).second) {
+      throw InputError("--reports", path, "is given twice; each report's cases count once");
+    }
     const nlohmann::json j = read_json_file(path);
     const JsonObject rep(j, path, "");
     if (rep.string("schema") != "tpo.validate/1") {
@@ -200,6 +206,7 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       const JsonObject c(j.at("cases").at(i), path, "cases[" + std::to_string(i) + "]");
       CalibrationCase k;
       k.file = path;
+      k.model = c.string("model");
       k.run = c.has("run") ? sim::planned_run_from_json(c.raw().at("run"), path, c.field("run"))
                            : legacy_case_run(rep, c);
       if (!rep.string_or("emulated_links", "").empty() && k.run.workload.comm_ctas == 0) {
@@ -668,15 +675,30 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   std::vector<std::size_t> train, test, off_grid, all;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     all.push_back(i);
-    const auto& m = cases[i].run.workload.model;
+    // --fit-on names a model by its name or as the reports' runs give it (a shipped name or
+    // a path).
+    const auto named = [&](const std::string& m) {
+      return std::find(o.fit_on.begin(), o.fit_on.end(), m) != o.fit_on.end();
+    };
+    const bool fit = named(cases[i].run.workload.model) || named(cases[i].model);
     if (!aligned(i)) {
       off_grid.push_back(i);
     } else {
-      (std::find(o.fit_on.begin(), o.fit_on.end(), m) != o.fit_on.end() ? train : test)
-          .push_back(i);
+      (fit ? train : test).push_back(i);
     }
   }
-  if (train.empty()) throw InputError("--fit-on", o.fit_on.front(), "no case of that model");
+  if (train.empty()) {
+    std::set<std::string> models;
+    for (const auto& c : cases) models.insert(c.model);
+    std::string names;
+    for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
+    names += " (by name, or as each run gives it)";
+    throw InputError("--fit-on", o.fit_on.front(),
+                     "no case of that model with chunks on the 8-token grid; the reports' models: " +
+                         names);
+  }
+  std::set<std::string> fit_models;  // the fitted models' names, matched with profiles
+  for (std::size_t i : train) fit_models.insert(cases[i].model);
   const ojson copies_json =
       o.legacy_copies == "fit" ? fit_legacy_copies(cases, prep, train, test, os) : ojson("off");
   std::vector<std::size_t> on_grid = train;
@@ -690,7 +712,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   if (o.fit_microbenchmarks) {
     for (const auto& path : o.profiles) {
       const sim::Profile prof = sim::load_profile(path);
-      if (std::find(o.fit_on.begin(), o.fit_on.end(), prof.model) == o.fit_on.end()) continue;
+      if (!fit_models.count(prof.model)) continue;
       for (auto& pair : interference_pairs(prof, w0.hardware)) fit_pairs.push_back(pair);
     }
   }
@@ -900,7 +922,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     const sim::Profile prof = sim::load_profile(path);
     const auto rows = check_interference(prof, w0.hardware, p);
     const bool fitted = o.fit_microbenchmarks &&
-                        std::find(o.fit_on.begin(), o.fit_on.end(), prof.model) != o.fit_on.end();
+                        fit_models.count(prof.model) > 0;
     micro.push_back(
         {{"profile", path},
          {"set", fitted ? "fit" : "held-out"},

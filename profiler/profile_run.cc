@@ -502,12 +502,9 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
       continue;
     }
     // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
-    // A result row names a reduction after two counts; other lines are not rows.
+    // A result row names a reduction in its fourth column; other lines are not rows.
     static const std::set<std::string> kRedops = {"sum", "prod", "max", "min", "avg", "none"};
-    const auto digits = [](const std::string& t) {
-      return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (tok.size() < 4 || !digits(tok[0]) || !digits(tok[1]) || !kRedops.count(tok[3])) continue;
+    if (tok.size() < 4 || !kRedops.count(tok[3])) continue;
     // A result row with an impossible number is a broken file, not a row to skip.
     const std::string where = path + ":" + std::to_string(line_no);
     if (tok.size() != 12 && tok.size() != 13) {

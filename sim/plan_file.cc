@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "sim/config_paths.h"
 #include "sim/error.h"
@@ -63,9 +64,33 @@ StrategySpec spec_from_json(const JsonObject& o) {
   return s;
 }
 
+// A file a plan names (model, hardware, profile) is kept as it was typed when planning,
+// relative to the folder tpo ran in then. Read from another folder, a relative path that is
+// not there but is beside the plan file is taken from there. Returns the path to read; `found`
+// says whether it names a file at all (shipped names are not paths and are left alone).
+std::string beside_file(const std::string& spec, const std::string& file, bool* found) {
+  namespace fs = std::filesystem;
+  *found = true;
+  const bool is_path = spec.find('/') != std::string::npos || spec.ends_with(".json");
+  std::error_code ec;
+  if (!is_path || fs::path(spec).is_absolute() || fs::exists(spec, ec)) return spec;
+  const fs::path there = fs::path(file).parent_path() / spec;
+  if (!fs::path(file).parent_path().empty() && fs::exists(there, ec)) return there.string();
+  *found = false;
+  return spec;
+}
+
 WorkloadOptions workload_from_json(const JsonObject& o) {
   WorkloadOptions w;
   w.model = o.string("model");
+  bool found = true;
+  w.model = beside_file(w.model, o.file(), &found);
+  if (!found) {
+    throw InputError(o.file(), o.field("model"),
+                     "'" + w.model +
+                         "': no such file, from the current folder or beside the plan (a plan "
+                         "keeps paths as typed when it was made: run from that folder)");
+  }
   // Resolved now, so that an unknown name is reported against this file and field (later it
   // would read as a --model option nobody gave). The model is the one thing no option of
   // validate --plan replaces.
@@ -88,8 +113,9 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
     }
     w.embed_head = o.raw().at("embed_head").get<bool>();
   }
-  w.profile = o.string_or("profile", "");
-  w.emulate = o.string_or("emulate", "");
+  w.hardware = beside_file(w.hardware, o.file(), &found);  // else an error names it later
+  w.profile = beside_file(o.string_or("profile", ""), o.file(), &found);
+  w.emulate = beside_file(o.string_or("emulate", ""), o.file(), &found);
   w.comm_ctas = o.count_or("comm_ctas", 0);
   // Plans written before the execution modes were predicted for queued execution.
   w.exec = o.string_or("exec", "queued");

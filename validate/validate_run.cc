@@ -353,6 +353,10 @@ std::vector<Decision> decisions(const ValidateReport& r) {
     const auto& p = r.cases[d.picked_case];
     const std::int64_t pick = p.spec.kind == sim::StrategyKind::None ? none : p.measured.total_ns;
     d.regret = static_cast<double>(pick) / static_cast<double>(fastest) - 1.0;
+    d.none_ns = none;
+    d.none_runs = nones.size();
+    d.fastest_ns = fastest;
+    d.picked_ns = pick;
     d.overlap_picked = p.spec.kind != sim::StrategyKind::None;
     d.overlap_measured = d.fastest != "none";
     out.push_back(d);
@@ -397,13 +401,19 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     }
   }
   if (const auto ds = decisions(r); !ds.empty()) {
-    os << "\nthe plan's pick against the measured alternatives (none, and --alternatives):\n";
+    os << "\nthe plan's pick against the measured alternatives (none, and --alternatives); none "
+          "is the median of the none runs measured beside the point's cases, so it can differ "
+          "from any one row above:\n";
     for (const auto& d : ds) {
       const auto& p = r.cases[d.picked_case];
       os << "  " << std::left << std::setw(9) << p.workload.seq << std::setw(28)
          << (p.schedule.strategy + " " + sim::variant_text(p.spec))
+         << fmt("%.3f ms; ", to_us(d.picked_ns) / 1e3)
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
-         << fmt(", regret %.1f%%", 100 * d.regret) << "\n";
+         << (d.regret <= 0 ? "" : fmt(" %.3f ms", to_us(d.fastest_ns) / 1e3))
+         << fmt(", regret %.1f%%", 100 * d.regret)
+         << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3) << " (median of " << d.none_runs
+         << " runs)" << std::right << "\n";
     }
   }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
@@ -508,6 +518,10 @@ ojson validate_json(const ValidateReport& r) {
                         {"picked_case", d.picked_case},
                         {"fastest_measured", d.fastest},
                         {"regret", d.regret},
+                        {"picked_measured_us", to_us(d.picked_ns)},
+                        {"fastest_measured_us", to_us(d.fastest_ns)},
+                        {"none_measured_us", to_us(d.none_ns)},
+                        {"none_runs", d.none_runs},
                         {"overlap_picked", d.overlap_picked},
                         {"overlap_measured", d.overlap_measured}});
   }

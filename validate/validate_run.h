@@ -80,8 +80,11 @@ struct Decision {
   int group = -1;
   std::size_t picked_case = 0;
   std::string fastest;  // the fastest measured alternative, in words
-  double regret = 0;
+  double regret = 0;  // picked_ns / fastest_ns - 1
   bool overlap_measured = false, overlap_picked = false;
+  // none stands for the median of the none runs measured beside the point's cases (none_runs).
+  std::int64_t none_ns = 0, fastest_ns = 0, picked_ns = 0;
+  std::size_t none_runs = 0;
 };
 std::vector<Decision> decisions(const ValidateReport& r);
 

@@ -1025,6 +1025,44 @@ TEST_CASE(
     CHECK(r.out.find("--threshold") != std::string::npos);
     CHECK(r.out.find("must be in [0, 1)") != std::string::npos);
   }
+  // A report given twice would count twice in the fit; a model no report has is listed.
+  const std::string first = reports.substr(1, reports.find(' ', 1) - 1);
+  r = tpo("calibrate --reports" + reports + " " + first + " --profile " + src +
+          "/configs/profiles/h200-llama3.1-8b-tp2.json --fit-on llama3.1-8b");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is given twice") != std::string::npos);
+  r = tpo("calibrate --reports" + reports + " --profile " + src +
+          "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
+          "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama9");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("the reports' models: llama2-70b, llama3.1-8b") != std::string::npos);
+  // Runs that name their model by a path are fitted on by the model's name too.
+  {
+    const fs::path dir = scratch() / "by-path";
+    fs::create_directories(dir);
+    std::string moved;
+    for (const auto& e : fs::directory_iterator(src + "/results/h200/2026-11-29")) {
+      const auto name = e.path().filename().string();
+      if (!name.starts_with("validate-") || !name.ends_with(".json")) continue;
+      auto rep = nlohmann::json::parse(slurp(e.path()));
+      for (auto& c : rep.at("cases")) {
+        if (c.contains("run") && c.at("model") == "llama3.1-8b") {
+          c["run"]["workload"]["model"] = src + "/configs/models/llama3.1-8b.json";
+        }
+      }
+      std::ofstream(dir / name) << rep.dump();
+      moved += " " + (dir / name).string();
+    }
+    r = tpo("calibrate --reports" + moved + " --profile " + src +
+            "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
+            "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b --out " +
+            (dir / "cal.json").string());
+    CHECK(r.code == 0);
+    if (r.code == 0) {
+      const auto k = nlohmann::json::parse(slurp(dir / "cal.json"));
+      CHECK(k.at("held_out").at("contention").at("cases") == 14);
+    }
+  }
   // Bad input exits 2 naming what to fix.
   r = tpo("calibrate --reports " + data + "/tiny_model.json --profile x.json --fit-on tiny");
   CHECK(r.code == 2);
@@ -1074,10 +1112,18 @@ TEST_CASE(
           rep.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("the plan's pick against the measured alternatives") != std::string::npos);
+  CHECK(r.out.find("(median of 3 runs)") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(rep));
   REQUIRE(j.at("decisions").size() == 2);  // one per planned point
   for (const auto& d : j.at("decisions")) {
     CHECK(d.at("regret").get<double>() >= 0.0);
+    // The regret is reproducible from the decision's own times.
+    CHECK(d.at("regret").get<double>() ==
+          doctest::Approx(d.at("picked_measured_us").get<double>() /
+                              d.at("fastest_measured_us").get<double>() -
+                          1.0));
+    CHECK(d.at("none_runs").get<int>() == 3);  // none is measured beside each of the 3 cases
+    CHECK(d.at("fastest_measured_us").get<double>() <= d.at("none_measured_us").get<double>());
     int picked = 0, cases = 0;
     for (const auto& c : j.at("cases")) {
       if (c.at("point") != d.at("point")) continue;
@@ -1087,6 +1133,26 @@ TEST_CASE(
     CHECK(picked == 1);
     CHECK(cases == 3);  // the pick and two alternatives
   }
+}
+
+TEST_CASE("a plan that names its model by a relative path is read from another folder") {
+  const fs::path dir = scratch() / "relplan";
+  fs::create_directories(dir);
+  fs::copy_file(data + "/tiny_model.json", dir / "m.json", fs::copy_options::overwrite_existing);
+  auto r = tpo("plan --model m.json --hardware cpu-host --tp 2 --seq 128 --layers 1 --quiet "
+               "--json p.json",
+               "cd " + dir.string() + " &&");
+  REQUIRE(r.code == 0);
+  // From another folder: m.json is not there, but beside the plan.
+  r = tpo("validate --plan " + (dir / "p.json").string() + " --repeat 1 --warmup 0", "cd / &&");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("correct") != std::string::npos);
+  // Neither there nor beside the plan: the plan's field is named.
+  fs::remove(dir / "m.json");
+  r = tpo("validate --plan " + (dir / "p.json").string() + " --repeat 1 --warmup 0", "cd / &&");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("field 'lookup[0].run.workload.model'") != std::string::npos);
+  CHECK(r.out.find("beside the plan") != std::string::npos);
 }
 
 TEST_CASE("profile accuracy: the analytical model against a committed profile's measurements") {
@@ -1194,7 +1260,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   CHECK(r.out.find("one would overwrite the other") != std::string::npos);
   CHECK_FALSE(fs::exists(both));
   const fs::path neither = dir / "neither.json";
-  r = import_run(a100, "--hardware a100x8 --ranks 4 --out " + in_place + " --hardware-out " +
+  r = import_run(a100, "--hardware h100x8 --ranks 4 --out " + in_place + " --hardware-out " +
                            neither.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("is a profile for TP 8") != std::string::npos);
