@@ -125,6 +125,12 @@ int run_simulate(const SimulateCli& c) {
   if (!c.trace_path.empty()) check_writable(c.trace_path, "--trace");
   const Workload w = make_workload(c.workload);
   const auto cm = make_cost_model(w, c.workload.profile);
+  if (c.workload.comm_ctas > 0 && !(cm->contention() && cm->contention()->enabled)) {
+    throw InputError("--comm-ctas", std::to_string(c.workload.comm_ctas),
+                     "the " + cm->name() + " cost model of " + w.hardware.name +
+                         " has no contention model (no \"contention\" block), so the budget "
+                         "changes nothing; drop --comm-ctas (as tpo plan refuses it)");
+  }
   const SimResult base = simulate(w, make_spec(c.strategy, w, StrategyKind::None), *cm);
   if (c.compare) {
     run_compare(c, w, *cm, base);

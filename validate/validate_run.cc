@@ -170,6 +170,10 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.repeat < 1 || o.repeat > 10000) {
     throw InputError("--repeat", std::to_string(o.repeat), "must be between 1 and 10000");
   }
+  if (o.alternatives < 0 || o.alternatives > 64) {
+    throw InputError("--alternatives", std::to_string(o.alternatives),
+                     "must be between 0 and 64 (other candidates measured per planned point)");
+  }
   if (o.warmup < 0 || o.warmup > 10000) {
     throw InputError("--warmup", std::to_string(o.warmup), "must be between 0 and 10000");
   }
@@ -307,6 +311,23 @@ ValidateReport run_validate(const ValidateOptions& o) {
           rep.emulated_allreduce.empty() || rep.emulated_allreduce == sized ? sized : "per case";
     }
     check_host_memory(o, w, emulated);
+    // The prediction is the hardware file's: a GPU's predicted against CPU measurements (or
+    // the reverse) would report the gap between two machines as the model's error.
+    if (w.hardware.is_cpu != (o.backend == "cpu")) {
+      const bool cpu_file = w.hardware.is_cpu;
+      throw InputError(o.hardware_given || o.plan_path.empty() ? "--hardware" : o.plan_path,
+                       o.hardware_given || o.plan_path.empty()
+                           ? w.hardware.name
+                           : "hardware " + w.hardware.name,
+                       "is " + std::string(cpu_file ? "a CPU" : "a GPU") + " ('" +
+                           w.hardware.gpu_name + "') but --backend " + o.backend + " runs on " +
+                           (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
+                           ": the report would compare one machine's prediction with another's "
+                           "measurement; give --hardware " +
+                           (o.backend == "cpu" ? "cpu-host (or a hardware file with gpu.kind "
+                                                 "\"cpu\")"
+                                               : "the GPU that runs it (e.g. h200x8)"));
+    }
     ws.push_back(std::move(w));
   }
   RunOptions ro;

@@ -174,6 +174,7 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
            (scratch() / "same.json").string(),
        "one would overwrite the other"},
       {small + "--strategy iso --ladder-layers 3", "applies to --strategy ladder"},
+      {small + "--comm-ctas 8", "has no contention model"},
       {small + "--context -5", "--context"},
       {"simulate --phase decode --seq 512 --context 2048", "give one of them"},
       {"simulate --model llama3.1-405b --hardware h100x8 --tp 8", "--tp 8: needs"},
@@ -602,7 +603,7 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   CHECK(r.out.find("cannot open") != std::string::npos);
   // No GPU here: the CUDA runtime says so and fails, it does not pretend.
   r = tpo("validate --backend cuda --comm emulated --layers 1 --seq 64 --model " + data +
-          "/tiny_model.json --hardware cpu-host --tp 2");
+          "/tiny_model.json --hardware h200x8 --tp 2");
   CHECK(r.code != 0);
   CHECK((r.out.find("no usable CUDA device") != std::string::npos ||
          r.out.find("this build has no CUDA") != std::string::npos));
@@ -685,10 +686,15 @@ TEST_CASE("validate --plan runs exactly what was planned: context, layers, profi
 }
 
 TEST_CASE("validate: a run too large for this machine's memory is refused before any work") {
-  const auto r = tpo("validate --model llama2-70b --hardware h100x8 --tp 8 --seq 128 --layers 80");
+  auto r = tpo("validate --model llama2-70b --hardware h100x8 --tp 8 --seq 128 --layers 80");
   CHECK(r.code == 2);
   CHECK(r.out.find("--layers 80: 80 layers of llama2-70b at TP 8, batch 1 x") != std::string::npos);
   CHECK(r.out.find("validate fewer layers") != std::string::npos);
+  // A GPU's hardware file on the CPU backend: its predictions are not this machine's.
+  r = tpo("validate --model " + data + "/tiny_model.json --hardware a800x8 --tp 2 --seq 64");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--hardware a800x8: is a GPU") != std::string::npos);
+  CHECK(r.out.find("give --hardware cpu-host") != std::string::npos);
 }
 
 TEST_CASE("validate: --emulate and --mpi refuse what they cannot do") {
@@ -1113,6 +1119,9 @@ TEST_CASE(
   REQUIRE(r.code == 0);
   CHECK(r.out.find("the plan's pick against the measured alternatives") != std::string::npos);
   CHECK(r.out.find("(median of 3 runs)") != std::string::npos);
+  r = tpo("validate --plan " + plan.string() + " --alternatives -1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--alternatives -1: must be between 0 and 64") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(rep));
   REQUIRE(j.at("decisions").size() == 2);  // one per planned point
   for (const auto& d : j.at("decisions")) {
