@@ -63,11 +63,18 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
     while (!out.empty() && out.back() >= end) out.pop_back();
     out.push_back(end);
   } else {
+    if (!text.empty() && text.back() == ',') {
+      throw InputError("--seq", text, "ends with a comma: a length is missing after it");
+    }
     std::stringstream ss(text);
     for (std::string p; std::getline(ss, p, ',');) {
       const double v = num(p);
       if (v != std::floor(v)) throw InputError("--seq", text, "'" + p + "' is not an integer");
-      out.push_back(static_cast<std::int64_t>(v));
+      const auto n = static_cast<std::int64_t>(v);
+      if (std::find(out.begin(), out.end(), n) != out.end()) {
+        throw InputError("--seq", text, std::to_string(n) + " is listed twice");
+      }
+      out.push_back(n);
     }
   }
   if (out.empty()) throw InputError("--seq", text, "no prompt lengths given");

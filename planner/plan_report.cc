@@ -49,7 +49,11 @@ const Candidate* best_arch_change(const PlanPoint& p) {
 void print_plan(std::ostream& os, const Plan& plan) {
   const auto& w = plan.workload;
   os << "tpo plan — " << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
-     << sim::phase_name(w.phase) << ", batch " << w.batch << ", " << w.layers << " layers\n";
+     << sim::phase_name(w.phase) << ", batch " << w.batch
+     << (w.phase == sim::Phase::Prefill && w.context > 0
+             ? ", after " + std::to_string(w.context) + " cached tokens"
+             : "")
+     << ", " << w.layers << " layers\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
@@ -59,8 +63,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
   }
   os << "\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
-     << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << std::setw(10)
-     << "none_ms" << std::setw(9) << "speedup" << std::setw(17) << "exposed_comm_ms";
+     << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << " "
+     << std::setw(9) << "none_ms" << " " << std::setw(8) << "speedup" << " " << std::setw(16)
+     << "exposed_comm_ms";
   bool any_arch = false;
   for (const auto& p : plan.points) {
     for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function();
@@ -72,9 +77,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
     const Candidate& b = p.candidates[p.best];
     os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy() << std::setw(20)
        << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
-       << fmt("%.3f", to_us(b.total_ns) / 1e3) << std::setw(10)
-       << fmt("%.3f", to_us(p.none_ns()) / 1e3) << std::setw(9) << fmt("%.3fx", b.speedup)
-       << std::setw(17) << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
+       << fmt("%.3f", to_us(b.total_ns) / 1e3) << " " << std::setw(9)
+       << fmt("%.3f", to_us(p.none_ns()) / 1e3) << " " << std::setw(8) << fmt("%.3fx", b.speedup)
+       << " " << std::setw(16) << fmt("%.3f", to_us(b.exposed_comm_ns) / 1e3);
     if (show_arch) {
       if (const Candidate* a = best_arch_change(p); a && a->total_ns < b.total_ns) {
         os << "  " << a->strategy() << " " << fmt("%.3fx", a->speedup);
@@ -296,7 +301,11 @@ std::string plan_svg(const Plan& plan) {
      << "over no overlap — " << w.model.name << ", " << w.hardware.name << ", TP " << w.tp
      << "</text>\n";
   os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
-     << w.batch << "; " << plan.cost_model
+     << w.batch
+     << (w.phase == sim::Phase::Prefill && w.context > 0
+             ? ", after " + std::to_string(w.context) + " cached tokens"
+             : "")
+     << ", " << w.layers << " layers; " << plan.cost_model
      << " cost model, predicted, not measured; best variant of each strategy</text>\n";
   // Grid and y ticks.
   for (double v = ymin; v <= ymax + 1e-9; v += step) {

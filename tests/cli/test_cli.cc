@@ -1144,6 +1144,27 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("plan: the text and chart say after how many cached tokens, columns stay apart") {
+  const fs::path svg = scratch() / "ctx.svg";
+  const auto r = tpo("plan --model llama3.1-8b --hardware a800x8 --tp 8 --seq 1000000,4096 "
+                     "--context 4096 --svg " +
+                     svg.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("prefill, batch 1, after 4096 cached tokens, 32 layers") != std::string::npos);
+  CHECK(slurp(svg).find("after 4096 cached tokens") != std::string::npos);
+  // Every number of the 1,000,000-token row is its own word (none run into the next).
+  const auto at = r.out.find("\n1000000 ");
+  REQUIRE(at != std::string::npos);
+  std::istringstream row(r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1));
+  std::vector<std::string> words;
+  for (std::string x; row >> x;) words.push_back(x);
+  REQUIRE(words.size() >= 7);
+  for (std::size_t i = 3; i < 7; ++i) {
+    CAPTURE(words[i]);
+    CHECK(std::count(words[i].begin(), words[i].end(), '.') == 1);
+  }
+}
+
 TEST_CASE("a plan that names its model by a relative path is read from another folder") {
   const fs::path dir = scratch() / "relplan";
   fs::create_directories(dir);

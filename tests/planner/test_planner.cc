@@ -293,6 +293,11 @@ TEST_CASE("prompt-length lists and ranges, and their errors") {
   CHECK_THROWS_AS(parse_seq_list("abc", 64), InputError);
   CHECK_THROWS_AS(parse_seq_list("1:2:3:4", 64), InputError);
   CHECK_THROWS_AS(parse_seq_list("100.5", 64), InputError);
+  // A length listed twice would be planned twice; a trailing comma hides a missing length.
+  CHECK_THROWS_WITH_AS(parse_seq_list("1024,1024", 64), doctest::Contains("listed twice"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_seq_list("1024,", 64), doctest::Contains("ends with a comma"),
+                       InputError);
 }
 
 TEST_CASE("a deep model's full-length time from two short graphs is exactly the full run's") {
