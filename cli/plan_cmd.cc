@@ -167,9 +167,10 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--layers", o.workload.layers, "Plan with the first N layers only (0 = all)")
       ->capture_default_str();
   sub->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->capture_default_str();
-  sub->add_option("--comm-ctas", o.comm_ctas,
-                  "Comm SM budgets to search jointly with the splits (8,16,32): the CTAs each "
-                  "all-reduce kernel holds (needs a cost model with contention, e.g. h200x8)");
+  sub->add_option(
+      "--comm-ctas", o.comm_ctas,
+      "Comm SM budgets to search jointly with the splits (e.g. 4,8,16,32): the CTAs each "
+      "all-reduce kernel holds (needs a cost model with contention, e.g. h200x8)");
   sub->add_option("--scenario", c->scenario, "sweep (prompt lengths) or generate")
       ->capture_default_str();
   sub->add_option("--prompt", c->prompt, "generate: prompt tokens")->capture_default_str();

@@ -166,9 +166,11 @@ int run_import(ImportCli c) {
           JsonObject(p.options, c.out, "options").string_or("hardware", "");
       if (!measured_for.empty() && measured_for != hw.name && measured_for != hw.origin) {
         throw InputError("--out", c.out,
-                         "is a profile measured for hardware '" + measured_for +
-                             "', not '" + hw.name + "' (--hardware): simulate would refuse it; "
-                             "import with --hardware " + measured_for + ", or into a new file");
+                         "is a profile measured for hardware '" + measured_for + "', not '" +
+                             hw.name +
+                             "' (--hardware): simulate would refuse it; "
+                             "import with --hardware " +
+                             measured_for + ", or into a new file");
       }
       if (p.tp != pts.front().ranks) {
         throw InputError("--out", c.out,
@@ -247,9 +249,14 @@ std::function<int()> add_profile(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--reps", o->reps, "Timed repetitions per measurement")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs before them")->capture_default_str();
-  sub->add_flag("!--no-accuracy", o->accuracy,
-                "Skip the held-back accuracy check of the profile model");
-  sub->add_flag("!--quiet", o->progress, "No progress bar");
+  sub->add_flag("--no-accuracy")
+      ->description("Skip the held-back accuracy check of the profile model");
+  sub->add_flag("--quiet")->description("No progress bar");
+  sub->get_option("--hardware")
+      ->description(
+          "Shipped hardware name (see configs/hardware) or a path to a hardware JSON: the "
+          "machine the profile is labelled as measured on (default: cpu-host with --backend "
+          "cpu, h200x8 with cuda; name yours when it is another GPU)");
   auto* im = sub->add_subcommand(
       "import-nccl-tests",
       "Turn the output of nccl-tests' all_reduce_perf into a profile's all-reduce table (new\n"
@@ -290,6 +297,8 @@ std::function<int()> add_profile(CLI::App& app) {
                        "must be >= 0 (0: the grid only)");
     }
     o->decode_rows_given = sub->count("--decode-rows") > 0;
+    o->accuracy = sub->count("--no-accuracy") == 0;
+    o->progress = sub->count("--quiet") == 0;
     if (sub->count("--max-tokens") && o->max_tokens <= 0) {
       throw InputError("--max-tokens", std::to_string(o->max_tokens), "must be > 0 (or left out)");
     }

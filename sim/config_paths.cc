@@ -47,6 +47,16 @@ std::string resolve_config(const std::string& sub, const std::string& spec,
     if (!names.empty()) names += ", ";
     names += n;
   }
+  if (names.empty()) {  // the folder itself is missing or empty: say where tpo looked
+    const char* env = std::getenv("TPO_CONFIG_DIR");
+    throw FieldError(field, spec,
+                     "no shipped " + sub + " configs found: " +
+                         (fs::path(config_dir()) / sub).string() + " has none" +
+                         (env && *env ? " (from TPO_CONFIG_DIR; point it at the checkout's "
+                                        "configs/ folder)"
+                                      : "") +
+                         "; or pass a path to a JSON file");
+  }
   throw FieldError(field, spec,
                    "no shipped " + sub + " config of that name (shipped: " + names +
                        "); or pass a path to a JSON file");

@@ -1144,6 +1144,16 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a config folder that is not there is named, and flags read as flags in --help") {
+  auto r = tpo("simulate --model llama2-70b", "TPO_CONFIG_DIR=/nonexistent-tpo");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("/nonexistent-tpo/models has none (from TPO_CONFIG_DIR") != std::string::npos);
+  r = tpo("profile --help");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("{false}") == std::string::npos);
+  CHECK(r.out.find("h200x8 with cuda") != std::string::npos);
+}
+
 TEST_CASE("plan: the text and chart say after how many cached tokens, columns stay apart") {
   const fs::path svg = scratch() / "ctx.svg";
   const auto r = tpo("plan --model llama3.1-8b --hardware a800x8 --tp 8 --seq 1000000,4096 "
