@@ -35,6 +35,24 @@ int main(int argc, char** argv) {
   auto run_validate = tpo::cli::add_validate(app);
   auto run_calibrate = tpo::cli::add_calibrate(app);
   tpo::cli::remember_command_line(argc, argv);
+  // A mistyped command would read as "a subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "tpo: error: '" << argv[1] << "' is not a command (" << names
+                << "); tpo --help describes them\n";
+      return 2;
+    }
+  }
+  // CLI11's own parse errors carry the same prefix as tpo's.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return "tpo: error: " + CLI::FailureMessage::simple(a, e);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "sim/error.h"
@@ -78,7 +79,12 @@ std::vector<std::int64_t> resolve_chunks(std::int64_t seq, std::int64_t chunks,
   double total = 0;
   for (double v : vals) total += v;
   if (std::abs(total - 1.0) > 1e-6) {
-    throw FieldError("split", split, "ratios must sum to 1, they sum to " + std::to_string(total));
+    char sum[32];
+    std::snprintf(sum, sizeof sum, "%.6g", total);
+    throw FieldError("split", split,
+                     std::string("values with a decimal point are ratios and must sum to 1; these "
+                                 "sum to ") +
+                         sum + (total > 1.5 ? " (token counts must be whole numbers)" : ""));
   }
   double cum = 0;
   std::int64_t prev = 0;

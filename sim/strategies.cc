@@ -2,6 +2,7 @@
 // here (and its test in tests/sim/test_strategies.cc); the graph harness, the planner, the
 // reports, the plan files and the runtime all read these records.
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "sim/error.h"
@@ -115,7 +116,9 @@ std::string not_applicable_reason(const Workload& w, const StrategySpec& s) {
 
 void check_threshold(double threshold, const char* flag) {
   if (!(threshold >= 0) || threshold >= 1) {
-    throw InputError(flag, std::to_string(threshold), "must be in [0, 1)");
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", threshold);
+    throw InputError(flag, v, "must be in [0, 1)");
   }
 }
 

@@ -1144,6 +1144,15 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a mistyped command is named, and the parser's errors carry tpo's prefix") {
+  auto r = tpo("simulat --seq 4096");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("tpo: error: 'simulat' is not a command (simulate, plan") != std::string::npos);
+  r = tpo("simulate --frobnicate");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("tpo: error: ") != std::string::npos);
+}
+
 TEST_CASE("a config folder that is not there is named, and flags read as flags in --help") {
   auto r = tpo("simulate --model llama2-70b", "TPO_CONFIG_DIR=/nonexistent-tpo");
   CHECK(r.code == 2);
@@ -1336,7 +1345,7 @@ TEST_CASE(
       {write("huge.json", with("\"hidden_size\": 128", "\"hidden_size\": 9223372036854775807")),
        "field 'hidden_size': is too large"},
       {write("big.json", with("\"hidden_size\": 128", "\"hidden_size\": 4194304")),
-       "field 'hidden_size': 4.1943e+06 is outside [1, 1.04858e+06]"},
+       "field 'hidden_size': 4194304 is outside [1, 1048576]"},
       {write("dup.json",
              with("\"hidden_size\": 128", "\"hidden_size\": 128, \"hidden_size\": 256")),
        "key 'hidden_size' appears twice"},
