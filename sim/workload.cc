@@ -22,7 +22,8 @@ void check_tp(const Workload& w) {
   if (w.tp > w.hardware.max_tp()) {
     throw FieldError("tp", t,
                      "exceeds the GPUs of hardware '" + w.hardware.name + "' (" +
-                         std::to_string(w.hardware.max_tp()) + ")");
+                         std::to_string(w.hardware.max_tp()) + ": nodes x gpus_per_node" +
+                         (w.hardware.origin.empty() ? "" : " in " + w.hardware.origin) + ")");
   }
   if (w.tp > w.hardware.gpus_per_node && w.tp % w.hardware.gpus_per_node != 0) {
     throw FieldError("tp", t,
@@ -58,7 +59,8 @@ void check_sizes(const Workload& w) {
   }
   if (w.layers < 1 || w.layers > m.num_layers) {
     throw FieldError("layers", std::to_string(w.layers),
-                     "must be between 1 and the model's " + std::to_string(m.num_layers));
+                     "must be between 1 and the model's " + std::to_string(m.num_layers) +
+                         " (or 0, the default: all of them)");
   }
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 31;
   for (const auto& [field, v] :
@@ -111,7 +113,11 @@ ShardDims validate_workload(const Workload& w) {
                   (weights + kv) / gib, weights / gib, kv / gib, w.hardware.gpu_name.c_str(),
                   w.hardware.memory_gib);
     if (weights > w.hardware.memory_gib * gib) {
-      throw FieldError("tp", t, std::string(msg) + "raise tp or choose larger GPUs");
+      throw FieldError("tp", t,
+                       std::string(msg) + (w.hardware.is_cpu
+                                               ? "raise tp, or choose a smaller model or a "
+                                                 "hardware file with more memory per rank"
+                                               : "raise tp or choose larger GPUs"));
     }
     // In decode the tokens are the context's (seq is the one new token).
     const bool decode = w.phase == Phase::Decode;
