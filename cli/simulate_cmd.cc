@@ -68,6 +68,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
   const std::int64_t baseline_ns = base.timeline.total_ns;
   std::vector<CompareRow> rows;
   nlohmann::ordered_json reports = nlohmann::ordered_json::array();
+  nlohmann::ordered_json skipped = nlohmann::ordered_json::array();  // n/a, with the reason
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   int pid = 0;
   for (auto k : all_strategies()) {
@@ -80,6 +81,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
       row.chunks = "-";
       row.skipped = why;
       rows.push_back(row);
+      skipped.push_back({{"strategy", row.strategy}, {"reason", why}});
       continue;
     }
     spec = make_spec(so, w, k);
@@ -105,6 +107,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     j["options"] = options_json(wo, so);
     j["options"]["compare"] = true;
     j["results"] = std::move(reports);
+    j["not_applicable"] = std::move(skipped);
     out.add(c.json_path, j.dump(1) + "\n", "--json");
   }
   if (!c.trace_path.empty()) {

@@ -117,6 +117,15 @@ TEST_CASE("compare lists every strategy, with n/a and the reason where one does 
     CHECK(r.out.find(s) != std::string::npos);
   }
   CHECK(r.out.find("n/a: microbatch needs a batch of at least 2 requests") != std::string::npos);
+  // The JSON has every strategy too: a report each, or its reason.
+  const fs::path j = scratch() / "compare.json";
+  REQUIRE(tpo(small + "--compare --json " + j.string()).code == 0);
+  const auto k = nlohmann::json::parse(slurp(j));
+  CHECK(k.at("results").size() + k.at("not_applicable").size() == 7);
+  REQUIRE(k.at("not_applicable").size() == 1);
+  CHECK(k.at("not_applicable")[0].at("strategy") == "microbatch");
+  CHECK(k.at("not_applicable")[0].at("reason").get<std::string>().find("batch of at least 2") !=
+        std::string::npos);
 }
 
 TEST_CASE("two runs write byte-identical JSON, and the report has the documented fields") {
