@@ -256,7 +256,7 @@ std::function<int()> add_profile(CLI::App& app) {
       ->description(
           "Shipped hardware name (see configs/hardware) or a path to a hardware JSON: the "
           "machine the profile is labelled as measured on (default: cpu-host with --backend "
-          "cpu, h200x8 with cuda; name yours when it is another GPU)");
+          "cpu, h200x8 with cuda on an H200; on another GPU it must be named)");
   auto* im = sub->add_subcommand(
       "import-nccl-tests",
       "Turn the output of nccl-tests' all_reduce_perf into a profile's all-reduce table (new\n"

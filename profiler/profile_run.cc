@@ -368,6 +368,17 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
     throw InputError("--backend", o.backend, "must be cpu or cuda");
   }
   sim::WorkloadOptions so = o.workload;
+  if (so.hardware.empty() && o.backend == "cuda") {
+    // The default labels the profile as an H200's: on another GPU it would be read as one.
+    const std::string gpu = backend->device().value("name", std::string());
+    if (gpu.find("H200") == std::string::npos) {
+      throw InputError("--hardware", "",
+                       "not given, and this GPU is '" + gpu +
+                           "', not an H200 (the default, h200x8): name its hardware file "
+                           "(configs/hardware, or a copy of one with this GPU's datasheet "
+                           "numbers), which the profile is labelled with");
+    }
+  }
   if (so.hardware.empty()) so.hardware = o.backend == "cpu" ? "cpu-host" : "h200x8";
   so.seq = 1;
   so.phase = "prefill";
