@@ -693,9 +693,9 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
     names += " (by name, or as each run gives it)";
-    throw InputError("--fit-on", o.fit_on.front(),
-                     "no case of that model with chunks on the 8-token grid; the reports' models: " +
-                         names);
+    throw InputError(
+        "--fit-on", o.fit_on.front(),
+        "no case of that model with chunks on the 8-token grid; the reports' models: " + names);
   }
   std::set<std::string> fit_models;  // the fitted models' names, matched with profiles
   for (std::size_t i : train) fit_models.insert(cases[i].model);
@@ -921,8 +921,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   for (const auto& path : o.profiles) {
     const sim::Profile prof = sim::load_profile(path);
     const auto rows = check_interference(prof, w0.hardware, p);
-    const bool fitted = o.fit_microbenchmarks &&
-                        fit_models.count(prof.model) > 0;
+    const bool fitted = o.fit_microbenchmarks && fit_models.count(prof.model) > 0;
     micro.push_back(
         {{"profile", path},
          {"set", fitted ? "fit" : "held-out"},

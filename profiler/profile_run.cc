@@ -371,7 +371,11 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   if (so.hardware.empty() && o.backend == "cuda") {
     // The default labels the profile as an H200's: on another GPU it would be read as one.
     const std::string gpu = backend->device().value("name", std::string());
-    if (gpu.find("H200") == std::string::npos) {
+    // "H200" as a word: a GH200 (Grace Hopper) is another machine.
+    const auto at = gpu.find("H200");
+    const bool h200 = at != std::string::npos &&
+                      (at == 0 || !std::isalnum(static_cast<unsigned char>(gpu[at - 1])));
+    if (!h200) {
       throw InputError("--hardware", "",
                        "not given, and this GPU is '" + gpu +
                            "', not an H200 (the default, h200x8): name its hardware file "
@@ -484,6 +488,29 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   std::vector<sim::AllReducePoint> pts;
   std::int64_t line_no = 0;
   std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0;
+  // Where a row's columns are. The header line names them ("size count type redop root time
+  // algbw busbw #wrong time ..."), so versions that add columns (per-iteration statistics) are
+  // read by name; without a header, the 12 (before 2.13) or 13 columns of the classic layout.
+  struct Layout {
+    std::size_t columns = 0;  // 0: not known from a header
+    std::size_t time[2] = {0, 0}, algbw[2] = {0, 0}, check[2] = {0, 0};
+    bool counts_wrong = true;  // "#wrong" (since 2.13), else "error" (largest relative error)
+    std::int64_t line = 0;
+  } header;
+  const auto classic = [](std::size_t n) {
+    Layout l;
+    const std::size_t t = n == 13 ? 5 : 4;
+    l.columns = n;
+    l.time[0] = t, l.algbw[0] = t + 1, l.check[0] = t + 3;
+    l.time[1] = t + 4, l.algbw[1] = t + 5, l.check[1] = t + 7;
+    l.counts_wrong = n == 13;
+    return l;
+  };
+  // Trailing words a row may carry beyond the header's (a time stamp, `-S 1`).
+  const auto stamp = [](const std::string& t) {
+    return t.find_first_not_of("0123456789-:.") == std::string::npos &&
+           (t.find('-') != std::string::npos || t.find(':') != std::string::npos);
+  };
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     std::istringstream ss(line);
@@ -496,6 +523,26 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
           tok[4].rfind("all_reduce_perf", 0) != 0) {
         throw InputError(path + ":" + std::to_string(line_no), "test",
                          "is the output of " + tok[4] + "; give all_reduce_perf output");
+      }
+      // The column header: out-of-place columns, then in-place ones, each from its "time".
+      if (tok.size() > 4 && tok[1] == "size" &&
+          std::find(tok.begin(), tok.end(), "redop") != tok.end()) {
+        Layout l;
+        l.columns = tok.size() - 1;
+        l.line = line_no;
+        int half = -1;
+        for (std::size_t i = 1; i < tok.size(); ++i) {
+          const std::size_t at = i - 1;
+          if (tok[i] == "time" && half < 1) l.time[++half] = at;
+          if (half < 0) continue;
+          if (tok[i] == "algbw" && !l.algbw[half]) l.algbw[half] = at;
+          if ((tok[i] == "#wrong" || tok[i] == "error") && !l.check[half]) {
+            l.check[half] = at;
+            l.counts_wrong = tok[i] == "#wrong";
+          }
+        }
+        if (half == 1 && l.algbw[0] && l.algbw[1] && l.check[0] && l.check[1]) header = l;
+        continue;
       }
       // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
       for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
@@ -512,19 +559,31 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
       continue;
     }
-    // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
-    // A result row names a reduction in its fourth column; other lines are not rows.
+    // A result row: a byte count, an element count, a type, then a reduction; other lines
+    // (logs, NCCL INFO) are not rows.
     static const std::set<std::string> kRedops = {"sum", "prod", "max", "min", "avg", "none"};
-    if (tok.size() < 4 || !kRedops.count(tok[3])) continue;
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (tok.size() < 4 || !kRedops.count(tok[3]) || !digits(tok[1])) continue;
     // A result row with an impossible number is a broken file, not a row to skip.
     const std::string where = path + ":" + std::to_string(line_no);
-    if (tok.size() != 12 && tok.size() != 13) {
-      throw InputError(where, "row",
-                       std::to_string(tok.size()) +
-                           " columns; all_reduce_perf prints 12 (or 13, with root) per result "
-                           "row: a line cut off (a run killed mid-line) or edited; remove it");
+    std::size_t extra = 0;
+    if (header.columns) {
+      while (tok.size() - extra > header.columns && stamp(tok[tok.size() - 1 - extra])) ++extra;
     }
-    const std::size_t t_at = (tok.size() == 13 ? 5 : 4) + (in_place ? 4 : 0);
+    const Layout l = header.columns ? header : classic(tok.size());
+    if (header.columns ? tok.size() - extra != header.columns
+                       : tok.size() != 12 && tok.size() != 13) {
+      throw InputError(
+          where, "row",
+          std::to_string(tok.size()) + " columns where " +
+              (header.columns ? "the header (line " + std::to_string(header.line) + ") names " +
+                                    std::to_string(header.columns)
+                              : std::string("all_reduce_perf prints 12 (or 13, with root)")) +
+              ": a line cut off (a run killed mid-line) or edited; remove it");
+    }
+    const std::size_t t_at = l.time[in_place ? 1 : 0];
     if (tok[3] != "sum") {
       throw InputError(where, "redop",
                        tok[3] +
@@ -543,10 +602,9 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     // A row that failed nccl-tests' own check measured something other than a correct
     // all-reduce. Since 2.13 (the root column) the column counts wrong elements; before, it
     // held the largest relative error ("2e-07"). "N/A": run without the check (-c 0).
-    const std::size_t first_check = (tok.size() == 13 ? 5 : 4) + 3;
-    for (const std::size_t w : {first_check, first_check + 4}) {
+    for (const std::size_t w : l.check) {
       if (tok[w] == "N/A") continue;
-      if (tok.size() == 13) {
+      if (l.counts_wrong) {
         if (tok[w] != "0") {
           throw InputError(where, "#wrong",
                            tok[w] + " wrong elements: nccl-tests found this row's result wrong");
@@ -562,14 +620,17 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
       }
     }
     // The row's own algbw (GB/s, printed to 0.01) is its size over its time: a row whose two
-    // disagree was edited or corrupted.
-    const double algbw = std::strtod(tok[t_at + 1].c_str(), &end);
+    // disagree was edited or corrupted. Times of 1e7 us and more print with two digits.
+    const std::size_t bw_at = l.algbw[in_place ? 1 : 0];
+    const double algbw = std::strtod(tok[bw_at].c_str(), &end);
     const double implied = size / (time_us * 1e3);
-    if (*end || !std::isfinite(algbw) || std::abs(algbw - implied) > 0.01 + 0.02 * implied) {
+    const double rel = tok[t_at].find_first_of("eE") != std::string::npos ? 0.06 : 0.02;
+    if (*end || !std::isfinite(algbw) || std::abs(algbw - implied) > 0.01 + rel * implied) {
       throw InputError(where, "algbw",
-                       tok[t_at + 1] + " GB/s, but the row's size over its time is " +
+                       tok[bw_at] + " GB/s, but the row's size over its time is " +
                            fmt("%.2f", implied) +
-                           " GB/s: the row's columns disagree (an edited or corrupted row)");
+                           " GB/s: the row's columns disagree (an edited or corrupted row, or a "
+                           "run with -C 1, whose time is CPU time: run without it)");
     }
     if (!pts.empty() && size <= static_cast<double>(pts.back().bytes)) {
       throw InputError(where, "size",
@@ -577,17 +638,18 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                            " B does not follow a smaller size: the file holds more than one run "
                            "(give one, sizes ascending)");
     }
-    // A message cannot take less than half the time of the fastest smaller one in the same run
-    // (the fastest: a first-row warm-up outlier, as in NVIDIA's H100 table, is slow, not fast).
-    if (!pts.empty()) {
-      const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-        return a.t.median_us < b.t.median_us;
-      });
-      if (time_us < 0.5 * q->t.median_us) {
+    // A message cannot take less than half the typical time of the smaller ones in the same
+    // run: the median of at least three, so that slow warm-up rows at the start (NVIDIA's H100
+    // table has one) do not make the next real row look impossible.
+    if (pts.size() >= 3) {
+      std::vector<double> before;
+      for (const auto& q : pts) before.push_back(q.t.median_us);
+      const double typical = sim::median(before, 0.0);
+      if (time_us < 0.5 * typical) {
         throw InputError(where, "time",
-                         tok[t_at] + " us for " + tok[0] + " B, under half the " +
-                             fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
-                             " B, a smaller message of the same run: not a real all-reduce");
+                         tok[t_at] + " us for " + tok[0] + " B, under half the median " +
+                             fmt("%.2f", typical) + " us of the " + std::to_string(pts.size()) +
+                             " smaller messages of the same run: not a real all-reduce");
       }
     }
     sim::AllReducePoint p;

@@ -105,8 +105,8 @@ void check_bound(const std::string& file, const std::string& field, double x) {
   const bool ok = (b->lo_open ? x > b->lo : x >= b->lo) && x <= b->hi;
   if (ok) return;
   char msg[200];
-  std::snprintf(msg, sizeof msg, "%.15g is outside %s%.15g, %.15g] %s", x, b->lo_open ? "(" : "[", b->lo,
-                b->hi, b->what);
+  std::snprintf(msg, sizeof msg, "%.15g is outside %s%.15g, %.15g] %s", x, b->lo_open ? "(" : "[",
+                b->lo, b->hi, b->what);
   throw InputError(file, field, msg);
 }
 

@@ -438,7 +438,8 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       const OutputTarget ta = output_target(a, oa), tb = output_target(b, ob);
       if (ta.direct || tb.direct) continue;
       // Absolute first: weakly_canonical keeps a path relative when no part of it exists yet.
-      if (fs::weakly_canonical(fs::absolute(ta.path)) == fs::weakly_canonical(fs::absolute(tb.path))) {
+      if (fs::weakly_canonical(fs::absolute(ta.path)) ==
+          fs::weakly_canonical(fs::absolute(tb.path))) {
         throw InputError(ob, b, "is also given to " + oa + "; one would overwrite the other");
       }
     }

@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <map>
+#include <tuple>
 
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -78,6 +80,23 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.profile_given) r.workload.profile = o.workload.profile;
       if (o.layers_given) r.workload.layers = o.workload.layers;
       if (o.exec_given) r.workload.exec = o.workload.exec;
+      // A file the plan names (not replaced by an option) that is not there: the plan's field.
+      for (const auto& [field, spec, replaced] :
+           {std::tuple<const char*, std::string, bool>{"hardware", r.workload.hardware,
+                                                       o.hardware_given},
+            {"profile", r.workload.profile, o.profile_given},
+            {"emulate", r.workload.emulate, !o.workload.emulate.empty()}}) {
+        std::error_code ec;
+        const bool is_path = spec.find('/') != std::string::npos || spec.ends_with(".json");
+        if (!replaced && is_path && !std::filesystem::exists(spec, ec)) {
+          throw InputError(o.plan_path, e.where + ".run.workload." + field,
+                           "'" + spec +
+                               "': no such file, from the current folder or beside the plan (a "
+                               "plan keeps paths as typed when it was made: run from that folder, "
+                               "or replace it with --" +
+                               field + ")");
+        }
+      }
       // A point the plan file describes impossibly is the file's fault: name its field. Where an
       // option replaced the plan's value, or the machine running does not fit the point, the
       // option is named.
@@ -315,12 +334,12 @@ ValidateReport run_validate(const ValidateOptions& o) {
     // the reverse) would report the gap between two machines as the model's error.
     if (w.hardware.is_cpu != (o.backend == "cpu")) {
       const bool cpu_file = w.hardware.is_cpu;
-      throw InputError(o.hardware_given || o.plan_path.empty() ? "--hardware" : o.plan_path,
-                       o.hardware_given || o.plan_path.empty()
-                           ? w.hardware.name
-                           : "hardware " + w.hardware.name,
-                       "is " + std::string(cpu_file ? "a CPU" : "a GPU") + " ('" +
-                           w.hardware.gpu_name + "') but --backend " + o.backend + " runs on " +
+      const bool from_plan = !o.hardware_given && !o.plan_path.empty();
+      throw InputError(from_plan ? o.plan_path : "--hardware",
+                       from_plan ? "run.workload.hardware" : w.hardware.name,
+                       std::string(from_plan ? "'" + w.hardware.name + "' " : "") + "is " +
+                           std::string(cpu_file ? "a CPU" : "a GPU") + " ('" + w.hardware.gpu_name +
+                           "') but --backend " + o.backend + " runs on " +
                            (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
                            ": the report would compare one machine's prediction with another's "
                            "measurement; give --hardware " +
@@ -423,8 +442,8 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   }
   if (const auto ds = decisions(r); !ds.empty()) {
     os << "\nthe plan's pick against the measured alternatives (none, and --alternatives); none "
-          "is the median of the none runs measured beside the point's cases, so it can differ "
-          "from any one row above:\n";
+          "is the median over the point's cases of the none each measured beside it, so it can "
+          "differ from any one row above:\n";
     for (const auto& d : ds) {
       const auto& p = r.cases[d.picked_case];
       os << "  " << std::left << std::setw(9) << p.workload.seq << std::setw(28)
@@ -432,9 +451,8 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
          << fmt("%.3f ms; ", to_us(d.picked_ns) / 1e3)
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
          << (d.regret <= 0 ? "" : fmt(" %.3f ms", to_us(d.fastest_ns) / 1e3))
-         << fmt(", regret %.1f%%", 100 * d.regret)
-         << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3) << " (median of " << d.none_runs
-         << " runs)" << std::right << "\n";
+         << fmt(", regret %.1f%%", 100 * d.regret) << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3)
+         << " (median over " << d.none_runs << " cases' none)" << std::right << "\n";
     }
   }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
