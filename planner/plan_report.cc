@@ -251,6 +251,21 @@ std::string plan_csv(const Plan& plan) {
   return os.str();
 }
 
+// Text from the inputs (a model's or hardware file's name) inside the SVG's XML.
+static std::string xml_text(const std::string& t) {
+  std::string out;
+  for (char c : t) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string plan_svg(const Plan& plan) {
   // One line per strategy: its best variant's speedup at each length.
   std::vector<std::string> order;
@@ -298,7 +313,8 @@ std::string plan_svg(const Plan& plan) {
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const auto& w = plan.workload;
   os << "<text x=\"" << L << "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Predicted speedup "
-     << "over no overlap — " << w.model.name << ", " << w.hardware.name << ", TP " << w.tp
+     << "over no overlap — " << xml_text(w.model.name) << ", " << xml_text(w.hardware.name)
+     << ", TP " << w.tp
      << "</text>\n";
   os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
      << w.batch

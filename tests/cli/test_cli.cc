@@ -1188,6 +1188,18 @@ TEST_CASE("plan: the text and chart say after how many cached tokens, columns st
   REQUIRE(r.code == 0);
   CHECK(r.out.find("prefill, batch 1, after 4096 cached tokens, 32 layers") != std::string::npos);
   CHECK(slurp(svg).find("after 4096 cached tokens") != std::string::npos);
+  // A model name with XML's special characters is escaped in the chart (it stays XML).
+  {
+    std::string m = slurp(data + "/tiny_model.json");
+    m.replace(m.find("\"tiny\""), 6, "\"R&D <tiny>\"");
+    std::ofstream(scratch() / "amp_model.json") << m;
+    const fs::path s2 = scratch() / "amp.svg";
+    REQUIRE(tpo("plan --model " + (scratch() / "amp_model.json").string() +
+                " --hardware cpu-host --tp 2 --seq 128 --layers 1 --quiet --svg " + s2.string())
+                .code == 0);
+    CHECK(slurp(s2).find("R&amp;D &lt;tiny&gt;") != std::string::npos);
+    CHECK(slurp(s2).find("R&D") == std::string::npos);
+  }
   // Every number of the 1,000,000-token row is its own word (none run into the next).
   const auto at = r.out.find("\n1000000 ");
   REQUIRE(at != std::string::npos);
