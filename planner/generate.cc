@@ -50,11 +50,20 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   StrategySpec best = none;
   std::int64_t best_ns = std::numeric_limits<std::int64_t>::max();
   Evaluator ev(w, cm);
-  for (const auto& v : strategy_variants(ev, kind, align, max_chunks)) {
-    const std::int64_t t = time_of(w, v.spec, cm, engine);
+  std::vector<StrategySpec> specs;
+  for (const auto& v : strategy_variants(ev, kind, align, max_chunks)) specs.push_back(v.spec);
+  // A model-changing strategy that decodes as another (iso+ladder as ladder) has that one as
+  // its one-chunk prefill: the same model, so a variant too (and the only one of a prompt too
+  // short to cut).
+  if (const StrategyKind one = sim::strategy(kind).decode_as;
+      !sim::preserves_function(kind) && one != kind && w.phase == sim::Phase::Prefill) {
+    specs.push_back(StrategySpec(one));
+  }
+  for (const auto& spec : specs) {
+    const std::int64_t t = time_of(w, spec, cm, engine);
     if (t < best_ns) {
       best_ns = t;
-      best = v.spec;
+      best = spec;
     }
   }
   *fell_back = false;

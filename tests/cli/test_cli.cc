@@ -378,6 +378,26 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   CHECK(g.code == 0);
   CHECK(g.out.find("graph execution") != std::string::npos);
   CHECK(g.out.find("launch time hidden") == std::string::npos);
+  // iso+ladder's prefill may be one chunk, ladder (the same model): never slower than ladder's,
+  // and at a prompt too short to cut not the standard none, which that model cannot run.
+  const fs::path jl = scratch() / "gen-ladder.json";
+  REQUIRE(tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 --prompt 64 "
+              "--new-tokens 4 --batch 1 --layers 4 --strategies ladder,iso+ladder --json " +
+              jl.string())
+              .code == 0);
+  const auto gl = nlohmann::json::parse(slurp(jl));
+  double ladder_us = 0, iso_ladder_us = 0;
+  std::string iso_ladder_prefill;
+  for (const auto& res : gl.at("batches")[0].at("results")) {
+    if (res.at("strategy") == "ladder") ladder_us = res.at("prefill_us").get<double>();
+    if (res.at("strategy") == "iso+ladder") {
+      iso_ladder_us = res.at("prefill_us").get<double>();
+      iso_ladder_prefill = res.at("prefill_strategy").get<std::string>();
+    }
+  }
+  REQUIRE(ladder_us > 0);
+  CHECK(iso_ladder_us <= ladder_us);
+  CHECK(iso_ladder_prefill.rfind("none", 0) != 0);
 }
 
 TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
