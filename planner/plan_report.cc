@@ -191,6 +191,9 @@ ojson plan_json(const Plan& plan) {
                        {"exec", o.workload.exec},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
+  if (!o.workload.profile.empty()) {
+    j["profile_digest"] = file_digest(o.workload.profile, "--profile");
+  }
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);
   j["tp"] = w.tp;

@@ -427,6 +427,17 @@ void write_file_atomic(const std::string& path, const std::string& content,
   out.commit();
 }
 
+std::string file_digest(const std::string& path, const std::string& option) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : read_input_file(path, option)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   namespace fs = std::filesystem;
   for (std::size_t i = 0; i < outputs.size(); ++i) {

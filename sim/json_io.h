@@ -23,6 +23,9 @@ inline constexpr long long kMaxInputFileBytes = 256LL << 20;
 void check_input_file(const std::string& path, const std::string& option);
 // The whole of an input file, read up to kMaxInputFileBytes (an InputError beyond).
 std::string read_input_file(const std::string& path, const std::string& option);
+// A fingerprint of a file's bytes (64-bit FNV-1a, hex): a plan records its profile's, so that
+// validate --plan can tell the profile changed since. Not a cryptographic hash.
+std::string file_digest(const std::string& path, const std::string& option);
 
 // A view of one JSON object inside a file; `path` is the dotted field path used in messages.
 class JsonObject {

@@ -273,6 +273,7 @@ PlanFile load_plan(const std::string& path) {
   p.path = path;
   const JsonObject opts = o.object("options");
   p.align = opts.integer_or("align", 64);
+  p.profile_digest = o.string_or("profile_digest", "");
   if (!o.has("lookup") || !j.at("lookup").is_array() || j.at("lookup").empty()) {
     throw InputError(path, "lookup", "must be a non-empty array");
   }

@@ -47,6 +47,7 @@ struct PlanEntry {
 struct PlanFile {
   std::string path;
   std::int64_t align = 64;
+  std::string profile_digest;      // of the profile planned with (file_digest); empty: none/old
   std::vector<PlanEntry> entries;  // sorted by seq
   // What to run for a prompt of `seq` tokens: the entry of the largest planned length <= seq,
   // its chunk fractions scaled to seq with boundaries on the align grid. Shorter than every

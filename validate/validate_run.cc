@@ -80,6 +80,18 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.profile_given) r.workload.profile = o.workload.profile;
       if (o.layers_given) r.workload.layers = o.workload.layers;
       if (o.exec_given) r.workload.exec = o.workload.exec;
+      // The plan's predictions came from its profile as it was: one changed since would be
+      // re-predicted silently, and the plan's numbers no longer be what validate prints.
+      if (!plan.profile_digest.empty() && !o.profile_given && !r.workload.profile.empty() &&
+          std::filesystem::exists(r.workload.profile) &&
+          file_digest(r.workload.profile, "--profile") != plan.profile_digest) {
+        throw InputError(o.plan_path, "profile_digest",
+                         "the profile " + r.workload.profile +
+                             " changed since the plan was made: re-plan with it, or pass "
+                             "--profile " +
+                             r.workload.profile + " to validate the plan's schedules predicted "
+                                                  "by it as it is now");
+      }
       // A file the plan names (not replaced by an option) that is not there: the plan's field.
       for (const auto& [field, spec, replaced] :
            {std::tuple<const char*, std::string, bool>{"hardware", r.workload.hardware,

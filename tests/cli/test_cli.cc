@@ -1233,6 +1233,22 @@ TEST_CASE("plan: the text and chart say after how many cached tokens, columns st
   }
 }
 
+TEST_CASE("validate --plan refuses a profile that changed since the plan was made") {
+  const fs::path prof = scratch() / "changing-profile.json", plan = scratch() / "digest.plan.json";
+  fs::copy_file(std::string(TPO_TEST_DATA) + "/../../configs/profiles/cpu-vm-llama3.1-8b-tp2.json",
+                prof, fs::copy_options::overwrite_existing);
+  REQUIRE(tpo("plan --model llama3.1-8b --hardware cpu-host --tp 2 --seq 128 --layers 1 --quiet "
+              "--profile " +
+              prof.string() + " --json " + plan.string())
+              .code == 0);
+  CHECK(nlohmann::json::parse(slurp(plan)).at("profile_digest").get<std::string>().size() == 16);
+  std::ofstream(prof, std::ios::app) << "\n";  // the same numbers, another file
+  const auto r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("field 'profile_digest': the profile") != std::string::npos);
+  CHECK(r.out.find("changed since the plan was made") != std::string::npos);
+}
+
 TEST_CASE("a plan that names its model by a relative path is read from another folder") {
   const fs::path dir = scratch() / "relplan";
   fs::create_directories(dir);
