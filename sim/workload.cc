@@ -113,11 +113,11 @@ ShardDims validate_workload(const Workload& w) {
                   (weights + kv) / gib, weights / gib, kv / gib, w.hardware.gpu_name.c_str(),
                   w.hardware.memory_gib);
     if (weights > w.hardware.memory_gib * gib) {
-      throw FieldError("tp", t,
-                       std::string(msg) + (w.hardware.is_cpu
-                                               ? "raise tp, or choose a smaller model or a "
-                                                 "hardware file with more memory per rank"
-                                               : "raise tp or choose larger GPUs"));
+      throw FieldError(
+          "tp", t,
+          std::string(msg) + (w.hardware.is_cpu ? "raise tp, or choose a smaller model or a "
+                                                  "hardware file with more memory per rank"
+                                                : "raise tp or choose larger GPUs"));
     }
     // In decode the tokens are the context's (seq is the one new token).
     const bool decode = w.phase == Phase::Decode;
@@ -155,6 +155,11 @@ Workload make_workload(const WorkloadOptions& o) {
   }
   if (o.comm_ctas > 0) w.hardware.contention.comm_ctas = o.comm_ctas;
   w.exec = parse_exec_mode(o.exec);
+  if (w.exec == ExecMode::Graph && w.hardware.is_cpu) {
+    throw FieldError(
+        "exec", o.exec,
+        "hardware " + w.hardware.name + " is a CPU: CUDA graphs need a GPU (use queued or eager)");
+  }
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

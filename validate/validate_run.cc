@@ -45,15 +45,20 @@ struct RunCase {
 // CUDA graphs exist on the CUDA backend only; eager execution is predicted with one host
 // thread per rank, which one process driving several GPUs is not.
 void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t tp) {
+  const bool from_plan = !o.exec_given && !o.plan_path.empty();
   if (o.backend == "cuda" && o.comm == "nccl" && !o.mpi && tp > 1 && exec == "eager") {
-    throw InputError(o.exec_given || o.plan_path.empty() ? "--exec" : o.plan_path, "eager",
-                     "is predicted with one host thread per rank; with --comm nccl run one rank "
-                     "per process (--mpi under mpirun), or use --comm emulated");
+    throw InputError(
+        from_plan ? o.plan_path : "--exec", from_plan ? "run.workload.exec" : "eager",
+        std::string(from_plan ? "eager " : "") +
+            "is predicted with one host thread per rank; with --comm nccl run one rank "
+            "per process (--mpi under mpirun), or use --comm emulated");
   }
   if (o.backend == "cpu" && exec == "graph") {
-    throw InputError(o.exec_given || o.plan_path.empty() ? "--exec" : o.plan_path, "graph",
-                     "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
-                     "every op as soon as it may start; use queued or eager)");
+    throw InputError(
+        from_plan ? o.plan_path : "--exec", from_plan ? "run.workload.exec" : "graph",
+        std::string(from_plan ? "graph " : "") +
+            "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
+            "every op as soon as it may start; use queued or eager)");
   }
 }
 
@@ -89,8 +94,9 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
                          "the profile " + r.workload.profile +
                              " changed since the plan was made: re-plan with it, or pass "
                              "--profile " +
-                             r.workload.profile + " to validate the plan's schedules predicted "
-                                                  "by it as it is now");
+                             r.workload.profile +
+                             " to validate the plan's schedules predicted "
+                             "by it as it is now");
       }
       // A file the plan names (not replaced by an option) that is not there: the plan's field.
       for (const auto& [field, spec, replaced] :

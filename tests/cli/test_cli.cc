@@ -1528,7 +1528,13 @@ TEST_CASE(
   CHECK(r.out.find("--exec lazy: must be queued") != std::string::npos);
   r = tpo("validate --model " + data + "/tiny_model.json --tp 2 --seq 32 --layers 1 --exec graph");
   CHECK(r.code == 2);
-  CHECK(r.out.find("--exec graph: needs --backend cuda") != std::string::npos);
+  CHECK(r.out.find("--exec graph: hardware cpu-host is a CPU: CUDA graphs need a GPU") !=
+        std::string::npos);
+  // plan and simulate refuse it too (a plan validate could not run).
+  r = tpo("plan --model " + data + "/tiny_model.json --hardware cpu-host --tp 2 --seq 128 " +
+          "--exec graph --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("CUDA graphs need a GPU") != std::string::npos);
   // A plan records its mode; validate --plan predicts in it (eager runs on the CPU runtime).
   const fs::path plan = scratch() / "exec.plan.json";
   REQUIRE(tpo("plan --model " + data +
