@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 
 #include "sim/error.h"
 #include "sim/json_io.h"
 #include "sim/stats.h"
+#include "sim/strategy.h"
 
 namespace tpo::sim {
 
@@ -289,6 +291,29 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
     throw FieldError("profile", profile_path,
                      "was measured for model '" + p.model + "', not '" + w.model.name +
                          "'; profile this model (tpo profile --model ...)");
+  }
+  // The same name is not the same model: each GEMM the profile measured must have the shape
+  // this model's shard gives it (else its ops would quietly fall back to the analytical model).
+  if (!p.gemm.empty()) {
+    Workload one = w;
+    one.layers = 1;
+    one.embed_head = false;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> shape;
+    for (const auto& op : build_schedule(one, StrategySpec(StrategyKind::None)).ops) {
+      if (op.kind == OpKind::Gemm) shape[op_code_name(op.code)] = {op.n, op.k};
+    }
+    for (const auto& g : p.gemm) {
+      const auto it = shape.find(g.name);
+      if (it != shape.end() && it->second != std::pair{g.n, g.k}) {
+        throw FieldError("profile", profile_path,
+                         "was measured for a model named '" + p.model + "' whose " + g.name +
+                             " GEMM is " + std::to_string(g.n) + " x " + std::to_string(g.k) +
+                             " (n x k), but this model's shard at TP " + std::to_string(w.tp) +
+                             " has " + std::to_string(it->second.first) + " x " +
+                             std::to_string(it->second.second) +
+                             ": another model under the same name; profile this one");
+      }
+    }
   }
   auto cm = std::make_unique<ProfileCostModel>(std::move(p), w.hardware, w.tp);
   cm->set_exec(w.exec);

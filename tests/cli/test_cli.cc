@@ -473,6 +473,15 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
           prof.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("--profile") != std::string::npos);
+  // Another model under the same name (wider): its GEMM shapes give it away.
+  std::string wide = slurp(data + "/tiny_model.json");
+  const std::string narrow = "\"hidden_size\": 128";
+  wide.replace(wide.find(narrow), narrow.size(), "\"hidden_size\": 256");
+  std::ofstream(scratch() / "tiny_wide.json") << wide;
+  r = tpo("simulate --model " + (scratch() / "tiny_wide.json").string() +
+          " --hardware cpu-host --tp 2 --seq 128 --profile " + prof.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("another model under the same name") != std::string::npos);
 }
 
 TEST_CASE("profile: an interrupted run resumes where it stopped") {
