@@ -46,6 +46,25 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                        "decoders only)");
     }
   }
+  // Weights other than bf16 change every GEMM's cost: tpo models bf16.
+  if (j.contains("quantization_config") && !j.at("quantization_config").is_null()) {
+    const auto& q = j.at("quantization_config");
+    const std::string method = q.is_object() && q.contains("quant_method") &&
+                                       q.at("quant_method").is_string()
+                                   ? q.at("quant_method").get<std::string>()
+                                   : "a";
+    throw InputError(path, "quantization_config",
+                     method +
+                         " quantized weights are not modelled (bf16 weights only); remove the "
+                         "field to plan the model in bf16");
+  }
+  // Multimodal configs keep the language model's fields in text_config.
+  if (j.contains("text_config") && j.at("text_config").is_object() &&
+      !j.contains("num_hidden_layers")) {
+    throw InputError(path, "text_config",
+                     "the language model's fields are in text_config: give a config.json of "
+                     "the language model alone (text_config's fields at the top level)");
+  }
   const std::string type = o.string_or("model_type", "");
   for (const char* plain : {"gpt2", "gpt_neox", "gptj", "falcon", "opt", "bloom", "phi", "mpt"}) {
     if (type == plain) {

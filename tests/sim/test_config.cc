@@ -338,4 +338,23 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
           }).find(std::string("field '") + key + "': must be a number") != std::string::npos);
     std::filesystem::remove(p);
   }
+  // Quantized weights (timed as bf16 before) and a multimodal config whose language model is
+  // in text_config: refused, saying what to give instead.
+  {
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("tpo_test_q_" + std::to_string(::getpid()) + ".json"))
+                              .string();
+    auto j = tpo::read_json_file(data + "/hf_llama_config.json");
+    j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}};
+    std::ofstream(p) << j.dump();
+    CHECK(error_of([&] { load_model(p); })
+              .find("field 'quantization_config': awq quantized weights are not modelled") !=
+          std::string::npos);
+    auto mm = nlohmann::json::object();
+    mm["model_type"] = "llava";
+    mm["text_config"] = tpo::read_json_file(data + "/hf_llama_config.json");
+    std::ofstream(p) << mm.dump();
+    CHECK(error_of([&] { load_model(p); }).find("field 'text_config'") != std::string::npos);
+    std::filesystem::remove(p);
+  }
 }
