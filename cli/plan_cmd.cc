@@ -48,8 +48,15 @@ double parse_interpolation_risk(const std::string& t) {
 void check_given(const PlanCli& c, const CLI::App& sub) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (c.scenario == "generate") {
+    for (const char* opt : {"--csv", "--svg"}) {
+      if (given(opt)) {
+        throw InputError(opt, "",
+                         "does not apply to --scenario generate: it writes its table as text and "
+                         "--json (tpo.generate/1); the CSV and chart are of prompt-length sweeps");
+      }
+    }
     for (const char* opt : {"--seq", "--phase", "--context", "--threshold", "--allow-arch-change",
-                            "--csv", "--svg", "--interpolation-risk"}) {
+                            "--interpolation-risk"}) {
       if (given(opt)) {
         throw InputError(opt, "",
                          "does not apply to --scenario generate (it uses --prompt, "
@@ -63,6 +70,10 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
     if (c.plan.workload.phase == "decode" && given("--context")) {
       throw InputError("--context", std::to_string(c.plan.workload.context),
                        "in a decode plan --seq lists the context lengths; drop --context");
+    }
+    if (c.plan.workload.phase == "decode" && given("--max-chunks")) {
+      throw InputError("--max-chunks", "",
+                       "applies to prefill: a decode step has no prompt to cut into chunks");
     }
   }
   if (given("--interpolation-risk") && c.plan.workload.profile.empty()) {

@@ -267,7 +267,12 @@ PlanFile load_plan(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   const JsonObject o(j, path, "");
   if (o.string("schema") != "tpo.plan/1") {
-    throw InputError(path, "schema", "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
+    const std::string schema = o.string_or("schema", "");
+    throw InputError(path, "schema",
+                     schema == "tpo.generate/1"
+                         ? "is a generate report (tpo plan --scenario generate): it holds no "
+                           "schedules to run; validate a plan of prompt lengths (tpo plan --json)"
+                         : "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
   }
   PlanFile p;
   p.path = path;

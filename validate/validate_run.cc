@@ -464,7 +464,11 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
           "differ from any one row above:\n";
     for (const auto& d : ds) {
       const auto& p = r.cases[d.picked_case];
-      os << "  " << std::left << std::setw(9) << p.workload.seq << std::setw(28)
+      // A decode point is its context (every step is one token).
+      const std::string at = p.workload.phase == sim::Phase::Decode
+                                 ? "ctx " + std::to_string(p.workload.context)
+                                 : std::to_string(p.workload.seq);
+      os << "  " << std::left << std::setw(9) << at << std::setw(28)
          << (p.schedule.strategy + " " + sim::variant_text(p.spec))
          << fmt("%.3f ms; ", to_us(d.picked_ns) / 1e3)
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
