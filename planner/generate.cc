@@ -170,13 +170,13 @@ GenerateReport run_generate(const GenerateOptions& o) {
       sim::Workload last = ws.back();
       last.phase = sim::Phase::Decode;
       last.seq = 1;
-      last.context = o.prompt + o.new_tokens;
+      last.context = o.prompt + o.new_tokens - 1;  // the last step's (prompt + 1 .. this)
       sim::validate_workload(last);
     } catch (const FieldError& e) {
       if (e.name() == "seq") throw InputError("--prompt", std::to_string(o.prompt), e.problem());
       if (e.name() == "context") {
         throw InputError("--new-tokens", std::to_string(o.new_tokens),
-                         "the last step's context (" + std::to_string(o.prompt + o.new_tokens) +
+                         "the last step's context (" + std::to_string(o.prompt + o.new_tokens - 1) +
                              " tokens): " + e.problem());
       }
       throw;
