@@ -274,6 +274,7 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   c.schedule = sim::build_schedule(w, c.spec);
   sim::Engine engine;
   c.predicted = engine.run(c.schedule, sim::cost_schedule(c.schedule, *cm));
+  c.cost_sources = sim::cost_sources(c.schedule, *cm);
   const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
   c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
   if (reporter) {
@@ -458,6 +459,16 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
       break;
     }
   }
+  if (r.cost_model == "profile") {
+    std::map<std::string, std::int64_t> total;
+    for (const auto& c : r.cases) {
+      for (const auto& [k, n] : c.cost_sources) total[k] += n;
+    }
+    os << "\nop costs of the validated schedules' predictions:";
+    for (const auto& [k, n] : total) os << " " << n << " " << k;
+    os << " (ops the profile did not measure are priced between or beyond its sizes, or by the "
+          "analytical model: the least certain part of a prediction)\n";
+  }
   if (const auto ds = decisions(r); !ds.empty()) {
     os << "\nthe plan's pick against the measured alternatives (none, and --alternatives); none "
           "is the median over the point's cases of the none each measured beside it, so it can "
@@ -525,6 +536,7 @@ ojson validate_json(const ValidateReport& r) {
       k["picked_by_plan"] = c.picked;
     }
     k["predicted_us"] = to_us(c.predicted.total_ns);
+    k["cost_sources"] = c.cost_sources;
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
     for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(to_us(t));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -53,6 +54,9 @@ struct CaseResult {
   sim::Schedule schedule;
   sim::Timeline predicted;
   std::int64_t predicted_none_ns = 0;
+  // How the prediction priced the schedule's ops (measured, interpolated, extrapolated,
+  // analytical: a profile's; all analytical without one).
+  std::map<std::string, std::int64_t> cost_sources;
   RunResult measured;
   std::int64_t measured_none_ns = 0;
   double error_vs_reference = 0;  // against the architecture's reference forward
@@ -80,7 +84,7 @@ struct Decision {
   int group = -1;
   std::size_t picked_case = 0;
   std::string fastest;  // the fastest measured alternative, in words
-  double regret = 0;  // picked_ns / fastest_ns - 1
+  double regret = 0;    // picked_ns / fastest_ns - 1
   bool overlap_measured = false, overlap_picked = false;
   // none stands for the median of the none runs measured beside the point's cases (none_runs).
   std::int64_t none_ns = 0, fastest_ns = 0, picked_ns = 0;

@@ -476,6 +476,19 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
           prof.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("--profile") != std::string::npos);
+  // validate says how its predictions priced the ops (text and each case in the JSON).
+  const fs::path vj = scratch() / "tiny.validate.json";
+  r = tpo("validate --model " + data + "/tiny_model.json --tp 2 --seq 64 --layers 1 --repeat 1 " +
+          "--warmup 0 --profile " + prof.string() + " --json " + vj.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("op costs of the validated schedules' predictions:") != std::string::npos);
+  {
+    const auto v = nlohmann::json::parse(slurp(vj));
+    std::int64_t priced = 0;
+    for (const auto& [k, n] : v.at("cases")[0].at("cost_sources").items()) priced += n.get<int>();
+    CHECK(priced > 0);
+    CHECK(v.at("cases")[0].at("cost_sources").contains("measured"));
+  }
   // Another model under the same name (wider): its GEMM shapes give it away.
   std::string wide = slurp(data + "/tiny_model.json");
   const std::string narrow = "\"hidden_size\": 128";
