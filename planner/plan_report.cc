@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -63,9 +64,10 @@ void print_plan(std::ostream& os, const Plan& plan) {
   }
   os << "\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
-     << "chunks / variant" << std::right << std::setw(13) << "predicted_ms" << " "
-     << std::setw(9) << "none_ms" << " " << std::setw(8) << "speedup" << " " << std::setw(16)
-     << "exposed_comm_ms";
+     << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
+     << " " << std::setw(9) << "none_ms"
+     << " " << std::setw(8) << "speedup"
+     << " " << std::setw(16) << "exposed_comm_ms";
   bool any_arch = false;
   for (const auto& p : plan.points) {
     for (const auto& c : p.candidates) any_arch = any_arch || !c.preserves_function();
@@ -191,7 +193,9 @@ ojson plan_json(const Plan& plan) {
                        {"exec", o.workload.exec},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
-  if (!o.workload.profile.empty()) {
+  // Of a file only: a pipe (/dev/stdin) cannot be read again to fingerprint or to check.
+  if (std::error_code ec;
+      !o.workload.profile.empty() && std::filesystem::is_regular_file(o.workload.profile, ec)) {
     j["profile_digest"] = file_digest(o.workload.profile, "--profile");
   }
   j["model"] = sim::model_json(w.model);
@@ -259,11 +263,20 @@ static std::string xml_text(const std::string& t) {
   std::string out;
   for (char c : t) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -317,8 +330,7 @@ std::string plan_svg(const Plan& plan) {
   const auto& w = plan.workload;
   os << "<text x=\"" << L << "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Predicted speedup "
      << "over no overlap — " << xml_text(w.model.name) << ", " << xml_text(w.hardware.name)
-     << ", TP " << w.tp
-     << "</text>\n";
+     << ", TP " << w.tp << "</text>\n";
   os << "<text x=\"" << L << "\" y=\"40\" fill=\"#555\">" << sim::phase_name(w.phase) << ", batch "
      << w.batch
      << (w.phase == sim::Phase::Prefill && w.context > 0

@@ -487,7 +487,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   std::istringstream in(read_input_file(path, ""));
   std::vector<sim::AllReducePoint> pts;
   std::int64_t line_no = 0;
-  std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0;
+  std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0, runs = 0;
   // Where a row's columns are. The header line names them ("size count type redop root time
   // algbw busbw #wrong time ..."), so versions that add columns (per-iteration statistics) are
   // read by name; without a header, the 12 (before 2.13) or 13 columns of the classic layout.
@@ -527,6 +527,11 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
       // The column header: out-of-place columns, then in-place ones, each from its "time".
       if (tok.size() > 4 && tok[1] == "size" &&
           std::find(tok.begin(), tok.end(), "redop") != tok.end()) {
+        if (std::find(tok.begin(), tok.end(), "cputime") != tok.end()) {
+          throw InputError(path + ":" + std::to_string(line_no), "cputime",
+                           "the run reported CPU time (all_reduce_perf -C 1), not the GPU time "
+                           "of each all-reduce: run it without -C");
+        }
         Layout l;
         l.columns = tok.size() - 1;
         l.line = line_no;
@@ -544,7 +549,13 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
         if (half == 1 && l.algbw[0] && l.algbw[1] && l.check[0] && l.check[1]) header = l;
         continue;
       }
-      // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank.
+      // "# nThread 1 nGpus 8 minBytes ..." and one "#  Rank  N ..." line per rank. A second
+      // such header is a second run (its ranks would be counted with the first's).
+      if (tok.size() > 1 && tok[1] == "nThread" && ++runs > 1) {
+        throw InputError(path + ":" + std::to_string(line_no), "nThread",
+                         "a second run's header: the file holds more than one run of "
+                         "all_reduce_perf; give one");
+      }
       for (std::size_t i = 1; i + 1 < tok.size(); ++i) {
         if (tok[i] == "nGpus") {
           const long long n = std::atoll(tok[i + 1].c_str());
@@ -638,18 +649,19 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                            " B does not follow a smaller size: the file holds more than one run "
                            "(give one, sizes ascending)");
     }
-    // A message cannot take less than half the typical time of the smaller ones in the same
-    // run: the median of at least three, so that slow warm-up rows at the start (NVIDIA's H100
-    // table has one) do not make the next real row look impossible.
+    // A message cannot take less than half the time of the fastest smaller one in the same
+    // run, once at least three are there: slow warm-up rows at the start (NVIDIA's H100 table
+    // has one) are then outvoted by a real one, and do not make the next row look impossible.
     if (pts.size() >= 3) {
-      std::vector<double> before;
-      for (const auto& q : pts) before.push_back(q.t.median_us);
-      const double typical = sim::median(before, 0.0);
-      if (time_us < 0.5 * typical) {
+      const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+        return a.t.median_us < b.t.median_us;
+      });
+      if (time_us < 0.5 * q->t.median_us) {
         throw InputError(where, "time",
-                         tok[t_at] + " us for " + tok[0] + " B, under half the median " +
-                             fmt("%.2f", typical) + " us of the " + std::to_string(pts.size()) +
-                             " smaller messages of the same run: not a real all-reduce");
+                         tok[t_at] + " us for " + tok[0] + " B, under half the " +
+                             fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
+                             " B, the fastest smaller message of the same run: not a real "
+                             "all-reduce");
       }
     }
     sim::AllReducePoint p;

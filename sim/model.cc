@@ -47,15 +47,16 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
     }
   }
   // Weights other than bf16 change every GEMM's cost: tpo models bf16.
-  if (j.contains("quantization_config") && !j.at("quantization_config").is_null()) {
+  if (j.contains("quantization_config") && !j.at("quantization_config").is_null() &&
+      !j.at("quantization_config").empty()) {
     const auto& q = j.at("quantization_config");
-    const std::string method = q.is_object() && q.contains("quant_method") &&
-                                       q.at("quant_method").is_string()
-                                   ? q.at("quant_method").get<std::string>()
-                                   : "a";
+    const std::string method =
+        q.is_object() && q.contains("quant_method") && q.at("quant_method").is_string()
+            ? q.at("quant_method").get<std::string>() + " "
+            : "";
     throw InputError(path, "quantization_config",
-                     method +
-                         " quantized weights are not modelled (bf16 weights only); remove the "
+                     "quantized weights (" + method +
+                         "quantization_config) are not modelled (bf16 weights only); remove the "
                          "field to plan the model in bf16");
   }
   // Multimodal configs keep the language model's fields in text_config.

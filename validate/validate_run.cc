@@ -44,18 +44,20 @@ struct RunCase {
 
 // CUDA graphs exist on the CUDA backend only; eager execution is predicted with one host
 // thread per rank, which one process driving several GPUs is not.
-void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t tp) {
+// `where`: the plan entry ("lookup[N]") when the mode came from a plan.
+void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t tp,
+                const std::string& where = "") {
   const bool from_plan = !o.exec_given && !o.plan_path.empty();
   if (o.backend == "cuda" && o.comm == "nccl" && !o.mpi && tp > 1 && exec == "eager") {
     throw InputError(
-        from_plan ? o.plan_path : "--exec", from_plan ? "run.workload.exec" : "eager",
+        from_plan ? o.plan_path : "--exec", from_plan ? where + ".run.workload.exec" : "eager",
         std::string(from_plan ? "eager " : "") +
             "is predicted with one host thread per rank; with --comm nccl run one rank "
             "per process (--mpi under mpirun), or use --comm emulated");
   }
   if (o.backend == "cpu" && exec == "graph") {
     throw InputError(
-        from_plan ? o.plan_path : "--exec", from_plan ? "run.workload.exec" : "graph",
+        from_plan ? o.plan_path : "--exec", from_plan ? where + ".run.workload.exec" : "graph",
         std::string(from_plan ? "graph " : "") +
             "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
             "every op as soon as it may start; use queued or eager)");
@@ -140,7 +142,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
                          e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
                          err.value() + ": " + err.problem());
       }
-      check_exec(o, r.workload.exec, r.workload.tp);
+      check_exec(o, r.workload.exec, r.workload.tp, e.where);
       out.push_back({std::move(r), static_cast<int>(g), k == 0});
     }
   }
@@ -355,7 +357,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
       const bool cpu_file = w.hardware.is_cpu;
       const bool from_plan = !o.hardware_given && !o.plan_path.empty();
       throw InputError(from_plan ? o.plan_path : "--hardware",
-                       from_plan ? "run.workload.hardware" : w.hardware.name,
+                       from_plan ? "lookup[" + std::to_string(rc.group) + "].run.workload.hardware"
+                                 : w.hardware.name,
                        std::string(from_plan ? "'" + w.hardware.name + "' " : "") + "is " +
                            std::string(cpu_file ? "a CPU" : "a GPU") + " ('" + w.hardware.gpu_name +
                            "') but --backend " + o.backend + " runs on " +
@@ -485,7 +488,9 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
          << (d.regret <= 0 ? "" : fmt(" %.3f ms", to_us(d.fastest_ns) / 1e3))
          << fmt(", regret %.1f%%", 100 * d.regret) << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3)
-         << " (median over " << d.none_runs << " cases' none)" << std::right << "\n";
+         << (d.none_runs == 1 ? std::string(" (measured beside the one case)")
+                              : " (median over " + std::to_string(d.none_runs) + " cases' none)")
+         << std::right << "\n";
     }
   }
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "

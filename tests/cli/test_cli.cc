@@ -1272,6 +1272,43 @@ TEST_CASE("validate --plan refuses a profile that changed since the plan was mad
   CHECK(r.code == 2);
   CHECK(r.out.find("field 'profile_digest': the profile") != std::string::npos);
   CHECK(r.out.find("changed since the plan was made") != std::string::npos);
+  // --profile re-predicts with it as it is now, on purpose.
+  CHECK(tpo("validate --plan " + plan.string() + " --profile " + prof.string() +
+            " --repeat 1 --warmup 0")
+            .code == 0);
+  // A plan's hardware file in neither place: the plan's field; a generate report: said so.
+  const fs::path hw = scratch() / "hw-moved.json", p2 = scratch() / "hw.plan.json";
+  fs::copy_file(std::string(TPO_TEST_DATA) + "/../../configs/hardware/cpu-host.json", hw,
+                fs::copy_options::overwrite_existing);
+  REQUIRE(tpo("plan --model " + data + "/tiny_model.json --hardware " + hw.string() +
+              " --tp 2 --seq 128 --layers 1 --quiet --json " + p2.string())
+              .code == 0);
+  fs::remove(hw);
+  auto m = tpo("validate --plan " + p2.string());
+  CHECK(m.code == 2);
+  CHECK(m.out.find("field 'lookup[0].run.workload.hardware'") != std::string::npos);
+  const fs::path g = scratch() / "gen-report.json";
+  REQUIRE(tpo("plan --scenario generate --model " + data +
+              "/tiny_model.json --hardware cpu-host --tp 2 --prompt 64 --new-tokens 2 "
+              "--layers 1 --json " +
+              g.string())
+              .code == 0);
+  m = tpo("validate --plan " + g.string());
+  CHECK(m.code == 2);
+  CHECK(m.out.find("is a generate report") != std::string::npos);
+}
+
+TEST_CASE("validate --plan of a decode plan names each point by its context") {
+  const fs::path p = scratch() / "decode-ctx.plan.json";
+  REQUIRE(tpo("plan --model " + data +
+              "/tiny_model.json --hardware cpu-host --tp 2 --phase decode --seq 64,256 "
+              "--batch 2 --layers 1 --quiet --json " +
+              p.string())
+              .code == 0);
+  const auto r = tpo("validate --plan " + p.string() + " --repeat 1 --warmup 0");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("  ctx 64 ") != std::string::npos);
+  CHECK(r.out.find("  ctx 256 ") != std::string::npos);
 }
 
 TEST_CASE("a plan that names its model by a relative path is read from another folder") {

@@ -803,6 +803,34 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
          "         256            64     float     sum      -1    16.10    0.02    0.03      0    "
          "15.77    0.02    0.03      0\n";
   REQUIRE(profiler::parse_nccl_tests(scratch_file, 0).size() == 4);
+  // Two slow rows first: still read.
+  std::ofstream(scratch_file)
+      << head
+      << "          32             8     float     sum      -1    68.10    0.00    0.00      0    "
+         "13.52    0.00    0.00      0\n"
+         "          64            16     float     sum      -1    60.30    0.00    0.00      0    "
+         "14.72    0.00    0.00      0\n"
+         "         128            32     float     sum      -1    20.40    0.01    0.01      0    "
+         "15.79    0.01    0.01      0\n"
+         "         256            64     float     sum      -1    20.50    0.01    0.02      0    "
+         "15.77    0.02    0.03      0\n";
+  REQUIRE(profiler::parse_nccl_tests(scratch_file, 0).size() == 4);
+  // Two runs in one log (their ranks would add up), and a run that timed the CPU (-C 1).
+  {
+    std::ifstream f(scratch_file);
+    std::stringstream twice;
+    twice << f.rdbuf();
+    const std::string one = twice.str();
+    std::ofstream(scratch_file) << one << one;
+    CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
+                         doctest::Contains("field 'nThread'"), InputError);
+    std::string cpu = one;
+    const std::string col = "root     time";
+    cpu.replace(cpu.find(col), col.size(), "root  cputime");
+    std::ofstream(scratch_file) << cpu;
+    CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
+                         doctest::Contains("field 'cputime'"), InputError);
+  }
   // Newer layouts read by the header's column names: per-iteration statistics after each
   // half, and a time stamp after the row (-S 1).
   std::ofstream(scratch_file)

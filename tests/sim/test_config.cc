@@ -347,9 +347,13 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     auto j = tpo::read_json_file(data + "/hf_llama_config.json");
     j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}};
     std::ofstream(p) << j.dump();
-    CHECK(error_of([&] { load_model(p); })
-              .find("field 'quantization_config': awq quantized weights are not modelled") !=
+    CHECK(error_of([&] {
+            load_model(p);
+          }).find("field 'quantization_config': quantized weights (awq quantization_config) are") !=
           std::string::npos);
+    j["quantization_config"] = nlohmann::json::object();  // empty: not quantized
+    std::ofstream(p) << j.dump();
+    CHECK_NOTHROW(load_model(p));
     auto mm = nlohmann::json::object();
     mm["model_type"] = "llava";
     mm["text_config"] = tpo::read_json_file(data + "/hf_llama_config.json");
