@@ -373,9 +373,10 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
     const std::string gpu = backend->device().value("name", std::string());
     // "H200" as a word: a GH200 (Grace Hopper) is another machine.
     const auto at = gpu.find("H200");
+    // H200 NVL is the PCIe card (lower power, NVLink bridges): not h200x8's SXM part.
     const bool h200 = at != std::string::npos &&
                       (at == 0 || !std::isalnum(static_cast<unsigned char>(gpu[at - 1])));
-    if (!h200) {
+    if (!h200 || gpu.find("NVL") != std::string::npos) {
       throw InputError("--hardware", "",
                        "not given, and this GPU is '" + gpu +
                            "', not an H200 (the default, h200x8): name its hardware file "
@@ -516,6 +517,20 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     std::istringstream ss(line);
     std::vector<std::string> tok;
     for (std::string t; ss >> t;) tok.push_back(t);
+    // A launcher's label before each line: `srun --label` ("0:") or `mpirun --tag-output`
+    // ("[1,0]<stdout>:", written against the line's first word).
+    if (!tok.empty() && tok[0].size() > 1 && tok[0].back() == ':' &&
+        tok[0].find_first_not_of("0123456789") == tok[0].size() - 1) {
+      tok.erase(tok.begin());
+    } else if (!tok.empty() && tok[0][0] == '[' && tok[0].find("]<std") != std::string::npos &&
+               tok[0].find(':', tok[0].find("]<std")) != std::string::npos) {
+      const std::string rest = tok[0].substr(tok[0].find(':', tok[0].find("]<std")) + 1);
+      if (rest.empty()) {
+        tok.erase(tok.begin());
+      } else {
+        tok[0] = rest;
+      }
+    }
     if (tok.empty()) continue;
     if (tok[0] == "#") {
       // "# Collective test starting: all_gather_perf" names the test (newer nccl-tests).

@@ -176,7 +176,15 @@ Workload make_workload(const WorkloadOptions& o) {
     w.hardware.inter = target.inter;
     w.links_of = target.name;
   }
-  validate_workload(w);
+  try {
+    validate_workload(w);
+  } catch (const FieldError& e) {
+    // A decode step's context given as --seq (its default) is blamed on what was typed.
+    if (e.name() == "context" && w.phase == Phase::Decode && o.context < 0) {
+      throw FieldError("seq", e.value(), e.problem());
+    }
+    throw;
+  }
   return w;
 }
 

@@ -786,6 +786,17 @@ TEST_CASE("nccl-tests all_reduce_perf output is imported") {
   std::ofstream(scratch_file) << wrong;
   CHECK_THROWS_WITH_AS(profiler::parse_nccl_tests(scratch_file, 0),
                        doctest::Contains("field 'error'"), InputError);
+  // Logs labelled by their launcher (srun --label, mpirun --tag-output) read as the bare run.
+  for (const std::string label : {"0: ", "[1,0]<stdout>:"}) {
+    std::istringstream lines(good);
+    std::string labelled;
+    for (std::string l; std::getline(lines, l);) labelled += label + l + "\n";
+    std::ofstream(scratch_file) << labelled;
+    const auto lp = profiler::parse_nccl_tests(scratch_file, 0, true);
+    REQUIRE(lp.size() == in_place.size());
+    CHECK(lp.back().t.median_us == in_place.back().t.median_us);
+    CHECK(lp[0].ranks == 8);
+  }
   // Slow warm-up rows first (a run started at 32 B, whose first row is NVIDIA's 68 us outlier):
   // the real rows after them are read, not refused as impossibly fast.
   const std::string head =
