@@ -19,7 +19,7 @@
 namespace tpo::profiler {
 
 struct CalibrationCase {
-  std::string file;  // the report it came from
+  std::string file;   // the report it came from
   std::string model;  // the model's name as the report gives it (run.workload.model may be a path)
   sim::PlannedRun run;
   double measured_us = 0;
