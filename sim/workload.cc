@@ -54,6 +54,11 @@ void check_sizes(const Workload& w) {
   if (w.batch < 1) throw FieldError("batch", std::to_string(w.batch), "must be >= 1");
   if (w.seq < 1) throw FieldError("seq", std::to_string(w.seq), "must be >= 1");
   if (w.context < 0) throw FieldError("context", std::to_string(w.context), "must be >= 0");
+  if (w.phase == Phase::Decode && w.context < 1) {
+    throw FieldError("context", std::to_string(w.context),
+                     "a decode step reads a KV cache of at least one token (the prompt): give a "
+                     "context of 1 or more");
+  }
   if (w.phase == Phase::Decode && w.seq != 1) {
     throw FieldError("seq", std::to_string(w.seq), "decode generates one token per step");
   }

@@ -189,6 +189,7 @@ TEST_CASE("bad input exits 2 with a message naming the file or option and the fi
       {"simulate --model llama3.1-405b --hardware h100x8 --tp 8", "--tp 8: needs"},
       {"simulate --batch 4096 --seq 32768", "--seq 32768: needs"},
       {"simulate --phase decode --batch 64 --seq 10000000", "--seq 10000000: needs"},
+      {"simulate --phase decode --seq 0", "--seq 0: a decode step reads a KV cache"},
       {"simulate --phase decode --batch 64 --context 10000000", "--context 10000000: needs"},
       {"simulate --batch 100000000 --seq 1000000", "exceeds 2^31"},
       {"simulate --model llama3.1-405b --hardware h100x16 --tp 64", "exceeds the GPUs"},
