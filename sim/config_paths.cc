@@ -39,7 +39,7 @@ std::vector<std::string> list_shipped(const std::string& sub) {
 
 std::string resolve_config(const std::string& sub, const std::string& spec,
                            const std::string& field) {
-  if (spec.find('/') != std::string::npos || spec.ends_with(".json")) return spec;
+  if (is_config_path(spec)) return spec;
   const std::string path = (fs::path(config_dir()) / sub / (spec + ".json")).string();
   if (fs::exists(path)) return path;
   std::string names;

@@ -7,6 +7,12 @@
 
 namespace tpo::sim {
 
+// Whether a --model/--hardware/--profile argument names a file (a '/' or ".json") rather than
+// a shipped name.
+inline bool is_config_path(const std::string& spec) {
+  return spec.find('/') != std::string::npos || spec.ends_with(".json");
+}
+
 // $TPO_CONFIG_DIR if set, else the source tree's configs/.
 std::string config_dir();
 std::vector<std::string> list_shipped(const std::string& sub);

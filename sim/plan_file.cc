@@ -71,9 +71,8 @@ StrategySpec spec_from_json(const JsonObject& o) {
 std::string beside_file(const std::string& spec, const std::string& file, bool* found) {
   namespace fs = std::filesystem;
   *found = true;
-  const bool is_path = spec.find('/') != std::string::npos || spec.ends_with(".json");
   std::error_code ec;
-  if (!is_path || fs::path(spec).is_absolute() || fs::exists(spec, ec)) return spec;
+  if (!is_config_path(spec) || fs::path(spec).is_absolute() || fs::exists(spec, ec)) return spec;
   const fs::path there = fs::path(file).parent_path() / spec;
   if (!fs::path(file).parent_path().empty() && fs::exists(there, ec)) return there.string();
   *found = false;

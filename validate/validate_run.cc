@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "sim/config_paths.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/format.h"
@@ -107,8 +108,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
             {"profile", r.workload.profile, o.profile_given},
             {"emulate", r.workload.emulate, !o.workload.emulate.empty()}}) {
         std::error_code ec;
-        const bool is_path = spec.find('/') != std::string::npos || spec.ends_with(".json");
-        if (!replaced && is_path && !std::filesystem::exists(spec, ec)) {
+        if (!replaced && sim::is_config_path(spec) && !std::filesystem::exists(spec, ec)) {
           throw InputError(o.plan_path, e.where + ".run.workload." + field,
                            "'" + spec +
                                "': no such file, from the current folder or beside the plan (a "
