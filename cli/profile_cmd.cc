@@ -69,7 +69,7 @@ struct ImportCli {
 // analytical model then reads them at that rank count), named after `out`.
 std::string hardware_with_table(const std::string& spec, const sim::HardwareConfig& hw,
                                 const std::vector<sim::AllReducePoint>& pts, const ImportCli& c,
-                                const char* column, std::int64_t gpus_per_thread) {
+                                const char* column, const profiler::NcclTestsHeader& run) {
   const std::int64_t ranks = pts.front().ranks;
   if (ranks > hw.gpus_per_node) {
     throw InputError(c.ranks > 0 ? "--ranks" : c.file,
@@ -93,8 +93,10 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
   std::string source = "nccl-tests all_reduce_perf, " + std::string(column) + " times, " +
                        std::to_string(ranks) + " ranks, imported by tpo profile " +
                        "import-nccl-tests on " + profiler::today() + " from " + c.file;
-  if (gpus_per_thread > 1) {
-    source += " (one thread drove " + std::to_string(gpus_per_thread) +
+  if (run.graph_launches > 0) {
+    source += " (captured as a CUDA graph: no host launch time in the times)";
+  } else if (run.gpus_per_thread > 1) {
+    source += " (one thread drove " + std::to_string(run.gpus_per_thread) +
               " GPUs: small-message times may include host launch time)";
   }
   // The run's table replaces one of the same rank count; the file's tables of other rank counts
@@ -128,8 +130,8 @@ int run_import(ImportCli c) {
   if (!c.out.empty()) check_writable(c.out, "--out");
   if (!c.hardware_out.empty()) check_writable(c.hardware_out, "--hardware-out");
   check_distinct_outputs({{c.out, "--out"}, {c.hardware_out, "--hardware-out"}});
-  std::int64_t gpus_per_thread = 0;
-  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &gpus_per_thread);
+  profiler::NcclTestsHeader run;
+  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &run);
   const char* column = c.in_place ? "in-place" : "out-of-place";
   if (const std::int64_t gpus = hw.nodes * hw.gpus_per_node; pts.front().ranks > gpus) {
     throw InputError(c.ranks > 0 ? "--ranks" : c.file,
@@ -140,8 +142,13 @@ int run_import(ImportCli c) {
   std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
             << " ranks from " << c.file << " (" << column
             << " times; message bytes read as bf16 values)\n";
-  if (gpus_per_thread > 1) {
-    std::cout << "note: one thread drove " << gpus_per_thread
+  if (run.graph_launches > 0) {
+    std::cout << "note: the timed iterations were captured as a CUDA graph (graph: "
+              << run.graph_launches
+              << " in the header): the times hold no host launch time, as a serving engine's "
+                 "graph-replayed steps\n";
+  } else if (run.gpus_per_thread > 1) {
+    std::cout << "note: one thread drove " << run.gpus_per_thread
               << " GPUs (nGpus in the header): its small-message times may include host launch "
                  "time that a stack with a thread or process per GPU (serving engines, tpo "
                  "validate) does not pay\n";
@@ -149,7 +156,7 @@ int run_import(ImportCli c) {
   OutputSet outputs;  // both files, or (on any error) neither
   std::string held;   // the rank counts the written hardware file has tables for
   if (!c.hardware_out.empty()) {
-    const std::string text = hardware_with_table(spec, hw, pts, c, column, gpus_per_thread);
+    const std::string text = hardware_with_table(spec, hw, pts, c, column, run);
     // Read as tpo will read it, before anything is written.
     for (const auto& t :
          sim::hardware_from_json(nlohmann::json::parse(text), c.hardware_out).intra.tables) {
@@ -191,7 +198,8 @@ int run_import(ImportCli c) {
     profiler::fit_profile(p);
     p.device["allreduce_source"] =
         "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
-    if (gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = gpus_per_thread;
+    if (run.gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = run.gpus_per_thread;
+    if (run.graph_launches > 0) p.device["allreduce_cuda_graph"] = true;
     outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   }
   outputs.commit();

@@ -480,7 +480,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
 
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override, bool in_place,
-                                                  std::int64_t* gpus_per_thread) {
+                                                  NcclTestsHeader* header_out) {
   if (ranks_override < 0 || ranks_override > 1 << 20) {
     throw InputError("--ranks", std::to_string(ranks_override),
                      "must be a rank count between 2 and 2^20 (or left out)");
@@ -488,7 +488,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   std::istringstream in(read_input_file(path, ""));
   std::vector<sim::AllReducePoint> pts;
   std::int64_t line_no = 0;
-  std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0, runs = 0;
+  std::int64_t ranks = 0, rank_lines = 0, n_gpus = 0, runs = 0, graph_launches = 0;
   // Where a row's columns are. The header line names them ("size count type redop root time
   // algbw busbw #wrong time ..."), so versions that add columns (per-iteration statistics) are
   // read by name; without a header, the 12 (before 2.13) or 13 columns of the classic layout.
@@ -580,6 +580,10 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
           }
           ranks = std::max<std::int64_t>(ranks, n);
           n_gpus = std::max<std::int64_t>(n_gpus, n);
+        }
+        // "... validation: 1 graph: 1 ...": -G N, the timed iterations replayed as a CUDA graph.
+        if (tok[i] == "graph:" && tok[1] == "nThread") {
+          graph_launches = std::max<std::int64_t>(0, std::atoll(tok[i + 1].c_str()));
         }
       }
       if (tok.size() > 1 && tok[1] == "Rank") ++rank_lines;
@@ -694,7 +698,7 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
     throw InputError(path, "nGpus", "cannot tell how many ranks ran; pass --ranks N");
   }
   for (auto& p : pts) p.ranks = ranks;
-  if (gpus_per_thread) *gpus_per_thread = n_gpus;
+  if (header_out) *header_out = {n_gpus, graph_launches};
   return pts;
 }
 

@@ -66,14 +66,23 @@ nlohmann::json analytical_vs_measured(const sim::HardwareConfig& hw, std::int64_
 // with them again (`tpo profile accuracy`).
 std::vector<Measurement> measurements_of(const sim::Profile& p);
 
+// What an all_reduce_perf header says about how its times were taken.
+struct NcclTestsHeader {
+  // The most GPUs one thread drove (the header's nGpus; 1 when each rank had its own thread; 0
+  // when the file has no such header).
+  std::int64_t gpus_per_thread = 0;
+  // The header's "graph: N" (-G N): N > 0 when the timed iterations were captured as a CUDA
+  // graph and replayed, so no host launch time is in them; 0 when eager or not stated.
+  std::int64_t graph_launches = 0;
+};
+
 // Parses the output of nccl-tests' all_reduce_perf into all-reduce points: the out-of-place
 // times, or the in-place ones (tpo's runtime all-reduces in place). Throws InputError naming
-// the file when nothing can be read from it. `gpus_per_thread`, when given, receives the most
-// GPUs one thread drove (the header's nGpus; 1 when each rank had its own thread; 0 when the
-// file has no such header).
+// the file when nothing can be read from it. `header`, when given, receives what the header
+// says about the run.
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override,
                                                   bool in_place = false,
-                                                  std::int64_t* gpus_per_thread = nullptr);
+                                                  NcclTestsHeader* header = nullptr);
 
 }  // namespace tpo::profiler

@@ -1,12 +1,15 @@
 """The all-reduce table of configs/hardware/h100x8.json (and h100x16, h200x8) from NVIDIA's
 published nccl-tests run, and how well it and the former latency + bandwidth model hold.
 
-Usage: python3 results/independent/nccl_table.py [TABLE [LATENCY_US BUSBW_GBPS]]
+Usage: python3 results/independent/nccl_table.py [TABLE [LATENCY_US BUSBW_GBPS [OTHER]]]
   default: results/independent/h100-nccl-tests-dgxc.txt 8 476 (h100x8.json before 2026-12-03);
   rtx4090x8:  results/independent/rtx4090-nccl-tests-chlc.txt 40 18
   a100x8:     results/independent/a100-nccl-tests-oci.txt 10 210
-  (each the file's latency + bandwidth model as it stood before the table was read; 8 ranks,
-  plus the 2 us per-kernel term of every hardware file)
+  h100x8 at 4 ranks: results/independent/h100x4-nccl-tests-graph.txt 8 476
+                     results/independent/h100x4-nccl-tests-eager.txt
+  (each the file's latency + bandwidth model as it stood before the table was read, plus the
+  2 us per-kernel term of every hardware file; the rank count is the number of "Rank" lines
+  under "# Using devices", else the header's nGpus, else 8)
 
 Prints:
 1. the in-place times as the hardware files' "allreduce_table.points" ([bytes, us]); tpo's
@@ -20,6 +23,10 @@ Prints:
 4. for NVIDIA's H100 table only, an independent check: SGLang PR #22734's "pynccl graph" column (NCCL through PyTorch, CUDA
    graph, one 8-GPU node, presumably H200: the excerpt's next table is "Two-node (H200, TP=16)"),
    against the table read at the same sizes.
+5. with OTHER, a second run of the same machine and rank count: the table (with tpo's reading
+   beyond its largest size) against OTHER's in-place times at every size OTHER has. With
+   OTHER a rows-only file at another rank count (a comment line "# ranks: N"), the former
+   model against those rows instead.
 Nothing is fitted: the table is the published measurement, interpolated."""
 import json
 import math
@@ -27,11 +34,11 @@ import statistics
 import sys
 
 PATH = sys.argv[1] if len(sys.argv) > 1 else "results/independent/h100-nccl-tests-dgxc.txt"
-RANKS = 8
 KERNEL_US = 2.0
 OLD_LATENCY_US, BUSBW = ((float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3
                          else (8.0, 476.0))  # h100x8.json before 2026-12-03
 H100 = PATH.endswith("h100-nccl-tests-dgxc.txt")
+OTHER = sys.argv[4] if len(sys.argv) > 4 else None
 
 # github.com/sgl-project/sglang/pull/22734 (merged), description, first table, "pynccl graph"
 # column, all times in us; KiB sizes.
@@ -46,6 +53,21 @@ def read_rows(path):
         if len(w) == 13 and w[0].isdigit():
             rows.append((int(w[0]), float(w[5]), float(w[9])))  # bytes, out-of-place, in-place
     return rows
+
+
+def read_ranks(path):
+    """The ranks of a run: its "Rank" device lines, else the header's nGpus (one process
+    driving several GPUs), else a "# ranks: N" comment, else 8."""
+    devices, ngpus, stated = 0, None, None
+    for line in open(path):
+        w = line.split()
+        if len(w) > 2 and w[0] == "#" and w[1] == "Rank" and w[2].isdigit():
+            devices += 1
+        if "nGpus" in w and w.index("nGpus") + 1 < len(w):
+            ngpus = int(w[w.index("nGpus") + 1])
+        if w[:2] == ["#", "ranks:"]:
+            stated = int(w[2])
+    return devices or stated or ngpus or 8
 
 
 def interp(pts, x):
@@ -75,6 +97,7 @@ def summary(errs):
 
 
 rows = read_rows(PATH)
+RANKS = read_ranks(PATH)
 pts = [(b, ip) for b, _, ip in rows]
 print(f"source: {PATH}, {len(rows)} sizes, {RANKS} ranks\n")
 print("1. allreduce_table.points (in-place times):")
@@ -100,6 +123,36 @@ for b, op, ip in rows:
 print("   up to 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
 print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
 print("   all:", summary([e for _, e in old]))
+
+if OTHER:
+    other, other_ranks = read_rows(OTHER), read_ranks(OTHER)
+    if other_ranks == RANKS:
+        print(f"\n5. the table (read beyond {pts[-1][0]} B as tpo reads it, bus bandwidth bound "
+              f"{BUSBW:g} GB/s) against {OTHER}, in-place:")
+        print(f"   {'bytes':>12} {'other us':>10} {'table us':>9} {'error':>7}  {'where':<6} "
+              f"{'former model':>12} {'error':>7}")
+        errs, former = [], []
+        for b, _, ip in other:
+            t = interp(pts, b)
+            m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+            errs.append((b, (t - ip) / ip))
+            former.append((b, (m - ip) / ip))
+            where = "beyond" if b > pts[-1][0] else "inside"
+            print(f"   {b:>12} {ip:>10.2f} {t:>9.2f} {100 * (t - ip) / ip:>6.1f}%  {where:<6} "
+                  f"{m:>12.2f} {100 * (m - ip) / ip:>6.1f}%")
+        print("   the table, inside it:", summary([e for b, e in errs if b <= pts[-1][0]]))
+        print("   the table, beyond it:", summary([e for b, e in errs if b > pts[-1][0]]))
+        print("   the former model, beyond the table's sizes:",
+              summary([e for b, e in former if b > pts[-1][0]]))
+    else:
+        print(f"\n5. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at "
+              f"{BUSBW:g} GB/s) against {OTHER} ({other_ranks} ranks), in-place:")
+        errs = []
+        for b, _, ip in other:
+            m = OLD_LATENCY_US + KERNEL_US + 2 * (other_ranks - 1) / other_ranks * b / BUSBW / 1e3
+            errs.append((m - ip) / ip)
+            print(f"   {b:>12} {ip:>12.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
+        print("  ", summary(errs))
 
 if not H100:
     sys.exit(0)

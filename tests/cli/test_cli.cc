@@ -358,18 +358,26 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
         std::string::npos);
   // The analytical model states the all-reduce cost it charges: on 8 ranks h100x8's published
-  // table; on 4 its latency + bandwidth (8 us, 476 GB/s).
+  // 8-GPU table, on 4 its published 4-GPU table; on 2, where it has none, its latency +
+  // bandwidth (8 us, 476 GB/s).
   CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 32 sizes)") !=
         std::string::npos);
   const auto r4 =
       tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 4 --prompt 256 "
           "--new-tokens 16 --batch 1 --layers 4 --strategies ladder");
   CHECK(r4.code == 0);
-  CHECK(r4.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
+  CHECK(r4.out.find("all-reduce: the nccl-tests times of 4 ranks (allreduce_table, 22 sizes)") !=
         std::string::npos);
-  CHECK(r4.out.find("; its allreduce_table is for 8 ranks and does not apply at TP 4") !=
+  const auto r2 =
+      tpo("plan --scenario generate --model llama3.1-8b --hardware h100x8 --tp 2 --prompt 256 "
+          "--new-tokens 16 --batch 1 --layers 4 --strategies ladder");
+  CHECK(r2.code == 0);
+  CHECK(r2.out.find("all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)") !=
+        std::string::npos);
+  CHECK(r2.out.find("; its allreduce_table is for 4, 8 ranks and does not apply at TP 2") !=
         std::string::npos);
   CHECK(r.out.find("does not apply") == std::string::npos);
+  CHECK(r4.out.find("does not apply") == std::string::npos);
   const std::string js = slurp(j);
   for (const char* key : {"\"schema\": \"tpo.generate/1\"", "\"prefill_us\"", "\"decode_step_us\"",
                           "\"tokens_per_s\"", "\"speedup\""}) {
@@ -1423,6 +1431,35 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   r = tpo("plan --model llama2-70b --hardware " + four.string() + " --tp 4 --seq 1024 --quiet");
   CHECK(r.code == 0);
   CHECK(r.out.find("all-reduce: the nccl-tests times of 4 ranks") != std::string::npos);
+  // The shipped 4-rank table is the published 4x H100 run captured as a CUDA graph, in place:
+  // imported again, it is read back exactly, and the import says the times hold no launch time
+  // (not that one thread drove 4 GPUs, which the same host's eager run is told).
+  const fs::path graph4 = dir / "h100-graph4.json";
+  const fs::path graph4_profile = dir / "h100-graph4-profile.json";
+  r = import_run("h100x4-nccl-tests-graph.txt", "--hardware h100x8 --in-place --hardware-out " +
+                                                    graph4.string() + " --out " +
+                                                    graph4_profile.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("imported 22 all-reduce sizes on 4 ranks") != std::string::npos);
+  CHECK(r.out.find("captured as a CUDA graph (graph: 1 in the header)") != std::string::npos);
+  CHECK(r.out.find("one thread drove") == std::string::npos);
+  const auto shipped = nlohmann::json::parse(
+      slurp(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h100x8.json"));
+  const auto g4 = nlohmann::json::parse(slurp(graph4)).at("node").at("link").at("allreduce_table");
+  CHECK(g4.at(0).at("points") ==
+        shipped.at("node").at("link").at("allreduce_table").at(0).at("points"));
+  CHECK(g4.at(0).at("source").get<std::string>().find("captured as a CUDA graph") !=
+        std::string::npos);
+  r = import_run("h100x4-nccl-tests-eager.txt",
+                 "--hardware h100x8 --in-place --out " + (dir / "eager4.json").string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: one thread drove 4 GPUs") != std::string::npos);
+  CHECK(r.out.find("captured as a CUDA graph") == std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(graph4_profile)).at("device").at("allreduce_cuda_graph") ==
+        true);
+  CHECK_FALSE(nlohmann::json::parse(slurp(dir / "eager4.json"))
+                  .at("device")
+                  .contains("allreduce_cuda_graph"));
   const fs::path too_many = dir / "too-many.json";
   r = import_run(nccl, "--hardware h100x16 --ranks 16 --hardware-out " + too_many.string());
   CHECK(r.code == 2);

@@ -197,16 +197,24 @@ TEST_CASE("bad hardware files name the field") {
 }
 
 TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name the field") {
+  // h100x8 ships two published tables: 4 GPUs (22 sizes) and 8 GPUs (32 sizes), both from 8 B.
   const HardwareConfig h = load_hardware("h100x8");
-  REQUIRE(h.intra.tables.size() == 1);
-  const auto& tab = h.intra.tables[0];
-  CHECK(tab.ranks == 8);
-  REQUIRE(tab.points.size() >= 2);
-  CHECK(tab.points.front().first == 8);
-  for (std::size_t i = 1; i < tab.points.size(); ++i) {
-    CHECK(tab.points[i].first > tab.points[i - 1].first);
+  REQUIRE(h.intra.tables.size() == 2);
+  for (const auto& [tab, ranks, sizes] :
+       {std::tuple{h.intra.tables[0], 4, 22u}, std::tuple{h.intra.tables[1], 8, 32u}}) {
+    CHECK(tab.ranks == ranks);
+    CHECK(tab.points.size() == sizes);
+    REQUIRE(tab.points.size() >= 2);
+    CHECK(tab.points.front().first == 8);
+    for (std::size_t i = 1; i < tab.points.size(); ++i) {
+      CHECK(tab.points[i].first > tab.points[i - 1].first);
+    }
   }
+  CHECK(h.intra.table_for(4) == &h.intra.tables[0]);
+  CHECK(h.intra.table_for(2) == nullptr);
+  // The checks below edit one table object: the shipped file's 8-rank one.
   auto j = tpo::read_json_file(resolve_config("hardware", "h100x8", "hardware"));
+  j["node"]["link"]["allreduce_table"] = nlohmann::json(j["node"]["link"]["allreduce_table"][1]);
   const std::string p = (std::filesystem::temp_directory_path() /
                          ("tpo_test_hw_table_" + std::to_string(::getpid()) + ".json"))
                             .string();
