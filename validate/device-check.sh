@@ -20,6 +20,8 @@
 #       leaves cuDNN's fused attention out and the configure step says so.
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
+#       (default 1800; 480 where $OUT is set, under the project's device tool, whose commands
+#       end at 600 s: a command cut there copies nothing to $OUT)
 #   SKIP="calibrate- validate-llama2-70b-tp8-h100x8-4096" validate/device-check.sh
 #       # steps whose names start with any of these words are skipped (listed as such in
 #       # steps.txt, not counted as failures): `calibrate-` runs on the CPU afterwards just
@@ -40,7 +42,7 @@ ARCH=${ARCH:-90}
 REPORTS=${REPORTS:-results/device/$(date -u +%Y-%m-%d)}
 BUILD=${PREBUILT:-${BUILD:-build-gpu}}
 PHASE=${PHASE:-all}
-BUDGET=${BUDGET:-1800}
+BUDGET=${BUDGET:-$([ -n "${OUT:-}" ] && echo 480 || echo 1800)}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$REPORTS"
 R=$REPORTS
@@ -53,7 +55,8 @@ want() { [ "$PHASE" = all ] || [ "$PHASE" = "$1" ]; }
 # cuDNN (opened by tpo at run time): the library path's libcudnn.so.9, else a Python wheel's
 # (nvidia-cudnn-cu*, as PyTorch installs it). Its folder goes on LD_LIBRARY_PATH, where cuDNN
 # finds its engine libraries.
-if [ -z "${TPO_CUDNN_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9'; then
+# (grep without -q: reading ldconfig's whole list, so it never dies of SIGPIPE under pipefail)
+if [ -z "${TPO_CUDNN_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libcudnn.so.9' > /dev/null; then
   cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
   [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ] || \
     cudnn_dir=$(dirname "$(find /usr /opt /root -name 'libcudnn.so.9' 2>/dev/null | head -1)" 2>/dev/null)
@@ -124,6 +127,9 @@ EOM
   {
     echo "steps:"
     cat "$R/steps.txt"
+    # cuDNN's plan building (per shape when dynamic shapes are unavailable) costs device time.
+    notes=$(cat "$R"/*.log 2>/dev/null | grep -E 'tpo: cuDNN attention|--attention auto' | sort | uniq -c | sort -rn | head -6)
+    [ -n "$notes" ] && { echo "cuDNN notes in the step logs (count, text):"; echo "$notes"; }
     python3 - "$R" <<'PY'
 import glob, json, os, sys
 r = sys.argv[1]
@@ -329,6 +335,16 @@ fi
 "$TPO" --version > "$R/version.txt" 2>&1 || { echo "$TPO does not run:"; cat "$R/version.txt"; FAILED=1; finish; exit 1; }
 # `tpo` loads no GPU library and hands CUDA work to tpo-gpu beside it.
 [ -x "$BUILD/cli/tpo-gpu" ] || { echo "$BUILD/cli/tpo-gpu is missing (tpo hands CUDA work to it)"; FAILED=1; finish; exit 1; }
+# Binaries built on another machine may link a library this one lacks (libmpi, libnccl,
+# libbenchmark): every GPU step would then fail at load time. Say which, once, and stop.
+missing=$(ldd "$BUILD/cli/tpo-gpu" "$BUILD/tests/tpo_gpu_tests" "$BUILD/tests/tpo_attention_bench" 2>/dev/null \
+  | grep 'not found' | sort -u)
+if [ -n "$missing" ]; then
+  echo "libraries the binaries need and this machine lacks (build here, or without MPI:"
+  echo "  -DTPO_ENABLE_MPI=OFF, or carry the library in $BUILD/lib):"
+  echo "$missing"
+  FAILED=1; finish; exit 1
+fi
 
 # A build with cuDNN must run it: the GPU test then fails instead of skipping the fused checks.
 grep -q cudnn "$R/version.txt" && export TPO_REQUIRE_CUDNN=1
@@ -348,6 +364,34 @@ if want test; then
   step attention-bench 180 "$BUILD/tests/tpo_attention_bench" "$R/attention-bench.json"
 fi
 
+# Steps that exercise code never run on a GPU before (the comm SM budget, eager launches and
+# CUDA graph capture): run right after the first shard's profile, so a short budget does not
+# skip them.
+never_run_steps() {
+  local prof="$R/profile-llama3.1-8b-tp2.json" popt=() ctas ex
+  [ -s "$prof" ] && popt=(--profile "$prof")
+  # The comm SM budget: one case at several --comm-ctas (the copy kernel's CTAs), predicted
+  # with the contention model (h200x8's fitted block) and measured.
+  for ctas in 4 8 32; do
+    step "validate-ctas-$ctas" 120 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
+      --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
+      --json "$R/validate-ctas-$ctas.json"
+  done
+  # Execution modes: short prefill and decode cases (where launches matter) run queued, eager
+  # and as a CUDA graph, each predicted in its mode (launch costs from this run's profile).
+  # Named exec-*.json so calibration (fitted on queued runs) does not take them in.
+  for ex in queued eager graph; do
+    step "exec-$ex-decode" 90 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 \
+      "${popt[@]}" --layers 4 --repeat 5 --strategy none --exec "$ex" \
+      --json "$R/exec-$ex-decode.json"
+    step "exec-$ex-prefill" 90 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
+      --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
+  done
+}
+
 # The shards: Llama-3.1-8B TP 2 first (smaller), then Llama-2-70B TP 8.
 SHARDS=("llama3.1-8b 2" "llama2-70b 8")
 for shard in "${SHARDS[@]}"; do
@@ -357,7 +401,12 @@ for shard in "${SHARDS[@]}"; do
     log "profile $model TP $tp on this GPU"
     step "profile-$model-tp$tp" 200 "$TPO" profile --backend cuda --model "$model" --tp "$tp" \
       --hardware h200x8 --quiet --out "$prof"
+    # A profile cut short leaves no file: the validations below then predict with the
+    # analytical model, which their reports name; say so here too.
+    [ -s "$prof" ] || printf '%-52s %s\n' "  (no $(basename "$prof"))" \
+      "the $model validations predict without a profile" | tee -a "$R/steps.txt"
   fi
+  [ "$model" = llama3.1-8b ] && want validate && never_run_steps
   if want validate; then
     log "validate $model TP $tp on this GPU with EMULATED communication"
     # Predicted with this GPU's measured profile when there is one (compute, interference),
@@ -390,35 +439,6 @@ for shard in "${SHARDS[@]}"; do
     done
   fi
 done
-
-# The comm SM budget: one case at several --comm-ctas (the copy kernel's CTAs), predicted
-# with the contention model (h200x8's fitted block) and measured.
-if want validate; then
-  prof="$R/profile-llama3.1-8b-tp2.json"
-  popt=()
-  [ -s "$prof" ] && popt=(--profile "$prof")
-  for ctas in 4 8 32; do
-    step "validate-ctas-$ctas" 120 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
-      --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
-      --json "$R/validate-ctas-$ctas.json"
-  done
-fi
-
-# Execution modes: short prefill and decode cases (where launches matter) run queued, eager
-# and as a CUDA graph, each predicted in its mode (launch costs from this run's profile).
-# Named exec-*.json so calibration (fitted on queued runs) does not take them in.
-if want validate; then
-  for ex in queued eager graph; do
-    step "exec-$ex-decode" 90 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 \
-      "${popt[@]}" --layers 4 --repeat 5 --strategy none --exec "$ex" \
-      --json "$R/exec-$ex-decode.json"
-    step "exec-$ex-prefill" 90 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
-      --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
-  done
-fi
 
 # The contention model fitted on this run's Llama-3.1-8B schedules, tested on Llama-2-70B's
 # (and the other way round): errors on the cases kept out of each fit, and decisions.

@@ -107,6 +107,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
                     void* scratch, const AttentionShape& s, void* stream) {
   auto& I = ctx.impl();
   TPO_CUBLAS_CHECK(cublasSetStream(I.blas, S(stream)));
+  // cublasSetStream puts the handle back on cuBLAS's own workspace pool, which it may allocate
+  // from while a CUDA graph is being captured (--exec graph): give it the context's workspace
+  // instead, the one the cuBLASLt GEMMs use (every call on it is on the same compute stream).
+  TPO_CUBLAS_CHECK(cublasSetWorkspace(I.blas, I.workspace.get(), I.workspace.bytes()));
   const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens), d = int(s.head_dim);
   const int ld = int(padded_keys(s));
   const int batch = int(s.requests * s.q_heads);
