@@ -35,6 +35,7 @@ import sys
 
 PATH = sys.argv[1] if len(sys.argv) > 1 else "results/independent/h100-nccl-tests-dgxc.txt"
 KERNEL_US = 2.0
+RANKS = 8  # set from the run in main()
 OLD_LATENCY_US, BUSBW = ((float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3
                          else (8.0, 476.0))  # h100x8.json before 2026-12-03
 H100 = PATH.endswith("h100-nccl-tests-dgxc.txt")
@@ -56,8 +57,8 @@ def read_rows(path):
 
 
 def read_ranks(path):
-    """The ranks of a run: its "Rank" device lines, else the header's nGpus (one process
-    driving several GPUs), else a "# ranks: N" comment, else 8."""
+    """The ranks of a run: its "Rank" device lines, else a "# ranks: N" comment, else the
+    header's nGpus when above 1 (one process driving several GPUs), else 8."""
     devices, ngpus, stated = 0, None, None
     for line in open(path):
         w = line.split()
@@ -67,21 +68,23 @@ def read_ranks(path):
             ngpus = int(w[w.index("nGpus") + 1])
         if w[:2] == ["#", "ranks:"]:
             stated = int(w[2])
-    return devices or stated or ngpus or 8
+    return devices or stated or (ngpus if ngpus and ngpus > 1 else 8)
 
 
-def interp(pts, x):
+def interp(pts, x, ranks=None, busbw=None):
     """tpo's table read (sim/analytical_cost.cc): log-log between points, flat below; above,
     the extra bus bytes at the last step's bandwidth, kept between the average the last point
     reached and the link's bus bandwidth (BUSBW)."""
+    ranks = ranks or RANKS
+    busbw = busbw or BUSBW
     if x <= pts[0][0]:
         return pts[0][1]
     if x >= pts[-1][0]:
-        bus = 2 * (RANKS - 1) / RANKS
+        bus = 2 * (ranks - 1) / ranks
         (b0, t0), (b1, t1) = pts[-2], pts[-1]
         reached = bus * b1 / (t1 * 1e3)
         step = bus * (b1 - b0) / ((t1 - t0) * 1e3) if t1 > t0 else math.inf
-        return t1 + bus * (x - b1) / min(BUSBW, max(reached, step)) / 1e3
+        return t1 + bus * (x - b1) / min(busbw, max(reached, step)) / 1e3
     for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
         if x0 <= x <= x1:
             f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
@@ -96,71 +99,76 @@ def summary(errs):
             f"({len(a)} sizes)")
 
 
-rows = read_rows(PATH)
-RANKS = read_ranks(PATH)
-pts = [(b, ip) for b, _, ip in rows]
-print(f"source: {PATH}, {len(rows)} sizes, {RANKS} ranks\n")
-print("1. allreduce_table.points (in-place times):")
-print(json.dumps([[b, t] for b, t in pts]))
+def main():
+    global RANKS
+    rows = read_rows(PATH)
+    RANKS = read_ranks(PATH)
+    pts = [(b, ip) for b, _, ip in rows]
+    print(f"source: {PATH}, {len(rows)} sizes, {RANKS} ranks\n")
+    print("1. allreduce_table.points (in-place times):")
+    print(json.dumps([[b, t] for b, t in pts]))
 
-print("\n2. leave-one-out interpolation (each size between two others, read without it):")
-loo = []
-for i in range(1, len(pts) - 1):
-    rest = pts[:i] + pts[i + 1:]
-    loo.append((interp(rest, pts[i][0]) - pts[i][1]) / pts[i][1])
-print("   all:", summary(loo))
-small = [e for (b, _), e in zip(pts[1:-1], loo) if b <= 1 << 20]
-print("   up to 1 MiB (decode):", summary(small))
+    print("\n2. leave-one-out interpolation (each size between two others, read without it):")
+    loo = []
+    for i in range(1, len(pts) - 1):
+        rest = pts[:i] + pts[i + 1:]
+        loo.append((interp(rest, pts[i][0]) - pts[i][1]) / pts[i][1])
+    print("   all:", summary(loo))
+    small = [e for (b, _), e in zip(pts[1:-1], loo) if b <= 1 << 20]
+    print("   up to 1 MiB (decode):", summary(small))
 
-print(f"\n3. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at {BUSBW:g} GB/s) "
-      "against the table:")
-print(f"   {'bytes':>12} {'in-place us':>12} {'out-of-place':>13} {'former model':>13} {'error':>7}")
-old = []
-for b, op, ip in rows:
-    m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
-    old.append((b, (m - ip) / ip))
-    print(f"   {b:>12} {ip:>12.2f} {op:>13.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
-print("   up to 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
-print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
-print("   all:", summary([e for _, e in old]))
+    print(f"\n3. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at {BUSBW:g} GB/s) "
+          "against the table:")
+    print(f"   {'bytes':>12} {'in-place us':>12} {'out-of-place':>13} {'former model':>13} {'error':>7}")
+    old = []
+    for b, op, ip in rows:
+        m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+        old.append((b, (m - ip) / ip))
+        print(f"   {b:>12} {ip:>12.2f} {op:>13.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
+    print("   up to 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
+    print("   2 MiB - 128 MiB (prefill chunks):", summary([e for b, e in old if (1 << 21) <= b <= 1 << 27]))
+    print("   all:", summary([e for _, e in old]))
 
-if OTHER:
-    other, other_ranks = read_rows(OTHER), read_ranks(OTHER)
-    if other_ranks == RANKS:
-        print(f"\n5. the table (read beyond {pts[-1][0]} B as tpo reads it, bus bandwidth bound "
-              f"{BUSBW:g} GB/s) against {OTHER}, in-place:")
-        print(f"   {'bytes':>12} {'other us':>10} {'table us':>9} {'error':>7}  {'where':<6} "
-              f"{'former model':>12} {'error':>7}")
-        errs, former = [], []
-        for b, _, ip in other:
-            t = interp(pts, b)
-            m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
-            errs.append((b, (t - ip) / ip))
-            former.append((b, (m - ip) / ip))
-            where = "beyond" if b > pts[-1][0] else "inside"
-            print(f"   {b:>12} {ip:>10.2f} {t:>9.2f} {100 * (t - ip) / ip:>6.1f}%  {where:<6} "
-                  f"{m:>12.2f} {100 * (m - ip) / ip:>6.1f}%")
-        print("   the table, inside it:", summary([e for b, e in errs if b <= pts[-1][0]]))
-        print("   the table, beyond it:", summary([e for b, e in errs if b > pts[-1][0]]))
-        print("   the former model, beyond the table's sizes:",
-              summary([e for b, e in former if b > pts[-1][0]]))
-    else:
-        print(f"\n5. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at "
-              f"{BUSBW:g} GB/s) against {OTHER} ({other_ranks} ranks), in-place:")
-        errs = []
-        for b, _, ip in other:
-            m = OLD_LATENCY_US + KERNEL_US + 2 * (other_ranks - 1) / other_ranks * b / BUSBW / 1e3
-            errs.append((m - ip) / ip)
-            print(f"   {b:>12} {ip:>12.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
-        print("  ", summary(errs))
+    if H100:
+        print("\n4. SGLang PR #22734, pynccl graph (presumably 8x H200), against the table:")
+        print(f"   {'KiB':>6} {'published us':>13} {'table us':>9} {'error':>7}")
+        ind = []
+        for kib, us in SGLANG_PYNCCL_GRAPH:
+            t = interp(pts, kib * 1024)
+            ind.append((t - us) / us)
+            print(f"   {kib:>6} {us:>13.2f} {t:>9.2f} {100 * (t - us) / us:>6.1f}%")
+        print("  ", summary(ind))
 
-if not H100:
-    sys.exit(0)
-print("\n4. SGLang PR #22734, pynccl graph (presumably 8x H200), against the table:")
-print(f"   {'KiB':>6} {'published us':>13} {'table us':>9} {'error':>7}")
-ind = []
-for kib, us in SGLANG_PYNCCL_GRAPH:
-    t = interp(pts, kib * 1024)
-    ind.append((t - us) / us)
-    print(f"   {kib:>6} {us:>13.2f} {t:>9.2f} {100 * (t - us) / us:>6.1f}%")
-print("  ", summary(ind))
+    if OTHER:
+        other, other_ranks = read_rows(OTHER), read_ranks(OTHER)
+        if other_ranks == RANKS:
+            print(f"\n5. the table (read beyond {pts[-1][0]} B as tpo reads it, bus bandwidth bound "
+                  f"{BUSBW:g} GB/s) against {OTHER}, in-place:")
+            print(f"   {'bytes':>12} {'other us':>10} {'table us':>9} {'error':>7}  {'where':<6} "
+                  f"{'former model':>12} {'error':>7}")
+            errs, former = [], []
+            for b, _, ip in other:
+                t = interp(pts, b)
+                m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+                errs.append((b, (t - ip) / ip))
+                former.append((b, (m - ip) / ip))
+                where = "beyond" if b > pts[-1][0] else "inside"
+                print(f"   {b:>12} {ip:>10.2f} {t:>9.2f} {100 * (t - ip) / ip:>6.1f}%  {where:<6} "
+                      f"{m:>12.2f} {100 * (m - ip) / ip:>6.1f}%")
+            print("   the table, inside it:", summary([e for b, e in errs if b <= pts[-1][0]]))
+            print("   the table, beyond it:", summary([e for b, e in errs if b > pts[-1][0]]))
+            print("   the former model, beyond the table's sizes:",
+                  summary([e for b, e in former if b > pts[-1][0]]))
+        else:
+            print(f"\n5. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at "
+                  f"{BUSBW:g} GB/s) against {OTHER} ({other_ranks} ranks), in-place:")
+            errs = []
+            for b, _, ip in other:
+                m = OLD_LATENCY_US + KERNEL_US + 2 * (other_ranks - 1) / other_ranks * b / BUSBW / 1e3
+                errs.append((m - ip) / ip)
+                print(f"   {b:>12} {ip:>12.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
+            print("  ", summary(errs))
+
+
+if __name__ == "__main__":
+    main()

@@ -197,15 +197,15 @@ TEST_CASE("bad hardware files name the field") {
 }
 
 TEST_CASE("a link's published all-reduce table: loaded as given, bad ones name the field") {
-  // h100x8 ships two published tables: 4 GPUs (22 sizes) and 8 GPUs (32 sizes), both from 8 B.
+  // h100x8 ships two published tables: 4 GPUs (24 sizes from 1 KiB) and 8 GPUs (32 from 8 B).
   const HardwareConfig h = load_hardware("h100x8");
   REQUIRE(h.intra.tables.size() == 2);
-  for (const auto& [tab, ranks, sizes] :
-       {std::tuple{h.intra.tables[0], 4, 22u}, std::tuple{h.intra.tables[1], 8, 32u}}) {
+  for (const auto& [tab, ranks, sizes, first] : {std::tuple{h.intra.tables[0], 4, 24u, 1024.0},
+                                                 std::tuple{h.intra.tables[1], 8, 32u, 8.0}}) {
     CHECK(tab.ranks == ranks);
     CHECK(tab.points.size() == sizes);
     REQUIRE(tab.points.size() >= 2);
-    CHECK(tab.points.front().first == 8);
+    CHECK(tab.points.front().first == first);
     for (std::size_t i = 1; i < tab.points.size(); ++i) {
       CHECK(tab.points[i].first > tab.points[i - 1].first);
     }
