@@ -15,6 +15,12 @@
 #       then carry build-gpu/cli/tpo and tpo-gpu (tpo hands CUDA work to tpo-gpu beside it),
 #       build-gpu/tests/tpo_gpu_tests and build-gpu/lib
 #       (a build with MPI needs the GPU machine's libmpi.so.40; `tpo --version` lists the parts)
+#   With the project's device tool (15 minutes of device time, 600 s per command): build
+#       build-gpu here first as above, then one run with
+#       carry: build-gpu/cli/tpo build-gpu/cli/tpo-gpu build-gpu/tests/tpo_gpu_tests
+#              build-gpu/tests/tpo_attention_bench build-gpu/lib build/_deps/cudnn-frontend
+#       command: PREBUILT=build-gpu REPORTS=/tmp/dc SKIP="calibrate- validate-llama2-70b
+#              plan-llama2-70b" validate/device-check.sh   (timeout_s 590; BUDGET is 480 there)
 #   A machine without network cannot fetch the cudnn-frontend headers: copy this checkout's
 #       build/_deps/cudnn-frontend along (the project's device tool: carry it), else the build
 #       leaves cuDNN's fused attention out and the configure step says so.
