@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -462,6 +463,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
       break;
     }
   }
+  if (const auto note = late_start_note(r); !note.empty()) os << "\n" << note << "\n";
   if (r.cost_model == "profile") {
     std::map<std::string, std::int64_t> total;
     for (const auto& c : r.cases) {
@@ -496,6 +498,35 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
         "workload; result: max |output - reference| / max |reference| against the "
         "architecture's reference forward (and none's output when the function is the same)\n";
+}
+
+std::string late_start_note(const ValidateReport& r) {
+  int late = 0;
+  double lo_us = 0, hi_us = 0, hi_share = 0;
+  for (const auto& c : r.cases) {
+    if (c.measured.start_ns.empty() || c.predicted.start_ns.empty() || c.measured.total_ns <= 0) {
+      continue;
+    }
+    const auto first = [](const std::vector<std::int64_t>& v) {
+      return *std::min_element(v.begin(), v.end());
+    };
+    const double gap_us = to_us(first(c.measured.start_ns) - first(c.predicted.start_ns));
+    const double share = gap_us / to_us(c.measured.total_ns);
+    if (gap_us <= 20 || share <= 0.1) continue;
+    lo_us = late == 0 ? gap_us : std::min(lo_us, gap_us);
+    hi_us = std::max(hi_us, gap_us);
+    hi_share = std::max(hi_share, share);
+    ++late;
+  }
+  if (late == 0) return "";
+  const bool cpu = r.options.backend == "cpu";
+  return "note: in " + std::to_string(late) + " of " + std::to_string(r.cases.size()) +
+         " cases the first op started " +
+         (lo_us == hi_us ? fmt("%.0f us", hi_us) : fmt("%.0f", lo_us) + fmt("-%.0f us", hi_us)) +
+         fmt(" later than predicted (up to %.0f%% of the measured time): ", 100 * hi_share) +
+         (cpu ? "the CPU runtime's hand-off to its rank threads, "
+              : "time before the first kernel started, ") +
+         "which no prediction charges; short runs (decode steps) are the most affected";
 }
 
 ojson validate_json(const ValidateReport& r) {

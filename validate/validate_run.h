@@ -95,6 +95,11 @@ std::vector<Decision> decisions(const ValidateReport& r);
 // Throws InputError for bad input; returns the report (the caller prints and writes it).
 ValidateReport run_validate(const ValidateOptions& o);
 void print_validate(std::ostream& os, const ValidateReport& r);
+
+// A note when cases' first op started much later than predicted (over 10% of the measured
+// time and 20 us): time before the schedule's first op that no prediction charges (on the
+// CPU, the hand-off to the rank threads). Empty when no case did.
+std::string late_start_note(const ValidateReport& r);
 nlohmann::ordered_json validate_json(const ValidateReport& r);
 std::string validate_trace(const ValidateReport& r);
 

@@ -13,6 +13,7 @@
 #include "sim/strategy.h"
 #include "validate/interpreter.h"
 #include "validate/runtime.h"
+#include "validate/validate_run.h"
 
 using namespace tpo;
 using sim::StrategyKind;
@@ -215,4 +216,37 @@ TEST_CASE("a batch cut into ISO chunks: rows chunk by chunk, one kernel per chun
   const sim::Schedule none = sim::build_schedule(w, StrategySpec(StrategyKind::None));
   const validate::RowLayout n = validate::row_layout(m, none);
   CHECK(n.row(2, 5) == 2 * 96 + 5);
+}
+
+TEST_CASE("a first op that starts much later than predicted is noted, with its share") {
+  validate::ValidateReport r;
+  r.options.backend = "cpu";
+  auto with_start = [](std::int64_t predicted_first, std::int64_t measured_first,
+                       std::int64_t measured_total) {
+    validate::CaseResult c;
+    c.predicted.start_ns = {predicted_first, predicted_first + 1000};
+    c.measured.start_ns = {measured_first + 1000, measured_first};  // the first op is the min
+    c.measured.total_ns = measured_total;
+    return c;
+  };
+  // 10 us late of 500: below both thresholds; 120 us of 500 (24%): noted.
+  r.cases = {with_start(0, 10'000, 500'000)};
+  CHECK(validate::late_start_note(r).empty());
+  r.cases.push_back(with_start(0, 120'000, 500'000));
+  auto note = validate::late_start_note(r);
+  CHECK(note.find("in 1 of 2 cases the first op started 120 us later than predicted") !=
+        std::string::npos);
+  CHECK(note.find("up to 24% of the measured time") != std::string::npos);
+  CHECK(note.find("hand-off to its rank threads") != std::string::npos);
+  // Late by as much as predicted (a launch the prediction charges): not noted. 30 us of a
+  // 100 ms run: below 10%.
+  r.cases = {with_start(120'000, 125'000, 500'000), with_start(0, 30'000, 100'000'000)};
+  CHECK(validate::late_start_note(r).empty());
+  // Two late cases give a range; on CUDA the words change.
+  r.options.backend = "cuda";
+  r.cases = {with_start(0, 60'000, 200'000), with_start(0, 150'000, 1'000'000)};
+  note = validate::late_start_note(r);
+  CHECK(note.find("in 2 of 2 cases the first op started 60-150 us later") != std::string::npos);
+  CHECK(note.find("up to 30%") != std::string::npos);
+  CHECK(note.find("before the first kernel started") != std::string::npos);
 }
