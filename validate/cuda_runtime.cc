@@ -528,6 +528,47 @@ class CudaRun {
   std::unique_ptr<cu::NcclGroup> nccl_;
 };
 
+// The attention shapes a schedule calls, exactly as CudaRank::attention makes them: the
+// interpreter's row blocks, nothing run.
+class AttentionShapes final : public RankKernels {
+ public:
+  explicit AttentionShapes(const ModelData& m) : m_(m) {}
+  std::vector<cu::AttentionShape> shapes;
+  void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override {}
+  void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool) override {}
+  void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                std::int64_t) override {}
+  void attention(std::int64_t, std::int64_t, std::int64_t requests, std::int64_t, std::int64_t len,
+                 std::int64_t pos) override {
+    cu::AttentionShape a = chunk_attention(m_, len, pos);
+    a.requests = requests;
+    a.q_row_stride = m_.d.qkv_n();
+    shapes.push_back(a);
+  }
+  void gated_act(std::int64_t, std::int64_t) override {}
+  void residual_add(std::int64_t, std::int64_t, std::int64_t) override {}
+  std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override { return 0; }
+
+ private:
+  const ModelData& m_;
+};
+
+// --attention auto: cuDNN's plan for every attention shape of the schedule, built before the
+// run; one it cannot build makes the whole run use the cuBLAS attention (said on stderr), so
+// that a run never mixes kernels and never fails half way for a shape cuDNN refuses.
+bool fused_plans_for(const ModelData& m, const sim::Schedule& s) {
+  AttentionShapes collect(m);
+  const RowLayout layout = row_layout(m, s);
+  for (const Op& op : s.ops) {
+    if (op.code == OpCode::Attention) interpret(m, layout, op, collect);
+  }
+  std::string why;
+  if (cu::fused_attention_plans(collect.shapes, &why)) return true;
+  std::fprintf(stderr, "tpo: --attention auto: %s; using the cuBLAS attention for this run\n",
+               why.c_str());
+  return false;
+}
+
 }  // namespace
 
 RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
@@ -551,6 +592,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
     // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
     if (o.mpi) cu::set_device(mpi::local_rank() % std::max(cu::device_count(), 1));
     fused = cu::use_fused_attention(o.attention);
+    if (fused && o.attention == "auto") fused = fused_plans_for(m, s);
   } catch (const std::invalid_argument&) {
     throw InputError("--attention", o.attention, "must be auto, cudnn or cublas");
   } catch (const std::runtime_error& e) {

@@ -300,6 +300,41 @@ bool fused_attention_available(std::string* why) {
   return d.probe_error.empty();
 }
 
+bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::string* why) {
+  if (!open_cudnn(why)) return false;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = "no CUDA device";
+    return false;
+  }
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  Device& d = st.devices[dev];
+  if (!d.handle && fe::detail::create_handle(&d.handle) != CUDNN_STATUS_SUCCESS) {
+    d.handle = nullptr;
+    if (why) *why = "cudnnCreate failed";
+    return false;
+  }
+  for (const AttentionShape& s : shapes) {
+    const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
+                  s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+    if (st.plans.count(key)) continue;
+    try {
+      st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok));
+    } catch (const std::exception& e) {
+      if (why) {
+        *why = "no plan for " + std::to_string(s.requests) + " x " + std::to_string(s.q_tokens) +
+               " queries after a " + std::to_string(s.prefix) + "-token prefix, " +
+               std::to_string(s.q_heads) + "/" + std::to_string(s.kv_heads) + " heads of " +
+               std::to_string(s.head_dim) + " (" + e.what() + ")";
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
 void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
                           const AttentionShape& s, void* stream) {
   std::string why;

@@ -21,4 +21,9 @@ void attention_fused_bf16(Context&, const void*, const void*, const void*, void*
       "found when it was configured); use --attention cublas");
 }
 
+bool fused_attention_plans(const std::vector<AttentionShape>&, std::string* why) {
+  if (why) *why = "this build has no cuDNN fused attention";
+  return false;
+}
+
 }  // namespace tpo::validate::cuda

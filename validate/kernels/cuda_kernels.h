@@ -155,6 +155,11 @@ bool use_fused_attention(const std::string& option);
 const char* attention_kernel_name(bool fused);
 void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void* v, void* out,
                           const AttentionShape& s, void* stream);
+// Builds (and caches) the fused kernel's plan for each shape on the current device without
+// running it: false, with the first shape cuDNN refuses and its reason in `why`, when one
+// cannot be built. For --attention auto to choose the cuBLAS attention for a whole run
+// rather than fail in its middle.
+bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::string* why);
 
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
                   float eps, void* stream);
