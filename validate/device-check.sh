@@ -304,6 +304,13 @@ for f in sorted(glob.glob(os.path.join(r, "calibrate-*fit-on-*.log"))):
     print(f"\n{os.path.basename(f)}:")
     print(open(f).read().rstrip())
 PY
+    # Against the previous H200 run (the same cases): the whole comparison in its own file,
+    # its totals here.
+    prev=results/h200/2026-11-29
+    if [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
+      python3 results/h200/compare_runs.py "$prev" "$R" > "$R/compare-2026-11-29.txt" 2>&1 &&
+        { echo; echo "against $prev (compare-2026-11-29.txt):"; sed -n '/^3\./,/^$/p' "$R/compare-2026-11-29.txt"; }
+    fi
   } 2>&1 | tee "$R/summary.txt"
   tar -czf "/tmp/device-check.tar.gz" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
   if [ -n "${OUT:-}" ] && [ "$OUT" != "$R" ]; then
