@@ -590,7 +590,8 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   bool fused = false;
   try {
     // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
-    if (o.mpi) cu::set_device(mpi::local_rank() % std::max(cu::device_count(), 1));
+    // Otherwise on GPU 0, which every run uses (a previous run may have left another current).
+    cu::set_device(o.mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0);
     fused = cu::use_fused_attention(o.attention);
     if (fused && o.attention == "auto") fused = fused_plans_for(m, s);
   } catch (const std::invalid_argument&) {

@@ -308,8 +308,11 @@ PY
     # its totals here.
     prev=results/h200/2026-11-29
     if [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
-      python3 results/h200/compare_runs.py "$prev" "$R" > "$R/compare-2026-11-29.txt" 2>&1 &&
-        { echo; echo "against $prev (compare-2026-11-29.txt):"; sed -n '/^3\./,/^$/p' "$R/compare-2026-11-29.txt"; }
+      if python3 results/h200/compare_runs.py "$prev" "$R" > "$R/compare-2026-11-29.txt" 2>&1; then
+        echo; echo "against $prev (compare-2026-11-29.txt):"; sed -n '/^3\./,/^$/p' "$R/compare-2026-11-29.txt"
+      else
+        echo "compare_runs.py failed; see compare-2026-11-29.txt"
+      fi
     fi
   } 2>&1 | tee "$R/summary.txt"
   tar -czf "/tmp/device-check.tar.gz" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"

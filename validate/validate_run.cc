@@ -300,6 +300,10 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
                : run_cuda(w, sch, rx, o.comm, targets(sch), int(w.hardware.contention.comm_ctas));
   };
   c.measured = execute(c.schedule);
+  // none runs the attention kernel the case ran (--attention auto may have fallen back to the
+  // cuBLAS one for a shape of the case's): a speedup between two kernels would mean nothing.
+  if (c.measured.attention_kernel == "cudnn-sdpa") rx.attention = "cudnn";
+  if (c.measured.attention_kernel == "cublas-batched") rx.attention = "cublas";
   const RunResult none = c.spec.kind == sim::StrategyKind::None ? c.measured : execute(none_s);
   c.measured_none_ns = none.total_ns;
   // The float64 reference is cheap on CPU-sized runs and always used there; on the GPU (large
@@ -464,6 +468,11 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     }
   }
   if (const auto note = late_start_note(r); !note.empty()) os << "\n" << note << "\n";
+  if (attention_kernels(r) == "per case") {
+    os << "\nnote: the cases ran different attention kernels (--attention auto used the cuBLAS "
+          "one where cuDNN refused a shape; each case's none ran its case's kernel): compare "
+          "cases only with the same attention_kernel in --json\n";
+  }
   if (r.cost_model == "profile") {
     std::map<std::string, std::int64_t> total;
     for (const auto& c : r.cases) {
@@ -500,13 +509,25 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
         "architecture's reference forward (and none's output when the function is the same)\n";
 }
 
+std::string attention_kernels(const ValidateReport& r) {
+  std::string one;
+  for (const auto& c : r.cases) {
+    const std::string& k = c.measured.attention_kernel;
+    if (k.empty()) continue;
+    if (one.empty()) one = k;
+    if (k != one) return "per case";
+  }
+  return one;
+}
+
 std::string late_start_note(const ValidateReport& r) {
-  int late = 0;
+  int late = 0, timed = 0;
   double lo_us = 0, hi_us = 0, hi_share = 0;
   for (const auto& c : r.cases) {
     if (c.measured.start_ns.empty() || c.predicted.start_ns.empty() || c.measured.total_ns <= 0) {
       continue;
     }
+    ++timed;
     const auto first = [](const std::vector<std::int64_t>& v) {
       return *std::min_element(v.begin(), v.end());
     };
@@ -520,7 +541,7 @@ std::string late_start_note(const ValidateReport& r) {
   }
   if (late == 0) return "";
   const bool cpu = r.options.backend == "cpu";
-  return "note: in " + std::to_string(late) + " of " + std::to_string(r.cases.size()) +
+  return "note: in " + std::to_string(late) + " of " + std::to_string(timed) +
          " cases the first op started " +
          (lo_us == hi_us ? fmt("%.0f us", hi_us) : fmt("%.0f", lo_us) + fmt("-%.0f us", hi_us)) +
          fmt(" later than predicted (up to %.0f%% of the measured time): ", 100 * hi_share) +
@@ -543,9 +564,7 @@ ojson validate_json(const ValidateReport& r) {
   // The runtimes read Q in place in the qkv rows (since 2026-12-02; before, the CUDA runtime
   // gathered it with an untimed strided copy, which tpo calibrate adds back for older reports).
   j["attention_q_in_place"] = true;
-  if (!r.cases.empty() && !r.cases.front().measured.attention_kernel.empty()) {
-    j["attention_kernel"] = r.cases.front().measured.attention_kernel;
-  }
+  if (const std::string k = attention_kernels(r); !k.empty()) j["attention_kernel"] = k;
   j["options"] = sim::options_json(r.options.workload, r.options.strategy);
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;
@@ -573,6 +592,7 @@ ojson validate_json(const ValidateReport& r) {
     }
     k["predicted_us"] = to_us(c.predicted.total_ns);
     k["cost_sources"] = c.cost_sources;
+    if (!c.measured.attention_kernel.empty()) k["attention_kernel"] = c.measured.attention_kernel;
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
     for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(to_us(t));

@@ -100,6 +100,10 @@ void print_validate(std::ostream& os, const ValidateReport& r);
 // time and 20 us): time before the schedule's first op that no prediction charges (on the
 // CPU, the hand-off to the rank threads). Empty when no case did.
 std::string late_start_note(const ValidateReport& r);
+
+// The attention kernel the report's cases ran: the one name, "per case" when they differ,
+// empty when none recorded one (the CPU runtime).
+std::string attention_kernels(const ValidateReport& r);
 nlohmann::ordered_json validate_json(const ValidateReport& r);
 std::string validate_trace(const ValidateReport& r);
 

@@ -35,9 +35,19 @@ def cases(run_dir):
             continue
         meta.append(j)
         for c in j.get("cases", []):
-            chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
-            key = (os.path.basename(f), c["model"], c.get("phase", "prefill"), c["seq_len"],
-                   c["strategy"]["name"], chunks)
+            try:
+                if not (c["measured_us"] > 0 and c["predicted_us"] > 0):
+                    raise ValueError("no positive time")
+                c["error"] = (c["predicted_us"] - c["measured_us"]) / c["measured_us"]
+                chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
+                key = (os.path.basename(f), c["model"], c.get("tp"), c.get("phase", "prefill"),
+                       c.get("batch", 1), c.get("context", 0), c.get("num_layers"),
+                       c["seq_len"], c["strategy"]["name"], chunks)
+            except (KeyError, TypeError, ValueError) as e:
+                print(f"  {os.path.basename(f)}: a case skipped ({e!r})")
+                continue
+            if key in out:
+                print(f"  {os.path.basename(f)}: a case listed twice, the later kept: {key[1:]}")
             out[key] = (c, j)
     return out, meta
 
@@ -48,8 +58,9 @@ def used(meta):
         "git SHA": lambda j: j.get("git_sha", "?"),
         "attention kernel": lambda j: j.get("attention_kernel", "not recorded (cuBLAS then)"),
         "cost model": lambda j: j.get("cost_model", "?"),
-        "emulated all-reduce": lambda j: j.get("emulated_allreduce",
-                                               "latency+bandwidth (not recorded)"),
+        "emulated all-reduce": lambda j: (j.get("emulated_allreduce",
+                                                "latency+bandwidth (not recorded)")
+                                          if j.get("emulated_links") else "none (not emulated)"),
         "execution": lambda j: (j.get("execution") or {}).get("mode", "queued"),
     }
     for name, get in keys.items():
@@ -89,7 +100,7 @@ def main():
         oe.append(oc["error"])
         ne.append(nc["error"])
         ratio.append(nc["measured_us"] / oc["measured_us"])
-        print(f"  {k[0][:44]:44s} {k[3]:6d} {k[4]:9s} {k[5]:11s} "
+        print(f"  {k[0][:44]:44s} {k[7]:6d} {k[8]:9s} {k[9]:11s} "
               f"{oc['predicted_us'] / 1e3:8.3f} {oc['measured_us'] / 1e3:8.3f} "
               f"{100 * oc['error']:+6.1f}% {nc['predicted_us'] / 1e3:8.3f} "
               f"{nc['measured_us'] / 1e3:8.3f} {100 * nc['error']:+6.1f}% {ratio[-1]:12.3f}")
@@ -107,7 +118,7 @@ def main():
         for k in only:
             c, _ = (old if name == "old" else new)[k]
             errs.append(c["error"])
-            print(f"  {k[0][:44]:44s} {k[3]:6d} {k[4]:9s} {k[5]:11s} predicted "
+            print(f"  {k[0][:44]:44s} {k[7]:6d} {k[8]:9s} {k[9]:11s} predicted "
                   f"{c['predicted_us'] / 1e3:8.3f} measured {c['measured_us'] / 1e3:8.3f} "
                   f"{100 * c['error']:+6.1f}%")
         if errs:

@@ -250,3 +250,13 @@ TEST_CASE("a first op that starts much later than predicted is noted, with its s
   CHECK(note.find("up to 30%") != std::string::npos);
   CHECK(note.find("before the first kernel started") != std::string::npos);
 }
+
+TEST_CASE("the report's attention kernel: one name, 'per case' when cases differ, empty on CPU") {
+  validate::ValidateReport r;
+  r.cases.resize(3);
+  CHECK(validate::attention_kernels(r).empty());
+  for (auto& c : r.cases) c.measured.attention_kernel = "cudnn-sdpa";
+  CHECK(validate::attention_kernels(r) == "cudnn-sdpa");
+  r.cases[2].measured.attention_kernel = "cublas-batched";
+  CHECK(validate::attention_kernels(r) == "per case");
+}

@@ -316,13 +316,20 @@ bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::strin
     if (why) *why = "cudnnCreate failed";
     return false;
   }
+  std::vector<Key> built;  // by this call: freed again when a later shape is refused
   for (const AttentionShape& s : shapes) {
     const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
                   s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
     if (st.plans.count(key)) continue;
     try {
       st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok));
+      built.push_back(key);
     } catch (const std::exception& e) {
+      cudaGetLastError();  // a failed workspace allocation must not fail a later, cuBLAS, kernel
+      for (const Key& k : built) {
+        if (st.plans[k].workspace) cudaFree(st.plans[k].workspace);
+        st.plans.erase(k);
+      }
       if (why) {
         *why = "no plan for " + std::to_string(s.requests) + " x " + std::to_string(s.q_tokens) +
                " queries after a " + std::to_string(s.prefix) + "-token prefix, " +
