@@ -248,9 +248,9 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
            fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
   };
   const LinkConfig::Table* table = hw.allreduce_table(tp);
-  std::string s = table ? "all-reduce: the nccl-tests times of " + std::to_string(table->ranks) +
-                              " ranks (allreduce_table, " + std::to_string(table->points.size()) +
-                              " sizes) inside a node"
+  std::string s = table ? "all-reduce: the allreduce_table's times for " +
+                              std::to_string(table->ranks) + " ranks (" +
+                              std::to_string(table->points.size()) + " sizes) inside a node"
                         : "all-reduce: " + link(hw.intra);
   if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
   s += links_of.empty() ? " from the hardware file" : " from " + links_of + " (--emulate)";

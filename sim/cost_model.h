@@ -103,7 +103,7 @@ class AnalyticalCostModel final : public CostModel {
 };
 
 // What the analytical model charges for an all-reduce on `tp` ranks of `hw`, in words, for the
-// reports: "all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 32 sizes) inside a
+// reports: "all-reduce: the allreduce_table's times for 8 ranks (32 sizes) inside a
 // node" or "all-reduce: 8 us latency + bytes at 476 GB/s bus bandwidth (nvlink)", saying when
 // the file's table does not apply at `tp`, and the link across nodes where `tp` spans nodes.
 // Empty at TP 1 (no all-reduce).

@@ -84,7 +84,7 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
   // The analytical model says what it charges for an all-reduce: rtx4090x8's published table
   // at 8 ranks; at TP 4 its latency + bandwidth, and that the table does not apply there; in
   // a plan too; nothing at TP 1, and nothing with a measured profile's costs.
-  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 25 sizes) "
+  CHECK(r.out.find("all-reduce: the allreduce_table's times for 8 ranks (25 sizes) "
                    "inside a node from the hardware file") != std::string::npos);
   const auto four = tpo("simulate --model llama-30b --hardware rtx4090x8 --tp 4 --seq 1024");
   CHECK(four.out.find("all-reduce: 40 us latency + bytes at 18 GB/s bus bandwidth (pcie-no-p2p) "
@@ -360,13 +360,13 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   // The analytical model states the all-reduce cost it charges: on 8 ranks h100x8's published
   // 8-GPU table, on 4 its published 4-GPU table; on 2, where it has none, its latency +
   // bandwidth (8 us, 476 GB/s).
-  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 32 sizes)") !=
+  CHECK(r.out.find("all-reduce: the allreduce_table's times for 8 ranks (32 sizes)") !=
         std::string::npos);
   const auto r4 =
       tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 4 --prompt 256 "
           "--new-tokens 16 --batch 1 --layers 4 --strategies ladder");
   CHECK(r4.code == 0);
-  CHECK(r4.out.find("all-reduce: the nccl-tests times of 4 ranks (allreduce_table, 24 sizes)") !=
+  CHECK(r4.out.find("all-reduce: the allreduce_table's times for 4 ranks (24 sizes)") !=
         std::string::npos);
   const auto r2 =
       tpo("plan --scenario generate --model llama3.1-8b --hardware h100x8 --tp 2 --prompt 256 "
@@ -1415,7 +1415,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
             .find("one thread drove 8 GPUs") != std::string::npos);
   r = tpo("plan --model llama2-70b --hardware " + hw_out.string() + " --tp 8 --seq 1024 --quiet");
   CHECK(r.code == 0);
-  CHECK(r.out.find("all-reduce: the nccl-tests times of 8 ranks (allreduce_table, 28 sizes)") !=
+  CHECK(r.out.find("all-reduce: the allreduce_table's times for 8 ranks (28 sizes)") !=
         std::string::npos);
   // A run of another rank count joins the file's table(s): h100x8 with a (relabelled) 4-rank
   // run holds tables for 4 and 8 ranks, and plan reads the 4-rank one at TP 4.
@@ -1430,7 +1430,7 @@ TEST_CASE("profile accuracy: the analytical model against a committed profile's 
   CHECK(fj.at(1).at("ranks") == 8);
   r = tpo("plan --model llama2-70b --hardware " + four.string() + " --tp 4 --seq 1024 --quiet");
   CHECK(r.code == 0);
-  CHECK(r.out.find("all-reduce: the nccl-tests times of 4 ranks") != std::string::npos);
+  CHECK(r.out.find("all-reduce: the allreduce_table's times for 4 ranks") != std::string::npos);
   // The shipped 4-rank table is joined from two published runs of one quiet 4x H100 machine:
   // from 4 MiB it is the nccl-tests run's in-place times, read back exactly by an import. A run
   // captured as a CUDA graph is said to hold no launch time (not that one thread drove 4 GPUs,

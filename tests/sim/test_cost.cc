@@ -272,7 +272,7 @@ TEST_CASE("all-reduce tables at several rank counts: each read at its own, none 
         doctest::Approx(10000));
   CHECK(AnalyticalCostModel(hw, 3).allreduce_ns({CollectiveKind::AllReduce, 1000000, 3}) ==
         doctest::Approx(2000 + 1e6 * 4.0 / 3 / 100));  // latency + 2(3-1)/3 bytes / busbw
-  CHECK(tpo::sim::allreduce_cost_line(hw, 2).find("the nccl-tests times of 2 ranks") !=
+  CHECK(tpo::sim::allreduce_cost_line(hw, 2).find("the allreduce_table's times for 2 ranks") !=
         std::string::npos);
   CHECK(tpo::sim::allreduce_cost_line(hw, 3).find(
             "its allreduce_table is for 2, 4 ranks and does not apply at TP 3") !=
