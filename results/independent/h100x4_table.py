@@ -30,7 +30,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nccl_table import interp, read_rows, summary  # noqa: E402
+from nccl_table import former, interp, read_rows, summary  # noqa: E402
 
 D = os.path.dirname(os.path.abspath(__file__))
 RANKS = 4
@@ -40,10 +40,6 @@ JOIN = 2 << 20  # 2 MiB: graph times up to it, nccl-tests eager above
 def torch_run(path):
     text = "".join(l for l in open(path) if not l.startswith("#"))
     return json.loads(text)
-
-
-def former(b, ranks, latency_us, kernel_us, busbw):
-    return latency_us + kernel_us + 2 * (ranks - 1) / ranks * b / busbw / 1e3
 
 
 def main():

@@ -47,6 +47,13 @@ SGLANG_PYNCCL_GRAPH = [(2, 16.84), (4, 16.99), (8, 17.23), (16, 17.75), (32, 19.
                        (64, 19.92), (128, 20.13), (256, 20.31), (512, 20.86), (1024, 27.00)]
 
 
+def former(b, ranks, latency_us=None, kernel_us=KERNEL_US, busbw=None):
+    """A latency + bandwidth model: latency + the per-kernel term + bus bytes at busbw."""
+    latency_us = OLD_LATENCY_US if latency_us is None else latency_us
+    busbw = busbw or BUSBW
+    return latency_us + kernel_us + 2 * (ranks - 1) / ranks * b / busbw / 1e3
+
+
 def read_rows(path):
     rows = []
     for line in open(path):
@@ -122,7 +129,7 @@ def main():
     print(f"   {'bytes':>12} {'in-place us':>12} {'out-of-place':>13} {'former model':>13} {'error':>7}")
     old = []
     for b, op, ip in rows:
-        m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+        m = former(b, RANKS)
         old.append((b, (m - ip) / ip))
         print(f"   {b:>12} {ip:>12.2f} {op:>13.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
     print("   up to 1 MiB:", summary([e for b, e in old if b <= 1 << 20]))
@@ -146,25 +153,25 @@ def main():
                   f"{BUSBW:g} GB/s) against {OTHER}, in-place:")
             print(f"   {'bytes':>12} {'other us':>10} {'table us':>9} {'error':>7}  {'where':<6} "
                   f"{'former model':>12} {'error':>7}")
-            errs, former = [], []
+            errs, old_errs = [], []
             for b, _, ip in other:
                 t = interp(pts, b)
-                m = OLD_LATENCY_US + KERNEL_US + 2 * (RANKS - 1) / RANKS * b / BUSBW / 1e3
+                m = former(b, RANKS)
                 errs.append((b, (t - ip) / ip))
-                former.append((b, (m - ip) / ip))
+                old_errs.append((b, (m - ip) / ip))
                 where = "beyond" if b > pts[-1][0] else "inside"
                 print(f"   {b:>12} {ip:>10.2f} {t:>9.2f} {100 * (t - ip) / ip:>6.1f}%  {where:<6} "
                       f"{m:>12.2f} {100 * (m - ip) / ip:>6.1f}%")
             print("   the table, inside it:", summary([e for b, e in errs if b <= pts[-1][0]]))
             print("   the table, beyond it:", summary([e for b, e in errs if b > pts[-1][0]]))
             print("   the former model, beyond the table's sizes:",
-                  summary([e for b, e in former if b > pts[-1][0]]))
+                  summary([e for b, e in old_errs if b > pts[-1][0]]))
         else:
             print(f"\n5. the former model ({OLD_LATENCY_US:g} us + {KERNEL_US:g} us + bus bytes at "
                   f"{BUSBW:g} GB/s) against {OTHER} ({other_ranks} ranks), in-place:")
             errs = []
             for b, _, ip in other:
-                m = OLD_LATENCY_US + KERNEL_US + 2 * (other_ranks - 1) / other_ranks * b / BUSBW / 1e3
+                m = former(b, other_ranks)
                 errs.append((m - ip) / ip)
                 print(f"   {b:>12} {ip:>12.2f} {m:>13.2f} {100 * (m - ip) / ip:>6.1f}%")
             print("  ", summary(errs))

@@ -221,19 +221,40 @@ bool fused_attention_built() {
 
 namespace {
 
-// Runs one attention call on device `dev` (current) through its cached plan; st.mu held.
-void run_locked(State& st, int dev, const void* q, const void* k, const void* v, void* out,
-                const AttentionShape& s, cudaStream_t stream) {
-  Device& d = st.devices[dev];
+// The plan cache's key of a shape on device `dev`.
+Key key_of(int dev, const AttentionShape& s) {
+  return {dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
+          s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+}
+
+// The device's cuDNN handle, made on first use; st.mu held.
+void ensure_handle(Device& d) {
   if (!d.handle && fe::detail::create_handle(&d.handle) != CUDNN_STATUS_SUCCESS) {
     d.handle = nullptr;
     throw std::runtime_error("cuDNN attention: cudnnCreate failed (is libcudnn installed?)");
   }
+}
+
+// libcudnn opened and the current device in `dev`; else false with the reason in `why`.
+bool open_on_current_device(int& dev, std::string* why) {
+  if (!open_cudnn(why)) return false;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+// Runs one attention call on device `dev` (current) through its cached plan; st.mu held.
+void run_locked(State& st, int dev, const void* q, const void* k, const void* v, void* out,
+                const AttentionShape& s, cudaStream_t stream) {
+  Device& d = st.devices[dev];
+  ensure_handle(d);
   if (fe::detail::set_stream(d.handle, stream) != CUDNN_STATUS_SUCCESS) {
     throw std::runtime_error("cuDNN attention: cudnnSetStream failed");
   }
-  const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
-                s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+  const Key key = key_of(dev, s);
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
     it = st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok)).first;
@@ -282,13 +303,8 @@ std::string probe(State& st, int dev) {
 }  // namespace
 
 bool fused_attention_available(std::string* why) {
-  if (!open_cudnn(why)) return false;
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    if (why) *why = "no CUDA device";
-    return false;
-  }
+  if (!open_on_current_device(dev, why)) return false;
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   Device& d = st.devices[dev];
@@ -301,25 +317,20 @@ bool fused_attention_available(std::string* why) {
 }
 
 bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::string* why) {
-  if (!open_cudnn(why)) return false;
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    if (why) *why = "no CUDA device";
-    return false;
-  }
+  if (!open_on_current_device(dev, why)) return false;
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   Device& d = st.devices[dev];
-  if (!d.handle && fe::detail::create_handle(&d.handle) != CUDNN_STATUS_SUCCESS) {
-    d.handle = nullptr;
-    if (why) *why = "cudnnCreate failed";
+  try {
+    ensure_handle(d);
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
     return false;
   }
   std::vector<Key> built;  // by this call: freed again when a later shape is refused
   for (const AttentionShape& s : shapes) {
-    const Key key{dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
-                  s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+    const Key key = key_of(dev, s);
     if (st.plans.count(key)) continue;
     try {
       st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok));
