@@ -1,0 +1,195 @@
+"""tpo's prefill predictions on H100 against TokenWeave's published vLLM runs: compute alone, the
+all-reduce, the time communication adds, and how much of it overlap removes.
+
+Usage: python3 tokenweave_check.py TPO PREFILL_CSV ALLREDUCE_CSV [HARDWARE]
+  e.g. python3 results/independent/tokenweave_check.py build/cli/tpo \
+           results/independent/tokenweave-h100-prefill.csv \
+           results/independent/tokenweave-h100-allreduce.csv
+
+Every prediction is `tpo` on a copy of configs/hardware/h100x8.json (or HARDWARE, e.g. a what-if
+file; unchanged otherwise), with
+--exec eager (their vLLM ran --enforce-eager):
+- "no comm": every all-reduce priced at zero (no table, no latency, no bandwidth limit), against
+  their `no_ar` run (all-reduces removed): the compute model alone;
+- "multimem": at TP 8 the all-reduce read from their published multimem times (8 ranks) at the
+  CTA count their baseline used (16 up to 4096 tokens, 32 above), as a user would put their
+  stack's times in `node.link.allreduce_table`; at TP 4 (no 4-rank multimem times published)
+  the file's own 4-rank table (NCCL), so the comm columns at TP 4 compare different kernels;
+- `none` (`tpo simulate --embed-head`) against `baseline_multimem`, and the time communication
+  adds (none - no comm) against theirs (baseline - no_ar);
+- the best ISO split into 2 chunks (`tpo plan --strategies iso --max-chunks 2`, plus the LM
+  head's time, which plan leaves out) against `overlap_fused`: the share of the added time that
+  overlap removes, (none - iso) / (none - no comm), against theirs, (baseline - overlap) /
+  (baseline - no_ar). TokenWeave is not ISO: it also fuses the all-reduce with the residual add
+  and RMSNorm (which is why it can beat no_ar) and runs its all-reduces on 2-8 CTAs; h100x8's
+  fixed interference factors stand for what overlap costs.
+Also printed: the file's 8-rank all-reduce table (NVIDIA's nccl-tests) against their
+torch.distributed (NCCL) and multimem times. Predictions only: nothing here is measured by us, and
+no shipped file is changed."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from tpo_predict import read_csv, summary
+
+MIB = 1 << 20
+BYTES_PER_TOKEN = 8192 * 2  # their all-reduce table's hidden size, bf16
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:2])} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def configs_dir():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
+
+
+def hardware_files(tmp, base, allreduce_rows):
+    """(no comm, multimem, as is) copies of the base hardware file written under tmp."""
+    with open(base) as f:
+        hw = json.load(f)
+    link = hw["node"]["link"]
+    nocomm = json.loads(json.dumps(hw))
+    nl = nocomm["node"]["link"]
+    nl.pop("allreduce_table", None)
+    nl["allreduce_latency_us"] = 0.0
+    nl["busbw_gbps"] = 1e6  # the most a hardware file accepts
+    mm = json.loads(json.dumps(hw))
+    points = []
+    for r in allreduce_rows:
+        tokens = int(r["BL"])
+        ctas = 16 if tokens <= 4096 else 32
+        points.append([tokens * BYTES_PER_TOKEN, float(r[f"multimem_ar_us_ctas_{ctas}"])])
+    tables = [t for t in link.get("allreduce_table", []) if t["ranks"] != 8]
+    tables.append({"ranks": 8, "points": points,
+                   "source": "TokenWeave's published multimem all-reduce on 8x H100 "
+                             "(tokenweave-h100-allreduce.csv), 16 CTAs up to 64 MiB, 32 above"})
+    mm["node"]["link"]["allreduce_table"] = tables
+    paths = []
+    for name, h in (("nocomm", nocomm), ("multimem", mm), ("base", hw)):
+        path = os.path.join(tmp, name + ".json")
+        with open(path, "w") as f:
+            json.dump(h, f)
+        paths.append(path)
+    return paths
+
+
+def simulate_us(tpo, hardware, model, tp, seq):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "s.json")
+        run([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
+             str(seq), "--exec", "eager", "--embed-head", "--strategy", "none", "--json", out])
+        return json.load(open(out))["total_us"]
+
+
+def plan_iso(tpo, hardware, model, tp, seqs):
+    """{seq: (none_us, best 2-chunk iso us, its chunks)} from `tpo plan` (no LM head)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "p.json")
+        run([tpo, "plan", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
+             ",".join(map(str, seqs)), "--strategies", "iso", "--max-chunks", "2", "--exec",
+             "eager", "--quiet", "--json", out])
+        p = json.load(open(out))
+    res = {}
+    for pt in p["points"]:
+        iso = [c for c in pt["candidates"] if c["strategy"] == "iso"]
+        best = min(iso, key=lambda c: c["total_us"])
+        res[pt["seq_len"]] = (pt["none_us"], best["total_us"], best["chunks"])
+    return res
+
+
+def allreduce_us(tpo, hardware, tokens):
+    """The time tpo charges the all-reduce of `tokens` x 8192 bf16 at TP 8 (llama3-70b)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "t.json")
+        run([tpo, "simulate", "--model", "llama3-70b", "--hardware", hardware, "--tp", "8",
+             "--seq", str(tokens), "--layers", "1", "--strategy", "none", "--trace", trace])
+        t = json.load(open(trace))
+    events = t["traceEvents"] if isinstance(t, dict) else t
+    return next(e["dur"] for e in events if e.get("ph") == "X" and e.get("name") == "allreduce")
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        sys.exit(__doc__)
+    tpo, rows, ar_rows = sys.argv[1], read_csv(sys.argv[2]), read_csv(sys.argv[3])
+    base = sys.argv[4] if len(sys.argv) == 5 else os.path.join(configs_dir(), "hardware",
+                                                               "h100x8.json")
+    print(f"hardware: {base}")
+    print("tpo on h100x8 (copies: all-reduce at zero, or TokenWeave's multimem times at TP 8), "
+          "--exec eager, against TokenWeave's published vLLM prefill runs; err = predicted / "
+          "published - 1\n")
+
+    print("All-reduce, 8x H100, tokens x 8192 bf16: published (their runs) and tpo's h100x8 "
+          "(NVIDIA's nccl-tests table)")
+    print(f"{'MiB':>6} {'torch NCCL us':>14} {'multimem 16 CTAs':>17} {'h100x8 us':>10} "
+          f"{'h100x8 / NCCL':>14}")
+    nccl_err = []
+    for r in ar_rows:
+        tokens = int(r["BL"])
+        ours = allreduce_us(tpo, base, tokens)
+        torch_us = float(r["pytorch_dist_ar_us"])
+        nccl_err.append(ours / torch_us - 1)
+        print(f"{tokens * BYTES_PER_TOKEN / MIB:>6.0f} {torch_us:>14.1f} "
+              f"{float(r['multimem_ar_us_ctas_16']):>17.1f} {ours:>10.1f} {ours / torch_us - 1:>+14.1%}")
+    print("h100x8 against their torch.distributed NCCL: " + summary(nccl_err) + "\n")
+
+    compute_err, total_err, added_err, removed, speedup_err = [], [], [], [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        nocomm, mm, as_is = hardware_files(tmp, base, ar_rows)
+        groups = sorted({(int(r["tp"]), r["model"]) for r in rows}, key=lambda g: (-g[0], g[1]))
+        for tp, model in groups:
+            mine = sorted((r for r in rows if int(r["tp"]) == tp and r["model"] == model),
+                          key=lambda r: int(r["prompt_len"]))
+            seqs = [int(r["prompt_len"]) for r in mine]
+            hw_comm = mm if tp == 8 else as_is
+            iso = plan_iso(tpo, hw_comm, model, tp, seqs)
+            print(f"{model}, TP {tp}" + ("" if tp == 8 else
+                                         " (comm: h100x8's 4-rank NCCL table; theirs: multimem)"))
+            print(f"{'tokens':>6} {'no comm ms pub / pred':>22} {'err':>7} {'none ms pub / pred':>21} "
+                  f"{'err':>7} {'comm adds ms pub / pred':>24} {'overlap ms pub / iso pred':>26} "
+                  f"{'removed pub / pred':>19} {'iso split':>12}")
+            for r in mine:
+                seq = int(r["prompt_len"])
+                base, noar, ovl = (float(r[k]) for k in
+                                   ("baseline_multimem_ms", "no_ar_ms", "overlap_fused_ms"))
+                p_nocomm = simulate_us(tpo, nocomm, model, tp, seq) / 1e3
+                p_none = simulate_us(tpo, hw_comm, model, tp, seq) / 1e3
+                none_plan, iso_us, chunks = iso[seq]
+                p_iso = iso_us / 1e3 + (p_none - none_plan / 1e3)  # + LM head, not overlapped
+                rem_pub = (base - ovl) / (base - noar)
+                rem_pred = (p_none - p_iso) / (p_none - p_nocomm)
+                compute_err.append(p_nocomm / noar - 1)
+                speedup_err.setdefault(tp, []).append((p_none / p_iso) / (base / ovl) - 1)
+                if tp == 8:
+                    total_err.append(p_none / base - 1)
+                    added_err.append((p_none - p_nocomm) / (base - noar) - 1)
+                    removed.append((model, seq, rem_pub, rem_pred, base / ovl, p_none / p_iso))
+                print(f"{seq:>6} {noar:>10.1f} / {p_nocomm:<9.1f} {p_nocomm / noar - 1:>+7.1%} "
+                      f"{base:>9.1f} / {p_none:<9.1f} {p_none / base - 1:>+7.1%} "
+                      f"{base - noar:>11.1f} / {p_none - p_nocomm:<10.1f} "
+                      f"{ovl:>12.1f} / {p_iso:<11.1f} {rem_pub:>8.0%} / {rem_pred:<7.0%} "
+                      f"{','.join(map(str, chunks)):>12}")
+            print()
+
+    print("No comm (compute alone), all " + str(len(compute_err)) + " points: " + summary(compute_err))
+    print("TP 8, none with their multimem all-reduce: " + summary(total_err))
+    print("TP 8, time communication adds (none - no comm against baseline - no_ar): "
+          + summary(added_err))
+    print("TP 8, speedup of overlap over none, published (TokenWeave) / predicted (ISO, 2 chunks): "
+          + ", ".join(f"{m} {s}: {sp:.2f}x / {sq:.2f}x" for m, s, _, _, sp, sq in removed))
+    for tp in sorted(speedup_err, reverse=True):
+        print(f"TP {tp}, speedup over none, predicted (ISO) / published (TokenWeave) - 1: "
+              + summary(speedup_err[tp]))
+    print("TP 8, share of the added time removed, published / predicted: "
+          + ", ".join(f"{m} {s}: {rp:.0%} / {rq:.0%}" for m, s, rp, rq, _, _ in removed))
+
+
+if __name__ == "__main__":
+    main()
