@@ -121,7 +121,7 @@ def main():
     tpo, rows, ar_rows = sys.argv[1], read_csv(sys.argv[2]), read_csv(sys.argv[3])
     base = sys.argv[4] if len(sys.argv) == 5 else os.path.join(configs_dir(), "hardware",
                                                                "h100x8.json")
-    print(f"hardware: {base}")
+    print(f"hardware: {os.path.relpath(base)}")
     print("tpo on h100x8 (copies: all-reduce at zero, or TokenWeave's multimem times at TP 8), "
           "--exec eager, against TokenWeave's published vLLM prefill runs; err = predicted / "
           "published - 1\n")
