@@ -1,5 +1,6 @@
 // `tpo profile`: measure op and interference costs on this machine (cpu or cuda backend),
-// and `tpo profile import-nccl-tests`: turn nccl-tests output into a profile's comm section.
+// `tpo profile import-nccl-tests` and `import-allreduce`: turn nccl-tests output, or a CSV of one's
+// own all-reduce times, into a profile's comm section or a hardware file's all-reduce table.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -63,7 +64,15 @@ struct ImportCli {
   std::string file, hardware, out, hardware_out;
   std::int64_t ranks = 0;
   bool in_place = false;
+  bool csv = false;  // import-allreduce: a CSV of one's own times, not nccl-tests output
+  std::string note;  // the CSV's first comment line (where the times are from)
 };
+
+// What the imported times are, for messages and source texts.
+std::string what_was_imported(const ImportCli& c, const char* column) {
+  if (c.csv) return "all-reduce times (bytes,time_us CSV)";
+  return "nccl-tests all_reduce_perf, " + std::string(column) + " times";
+}
 
 // The hardware file `spec` with the run's times as its node link's allreduce_table (the
 // analytical model then reads them at that rank count), named after `out`.
@@ -84,15 +93,19 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
   if (points.size() > 64) {
     throw InputError(c.file, "size",
                      std::to_string(points.size()) +
-                         " sizes; an allreduce_table holds at most 64 (run all_reduce_perf "
-                         "with -f 2)");
+                         " sizes; an allreduce_table holds at most 64 (" +
+                         (c.csv ? std::string("give fewer sizes, e.g. doubling")
+                                : std::string("run all_reduce_perf with -f 2")) +
+                         ")");
   }
   auto j = nlohmann::ordered_json::parse(
       read_input_file(sim::resolve_config("hardware", spec, "hardware"), "--hardware"));
   j["name"] = std::filesystem::path(c.hardware_out).stem().string();
-  std::string source = "nccl-tests all_reduce_perf, " + std::string(column) + " times, " +
-                       std::to_string(ranks) + " ranks, imported by tpo profile " +
-                       "import-nccl-tests on " + profiler::today() + " from " + c.file;
+  std::string source = what_was_imported(c, column) + ", " + std::to_string(ranks) +
+                       " ranks, imported by tpo profile " +
+                       (c.csv ? "import-allreduce" : "import-nccl-tests") + " on " +
+                       profiler::today() + " from " + c.file;
+  if (!c.note.empty()) source += " (the file says: " + c.note.substr(0, 300) + ")";
   if (run.graph_launches > 0) {
     source += " (captured as a CUDA graph: no host launch time in the times)";
   } else if (run.gpus_per_thread > 1) {
@@ -131,8 +144,9 @@ int run_import(ImportCli c) {
   if (!c.hardware_out.empty()) check_writable(c.hardware_out, "--hardware-out");
   check_distinct_outputs({{c.out, "--out"}, {c.hardware_out, "--hardware-out"}});
   profiler::NcclTestsHeader run;
-  const auto pts = profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &run);
-  const char* column = c.in_place ? "in-place" : "out-of-place";
+  const auto pts = c.csv ? profiler::parse_allreduce_csv(c.file, c.ranks, &c.note)
+                         : profiler::parse_nccl_tests(c.file, c.ranks, c.in_place, &run);
+  const char* column = c.csv ? "time_us" : c.in_place ? "in-place" : "out-of-place";
   if (const std::int64_t gpus = hw.nodes * hw.gpus_per_node; pts.front().ranks > gpus) {
     throw InputError(c.ranks > 0 ? "--ranks" : c.file,
                      c.ranks > 0 ? std::to_string(c.ranks) : std::string("nGpus"),
@@ -140,8 +154,9 @@ int run_import(ImportCli c) {
                          hw.name + " has " + std::to_string(gpus) + " GPUs");
   }
   std::cout << "imported " << pts.size() << " all-reduce sizes on " << pts.front().ranks
-            << " ranks from " << c.file << " (" << column
-            << " times; message bytes read as bf16 values)\n";
+            << " ranks from " << c.file << " ("
+            << (c.csv ? std::string("its time_us column") : std::string(column) + " times")
+            << "; message bytes read as bf16 values)\n";
   if (run.graph_launches > 0) {
     std::cout << "note: the timed iterations were captured as a CUDA graph (graph: "
               << run.graph_launches
@@ -190,14 +205,15 @@ int run_import(ImportCli c) {
       p.git_sha = git_sha();
       p.dtype = "bf16";
       p.date = profiler::today();
-      p.device = {{"backend", "nccl-tests import"}, {"hardware", c.hardware}};
+      p.device = {{"backend", c.csv ? "all-reduce CSV import" : "nccl-tests import"},
+                  {"hardware", c.hardware}};
       p.options = {{"imported_from", c.file}, {"hardware", c.hardware}};
       p.tp = pts.front().ranks;
     }
     p.allreduce = pts;
     profiler::fit_profile(p);
-    p.device["allreduce_source"] =
-        "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
+    p.device["allreduce_source"] = what_was_imported(c, column) + ": " + c.file +
+                                   (c.note.empty() ? "" : " (" + c.note.substr(0, 300) + ")");
     if (run.gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = run.gpus_per_thread;
     if (run.graph_launches > 0) p.device["allreduce_cuda_graph"] = true;
     outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
@@ -213,8 +229,8 @@ int run_import(ImportCli c) {
       std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
                 << f.beta_us_per_byte * 1e3 << " us/KB\n";
     }
-    std::cout << "wrote " << c.out << " (measured by nccl-tests; use with --profile " << c.out
-              << " --hardware " << c.hardware << ")\n";
+    std::cout << "wrote " << c.out << " (" << (c.csv ? "from " + c.file : "measured by nccl-tests")
+              << "; use with --profile " << c.out << " --hardware " << c.hardware << ")\n";
   }
   return 0;
 }
@@ -283,6 +299,26 @@ std::function<int()> add_profile(CLI::App& app) {
   im->add_flag("--in-place", imp->in_place,
                "Read the in-place times (tpo's runtime all-reduces in place; default: the "
                "out-of-place times)");
+  auto csv = std::make_shared<ImportCli>();
+  csv->csv = true;
+  auto* ia = sub->add_subcommand(
+      "import-allreduce",
+      "Turn a CSV of your own all-reduce times (torch.distributed, a custom kernel, a serving\n"
+      "engine's benchmark) into a profile's all-reduce table, or into a copy of the hardware file\n"
+      "that reads them (the analytical model then charges your stack's all-reduce)");
+  ia->add_option("file", csv->file,
+                 "CSV: # comment lines (the first is kept as the times' source), then a header "
+                 "naming a bytes column and a time_us column (one all-reduce, microseconds), then "
+                 "one row per message size, ascending")
+      ->required();
+  ia->add_option("--ranks", csv->ranks, "Ranks the all-reduces ran on")->required();
+  ia->add_option("--hardware", csv->hardware,
+                 "The machine they were measured on (a shipped hardware name or file)")
+      ->required();
+  ia->add_option("--out", csv->out, "Profile to write (for --profile)");
+  ia->add_option("--hardware-out", csv->hardware_out,
+                 "Also (or instead) write a copy of --hardware whose node link reads these times "
+                 "as its allreduce_table at --ranks (for --hardware; runs inside one node only)");
   auto* ac = sub->add_subcommand(
       "accuracy",
       "The analytical model of a hardware file against the measurements in profiles: median,\n"
@@ -292,7 +328,13 @@ std::function<int()> add_profile(CLI::App& app) {
                  "Hardware whose analytical model is compared (default: the profile's)");
   ac->add_option("--json", acc->json,
                  "Write every shape's measured and predicted time and signed error (FILE)");
-  return [o, imp, acc, sub, im, ac] {
+  return [o, imp, csv, acc, sub, im, ia, ac] {
+    if (sub->got_subcommand(ia)) {
+      if (csv->ranks < 2) {
+        throw InputError("--ranks", std::to_string(csv->ranks), "must be 2 or more ranks");
+      }
+      return run_import(*csv);
+    }
     if (sub->got_subcommand(im)) {
       if (im->count("--ranks") && imp->ranks < 2) {
         throw InputError("--ranks", std::to_string(imp->ranks), "must be 2 or more ranks");

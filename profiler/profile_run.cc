@@ -478,6 +478,38 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   return 0;
 }
 
+namespace {
+
+// A message cannot take less than half the time of the fastest smaller one in the same run,
+// once at least three are there: slow warm-up rows at the start (NVIDIA's H100 table has one)
+// are then outvoted by a real one, and do not make the next row look impossible.
+void check_plausible(const std::vector<sim::AllReducePoint>& pts, double time_us,
+                     const std::string& where, const std::string& size_text,
+                     const std::string& time_text) {
+  if (pts.size() < 3) return;
+  const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+    return a.t.median_us < b.t.median_us;
+  });
+  if (time_us < 0.5 * q->t.median_us) {
+    throw InputError(where, "time",
+                     time_text + " us for " + size_text + " B, under half the " +
+                         fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
+                         " B, the fastest smaller message of the same run: not a real "
+                         "all-reduce");
+  }
+}
+
+sim::AllReducePoint measured_point(double bytes, double time_us) {
+  sim::AllReducePoint p;
+  p.bytes = static_cast<std::int64_t>(bytes);
+  p.elements = p.bytes / 2;  // the graph's all-reduces carry bf16 values
+  p.t.median_us = p.t.min_us = p.t.max_us = time_us;
+  p.t.reps = 1;
+  return p;
+}
+
+}  // namespace
+
 std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   std::int64_t ranks_override, bool in_place,
                                                   NcclTestsHeader* header_out) {
@@ -668,27 +700,8 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                            " B does not follow a smaller size: the file holds more than one run "
                            "(give one, sizes ascending)");
     }
-    // A message cannot take less than half the time of the fastest smaller one in the same
-    // run, once at least three are there: slow warm-up rows at the start (NVIDIA's H100 table
-    // has one) are then outvoted by a real one, and do not make the next row look impossible.
-    if (pts.size() >= 3) {
-      const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-        return a.t.median_us < b.t.median_us;
-      });
-      if (time_us < 0.5 * q->t.median_us) {
-        throw InputError(where, "time",
-                         tok[t_at] + " us for " + tok[0] + " B, under half the " +
-                             fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
-                             " B, the fastest smaller message of the same run: not a real "
-                             "all-reduce");
-      }
-    }
-    sim::AllReducePoint p;
-    p.bytes = static_cast<std::int64_t>(size);
-    p.elements = p.bytes / 2;  // the graph's all-reduces carry bf16 values
-    p.t.median_us = p.t.min_us = p.t.max_us = time_us;
-    p.t.reps = 1;
-    pts.push_back(p);
+    check_plausible(pts, time_us, where, tok[0], tok[t_at]);
+    pts.push_back(measured_point(size, time_us));
   }
   if (pts.empty()) {
     throw InputError(path, "", "no all_reduce_perf result rows found (expected nccl-tests output)");
@@ -699,6 +712,101 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
   }
   for (auto& p : pts) p.ranks = ranks;
   if (header_out) *header_out = {n_gpus, graph_launches};
+  return pts;
+}
+
+std::vector<sim::AllReducePoint> parse_allreduce_csv(const std::string& path, std::int64_t ranks,
+                                                     std::string* note_out) {
+  if (ranks < 2 || ranks > 1 << 20) {
+    throw InputError("--ranks", std::to_string(ranks), "must be a rank count between 2 and 2^20");
+  }
+  std::istringstream in(read_input_file(path, ""));
+  const auto trim = [](std::string t) {
+    const auto b = t.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return std::string();
+    return t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
+  };
+  const auto split = [&](const std::string& line) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string t; std::getline(ss, t, ',');) f.push_back(trim(t));
+    if (!line.empty() && line.back() == ',') f.emplace_back();
+    return f;
+  };
+  std::vector<sim::AllReducePoint> pts;
+  std::vector<std::string> names;
+  std::size_t bytes_at = 0, time_at = 0;
+  std::int64_t line_no = 0;
+  std::string note;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    line = trim(line);
+    if (line.empty()) continue;
+    const std::string where = path + ":" + std::to_string(line_no);
+    if (line[0] == '#') {
+      if (note.empty()) note = trim(line.substr(1));  // the first comment: where it is from
+      continue;
+    }
+    const std::vector<std::string> f = split(line);
+    if (names.empty()) {  // the header
+      names = f;
+      bool has_bytes = false, has_time = false;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        std::string n = names[i];
+        std::transform(n.begin(), n.end(), n.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (n == "bytes" && !has_bytes) {
+          has_bytes = true;
+          bytes_at = i;
+        }
+        if (n == "time_us" && !has_time) {
+          has_time = true;
+          time_at = i;
+        }
+      }
+      if (!has_bytes || !has_time) {
+        throw InputError(where, "header",
+                         "'" + line +
+                             "': the first line that is not a # comment must name the columns, "
+                             "with one called bytes (the message size) and one called time_us "
+                             "(one all-reduce's time in microseconds)");
+      }
+      continue;
+    }
+    if (f.size() != names.size()) {
+      throw InputError(where, "row",
+                       std::to_string(f.size()) + " fields where the header names " +
+                           std::to_string(names.size()));
+    }
+    char* end = nullptr;
+    const double size = std::strtod(f[bytes_at].c_str(), &end);
+    if (f[bytes_at].empty() || *end || !std::isfinite(size) || size < 1 || size > 1e15 ||
+        size != std::floor(size)) {
+      throw InputError(where, "bytes", "'" + f[bytes_at] + "' is not a byte count in [1, 1e15]");
+    }
+    const double time_us = std::strtod(f[time_at].c_str(), &end);
+    if (f[time_at].empty() || *end || !std::isfinite(time_us) || !(time_us > 0) || time_us > 1e9) {
+      throw InputError(where, "time_us", "'" + f[time_at] + "' is not a time in (0, 1e9] us");
+    }
+    if (!pts.empty() && size <= static_cast<double>(pts.back().bytes)) {
+      throw InputError(where, "bytes",
+                       f[bytes_at] +
+                           " does not follow a smaller size: give each message size "
+                           "once, ascending");
+    }
+    check_plausible(pts, time_us, where, f[bytes_at], f[time_at]);
+    pts.push_back(measured_point(size, time_us));
+  }
+  if (names.empty()) {
+    throw InputError(path, "header", "no header line (bytes,time_us) and no rows");
+  }
+  if (pts.size() < 2) {
+    throw InputError(path, "rows",
+                     std::string(pts.empty() ? "no rows" : "one message size") +
+                         " under the header; an all-reduce table needs at least two");
+  }
+  for (auto& p : pts) p.ranks = ranks;
+  if (note_out) *note_out = note;
   return pts;
 }
 

@@ -85,4 +85,12 @@ std::vector<sim::AllReducePoint> parse_nccl_tests(const std::string& path,
                                                   bool in_place = false,
                                                   NcclTestsHeader* header = nullptr);
 
+// Reads a CSV of one's own all-reduce times (torch.distributed, a custom kernel, a serving
+// engine's benchmark): `#` lines are comments (the first is returned in `note` as the
+// provenance), the first other line names the columns, one of them `bytes` and one `time_us`
+// (others are ignored); each size once, ascending, at least two. Throws InputError naming the
+// file and line.
+std::vector<sim::AllReducePoint> parse_allreduce_csv(const std::string& path, std::int64_t ranks,
+                                                     std::string* note = nullptr);
+
 }  // namespace tpo::profiler

@@ -12,8 +12,8 @@ file; unchanged otherwise), with
 - "no comm": every all-reduce priced at zero (no table, no latency, no bandwidth limit), against
   their `no_ar` run (all-reduces removed): the compute model alone;
 - "multimem": at TP 8 the all-reduce read from their published multimem times (8 ranks) at the
-  CTA count their baseline used (16 up to 4096 tokens, 32 above), as a user would put their
-  stack's times in `node.link.allreduce_table`; at TP 4 (no 4-rank multimem times published)
+  CTA count their baseline used (16 up to 4096 tokens, 32 above), imported as a user would
+  import their stack's times (`tpo profile import-allreduce`, a CSV of bytes and time_us); at TP 4 (no 4-rank multimem times published)
   the file's own 4-rank table (NCCL), so the comm columns at TP 4 compare different kernels;
 - `none` (`tpo simulate --embed-head`) against `baseline_multimem`, and the time communication
   adds (none - no comm) against theirs (baseline - no_ar);
@@ -50,34 +50,34 @@ def configs_dir():
     return os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
 
 
-def hardware_files(tmp, base, allreduce_rows):
-    """(no comm, multimem, as is) copies of the base hardware file written under tmp."""
+def hardware_files(tpo, tmp, base, allreduce_rows):
+    """(no comm, multimem, as is) copies of the base hardware file written under tmp. The
+    multimem copy is made as a user would make it: `tpo profile import-allreduce` of a CSV."""
     with open(base) as f:
         hw = json.load(f)
-    link = hw["node"]["link"]
     nocomm = json.loads(json.dumps(hw))
     nl = nocomm["node"]["link"]
     nl.pop("allreduce_table", None)
     nl["allreduce_latency_us"] = 0.0
     nl["busbw_gbps"] = 1e6  # the most a hardware file accepts
-    mm = json.loads(json.dumps(hw))
-    points = []
-    for r in allreduce_rows:
-        tokens = int(r["BL"])
-        ctas = 16 if tokens <= 4096 else 32
-        points.append([tokens * BYTES_PER_TOKEN, float(r[f"multimem_ar_us_ctas_{ctas}"])])
-    tables = [t for t in link.get("allreduce_table", []) if t["ranks"] != 8]
-    tables.append({"ranks": 8, "points": points,
-                   "source": "TokenWeave's published multimem all-reduce on 8x H100 "
-                             "(tokenweave-h100-allreduce.csv), 16 CTAs up to 64 MiB, 32 above"})
-    mm["node"]["link"]["allreduce_table"] = tables
     paths = []
-    for name, h in (("nocomm", nocomm), ("multimem", mm), ("base", hw)):
+    for name, h in (("nocomm", nocomm), ("base", hw)):
         path = os.path.join(tmp, name + ".json")
         with open(path, "w") as f:
             json.dump(h, f)
         paths.append(path)
-    return paths
+    csv_path, mm = os.path.join(tmp, "multimem.csv"), os.path.join(tmp, "multimem.json")
+    with open(csv_path, "w") as f:
+        f.write("# TokenWeave's published multimem all-reduce on 8x H100 "
+                "(tokenweave-h100-allreduce.csv), 16 CTAs up to 64 MiB, 32 above\n"
+                "bytes,time_us\n")
+        for r in allreduce_rows:
+            tokens = int(r["BL"])
+            ctas = 16 if tokens <= 4096 else 32
+            f.write(f"{tokens * BYTES_PER_TOKEN},{r[f'multimem_ar_us_ctas_{ctas}']}\n")
+    run([tpo, "profile", "import-allreduce", csv_path, "--ranks", "8", "--hardware", paths[1],
+         "--hardware-out", mm])
+    return paths[0], mm, paths[1]
 
 
 def simulate_us(tpo, hardware, model, tp, seq):
@@ -142,7 +142,7 @@ def main():
 
     compute_err, total_err, added_err, removed, speedup_err = [], [], [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        nocomm, mm, as_is = hardware_files(tmp, base, ar_rows)
+        nocomm, mm, as_is = hardware_files(tpo, tmp, base, ar_rows)
         groups = sorted({(int(r["tp"]), r["model"]) for r in rows}, key=lambda g: (-g[0], g[1]))
         for tp, model in groups:
             mine = sorted((r for r in rows if int(r["tp"]) == tp and r["model"] == model),

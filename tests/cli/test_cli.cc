@@ -627,6 +627,71 @@ TEST_CASE("profile: bad options, and the nccl-tests import") {
   CHECK(r.out.find("no all_reduce_perf result rows") != std::string::npos);
 }
 
+TEST_CASE("profile import-allreduce: a CSV of one's own all-reduce times") {
+  const fs::path dir = scratch() / "import_csv";
+  fs::create_directories(dir);
+  const fs::path hw = dir / "myh100.json", prof = dir / "my.json";
+  auto r = tpo("profile import-allreduce " + data +
+               "/allreduce_times_sample.csv --ranks 8 --hardware h100x8 --hardware-out " +
+               hw.string() + " --out " + prof.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("imported 5 all-reduce sizes on 8 ranks") != std::string::npos);
+  // The copy reads the CSV's times at 8 ranks (the file's 4-rank table stays), names where they
+  // are from, and the analytical model charges them: 1 MiB costs the CSV's 24 us.
+  const auto j = nlohmann::json::parse(slurp(hw));
+  const auto& tables = j["node"]["link"]["allreduce_table"];
+  REQUIRE(tables.is_array());
+  CHECK(tables.size() == 2);
+  CHECK(tables[1]["ranks"] == 8);
+  CHECK(tables[1]["points"].size() == 5);
+  CHECK(tables[1]["points"][2][1] == 24.0);
+  const std::string source = tables[1]["source"];
+  CHECK(source.find("import-allreduce") != std::string::npos);
+  CHECK(source.find("A synthetic sample") != std::string::npos);
+  const fs::path trace = dir / "t.json";
+  // 64 tokens x 8192 x 2 bytes = 1 MiB, a size of the CSV; 96 tokens lie between two of them.
+  r = tpo("simulate --model llama3-70b --hardware " + hw.string() +
+          " --tp 8 --seq 64 --layers 1 --trace " + trace.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("allreduce_table's times for 8 ranks (5 sizes)") != std::string::npos);
+  const auto allreduce_us = [&] {
+    const auto t = nlohmann::json::parse(slurp(trace));
+    for (const auto& e : t["traceEvents"]) {
+      if (e.value("name", "") == "allreduce") return e["dur"].get<double>();
+    }
+    return 0.0;
+  };
+  CHECK(allreduce_us() == doctest::Approx(24.0).epsilon(1e-4));
+  r = tpo("simulate --model llama3-70b --hardware " + hw.string() +
+          " --tp 8 --seq 96 --layers 1 --trace " + trace.string());
+  REQUIRE(r.code == 0);
+  CHECK(allreduce_us() > 24.0);  // 1.5 MiB: read between 1 MiB (24 us) and 4 MiB (52 us)
+  CHECK(allreduce_us() < 52.0);
+  CHECK(slurp(prof).find("all-reduce CSV import") != std::string::npos);
+  // Bad files are refused with the file, line and field named, and nothing is written.
+  const auto refused = [&](const std::string& text, const std::string& args,
+                           const std::string& message) {
+    const fs::path f = dir / "bad.csv", out = dir / "bad.json";
+    std::ofstream(f) << text;
+    const auto b = tpo("profile import-allreduce " + f.string() + " --hardware h100x8 " + args +
+                       " --out " + out.string());
+    CHECK(b.code == 2);
+    CHECK_MESSAGE(b.out.find(message) != std::string::npos, b.out);
+    CHECK_FALSE(fs::exists(out));
+  };
+  refused("size,us\n1024,10\n2048,11\n", "--ranks 8", "bad.csv:1: field 'header'");
+  refused("bytes,time_us\n2048,10\n1024,11\n", "--ranks 8", "bad.csv:3: field 'bytes'");
+  refused("bytes,time_us\n1024,abc\n2048,11\n", "--ranks 8", "bad.csv:2: field 'time_us'");
+  refused("bytes,time_us\n1024,-3\n2048,11\n", "--ranks 8", "is not a time in (0, 1e9] us");
+  refused("bytes,time_us\n1024,10,5\n", "--ranks 8", "3 fields where the header names 2");
+  refused("# nothing else\nbytes,time_us\n1024,10\n", "--ranks 8", "one message size");
+  refused("bytes,time_us\n1024,10\n2048,11\n", "--ranks 1", "--ranks 1");
+  refused("bytes,time_us\n1024,10\n2048,11\n", "", "--ranks is required");
+  refused("bytes,time_us\n1024,10\n2048,11\n", "--ranks 16", "h100x8 has 8 GPUs");
+  refused("bytes,time_us\n1024,10\n2048,11\n4096,12\n8192,13\n16384,2\n", "--ranks 8",
+          "not a real all-reduce");
+}
+
 TEST_CASE("validate: executes the graph on the CPU, checks it, reports predicted vs measured") {
   const fs::path j = scratch() / "val.json", t = scratch() / "val.trace.json";
   auto r = tpo("validate --model " + data +
