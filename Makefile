@@ -97,7 +97,8 @@ fuzz: deps
 	run hardware $(CURDIR)/configs/hardware; \
 	run profile $(CURDIR)/configs/profiles; \
 	run plan $(CURDIR)/results/h200/2026-11-29; \
-	run nccl_tests $(CURDIR)/tests/data
+	run nccl_tests $(CURDIR)/tests/data; \
+	run allreduce_csv $(CURDIR)/tests/data
 
 bench: build
 	$(BUILD_DIR)/bench/tpo-bench
