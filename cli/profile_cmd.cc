@@ -91,7 +91,7 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const auto& p : pts) points.push_back({p.bytes, p.t.median_us});  // ascending (parser)
   if (points.size() > 64) {
-    throw InputError(c.file, "size",
+    throw InputError(c.file, c.csv ? "rows" : "size",
                      std::to_string(points.size()) +
                          " sizes; an allreduce_table holds at most 64 (" +
                          (c.csv ? std::string("give fewer sizes, e.g. doubling")
@@ -105,7 +105,7 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
                        " ranks, imported by tpo profile " +
                        (c.csv ? "import-allreduce" : "import-nccl-tests") + " on " +
                        profiler::today() + " from " + c.file;
-  if (!c.note.empty()) source += " (the file says: " + c.note.substr(0, 300) + ")";
+  if (!c.note.empty()) source += " (the file says: " + c.note + ")";
   if (run.graph_launches > 0) {
     source += " (captured as a CUDA graph: no host launch time in the times)";
   } else if (run.gpus_per_thread > 1) {
@@ -212,8 +212,15 @@ int run_import(ImportCli c) {
     }
     p.allreduce = pts;
     profiler::fit_profile(p);
-    p.device["allreduce_source"] = what_was_imported(c, column) + ": " + c.file +
-                                   (c.note.empty() ? "" : " (" + c.note.substr(0, 300) + ")");
+    p.device["allreduce_source"] =
+        c.csv ? what_was_imported(c, column) + ": " + c.file +
+                    (c.note.empty() ? "" : " (" + c.note + ")")
+              : "nccl-tests all_reduce_perf (" + std::string(column) + " times): " + c.file;
+    // What an earlier import into this profile said about its run.
+    if (p.device.is_object()) {
+      p.device.erase("allreduce_gpus_per_thread");
+      p.device.erase("allreduce_cuda_graph");
+    }
     if (run.gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = run.gpus_per_thread;
     if (run.graph_launches > 0) p.device["allreduce_cuda_graph"] = true;
     outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");

@@ -485,17 +485,18 @@ namespace {
 // are then outvoted by a real one, and do not make the next row look impossible.
 void check_plausible(const std::vector<sim::AllReducePoint>& pts, double time_us,
                      const std::string& where, const std::string& size_text,
-                     const std::string& time_text) {
+                     const std::string& time_text, const char* field = "time",
+                     const char* source = "run") {
   if (pts.size() < 3) return;
   const auto q = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
     return a.t.median_us < b.t.median_us;
   });
   if (time_us < 0.5 * q->t.median_us) {
-    throw InputError(where, "time",
+    throw InputError(where, field,
                      time_text + " us for " + size_text + " B, under half the " +
                          fmt("%.2f", q->t.median_us) + " us of " + std::to_string(q->bytes) +
-                         " B, the fastest smaller message of the same run: not a real "
-                         "all-reduce");
+                         " B, the fastest smaller message of the same " + source +
+                         ": not a real all-reduce");
   }
 }
 
@@ -720,18 +721,60 @@ std::vector<sim::AllReducePoint> parse_allreduce_csv(const std::string& path, st
   if (ranks < 2 || ranks > 1 << 20) {
     throw InputError("--ranks", std::to_string(ranks), "must be a rank count between 2 and 2^20");
   }
-  std::istringstream in(read_input_file(path, ""));
-  const auto trim = [](std::string t) {
+  std::string text = read_input_file(path, "");
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark
+  std::istringstream in(text);
+  const auto trim = [](const std::string& t) {
     const auto b = t.find_first_not_of(" \t\r");
     if (b == std::string::npos) return std::string();
     return t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
   };
-  const auto split = [&](const std::string& line) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string t; std::getline(ss, t, ',');) f.push_back(trim(t));
-    if (!line.empty() && line.back() == ',') f.emplace_back();
+  // Text that goes into a report or a file: printable ASCII, at most `max` characters.
+  const auto printable = [](const std::string& t, std::size_t max) {
+    std::string out;
+    for (const unsigned char ch : t) {
+      if (out.size() == max) return out + "...";
+      out += ch >= 0x20 && ch < 0x7f ? static_cast<char>(ch) : '?';
+    }
+    return out;
+  };
+  // Fields split at commas; a field in double quotes may hold commas ("" is a quote in it).
+  const auto split = [&](const std::string& line, const std::string& where) {
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char ch = line[i];
+      if (quoted) {
+        if (ch != '"') {
+          f.back() += ch;
+        } else if (i + 1 < line.size() && line[i + 1] == '"') {
+          f.back() += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else if (ch == '"' && trim(f.back()).empty()) {
+        quoted = true;
+        f.back().clear();
+      } else if (ch == ',') {
+        f.emplace_back();
+      } else {
+        f.back() += ch;
+      }
+    }
+    if (quoted) throw InputError(where, "row", "a quoted field is not closed");
+    for (auto& x : f) x = trim(x);
     return f;
+  };
+  // A number as a CSV holds it: decimal digits, a point, an exponent; no sign, no hex.
+  const auto number = [](const std::string& t, bool whole) {
+    static const std::string kDigits = "0123456789";
+    if (t.empty() || kDigits.find(t[0]) == std::string::npos) return -1.0;
+    if (whole && t.find_first_not_of(kDigits) != std::string::npos) return -1.0;
+    if (t.find_first_not_of(kDigits + ".eE+-") != std::string::npos) return -1.0;
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    return *end || !std::isfinite(v) ? -1.0 : v;
   };
   std::vector<sim::AllReducePoint> pts;
   std::vector<std::string> names;
@@ -743,30 +786,29 @@ std::vector<sim::AllReducePoint> parse_allreduce_csv(const std::string& path, st
     line = trim(line);
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    if (line[0] == '#') {
-      if (note.empty()) note = trim(line.substr(1));  // the first comment: where it is from
+    if (line[0] == '#') {  // the first comment: where the times are from
+      if (note.empty()) note = printable(trim(line.substr(1)), 300);
       continue;
     }
-    const std::vector<std::string> f = split(line);
+    const std::vector<std::string> f = split(line, where);
     if (names.empty()) {  // the header
       names = f;
-      bool has_bytes = false, has_time = false;
+      int bytes_cols = 0, time_cols = 0;
       for (std::size_t i = 0; i < names.size(); ++i) {
         std::string n = names[i];
         std::transform(n.begin(), n.end(), n.begin(),
                        [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-        if (n == "bytes" && !has_bytes) {
-          has_bytes = true;
-          bytes_at = i;
-        }
-        if (n == "time_us" && !has_time) {
-          has_time = true;
-          time_at = i;
-        }
+        if (n == "bytes" && bytes_cols++ == 0) bytes_at = i;
+        if (n == "time_us" && time_cols++ == 0) time_at = i;
       }
-      if (!has_bytes || !has_time) {
+      if (bytes_cols > 1 || time_cols > 1) {
+        throw InputError(
+            where, "header",
+            "'" + printable(line, 120) + "' names the bytes or the time_us column more than once");
+      }
+      if (bytes_cols == 0 || time_cols == 0) {
         throw InputError(where, "header",
-                         "'" + line +
+                         "'" + printable(line, 120) +
                              "': the first line that is not a # comment must name the columns, "
                              "with one called bytes (the message size) and one called time_us "
                              "(one all-reduce's time in microseconds)");
@@ -778,23 +820,23 @@ std::vector<sim::AllReducePoint> parse_allreduce_csv(const std::string& path, st
                        std::to_string(f.size()) + " fields where the header names " +
                            std::to_string(names.size()));
     }
-    char* end = nullptr;
-    const double size = std::strtod(f[bytes_at].c_str(), &end);
-    if (f[bytes_at].empty() || *end || !std::isfinite(size) || size < 1 || size > 1e15 ||
-        size != std::floor(size)) {
-      throw InputError(where, "bytes", "'" + f[bytes_at] + "' is not a byte count in [1, 1e15]");
+    const std::string& b = f[bytes_at];
+    const std::string& t = f[time_at];
+    const double size = number(b, true);
+    if (!(size >= 1) || size > 1e15) {
+      throw InputError(where, "bytes",
+                       "'" + printable(b, 40) + "' is not a byte count in [1, 1e15] (digits only)");
     }
-    const double time_us = std::strtod(f[time_at].c_str(), &end);
-    if (f[time_at].empty() || *end || !std::isfinite(time_us) || !(time_us > 0) || time_us > 1e9) {
-      throw InputError(where, "time_us", "'" + f[time_at] + "' is not a time in (0, 1e9] us");
+    const double time_us = number(t, false);
+    if (!(time_us > 0) || time_us > 1e9) {
+      throw InputError(where, "time_us", "'" + printable(t, 40) + "' is not a time in (0, 1e9] us");
     }
     if (!pts.empty() && size <= static_cast<double>(pts.back().bytes)) {
       throw InputError(where, "bytes",
-                       f[bytes_at] +
-                           " does not follow a smaller size: give each message size "
-                           "once, ascending");
+                       b + " does not follow a smaller size: give each message size once, "
+                           "ascending");
     }
-    check_plausible(pts, time_us, where, f[bytes_at], f[time_at]);
+    check_plausible(pts, time_us, where, b, t, "time_us", "file");
     pts.push_back(measured_point(size, time_us));
   }
   if (names.empty()) {

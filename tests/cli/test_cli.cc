@@ -667,7 +667,25 @@ TEST_CASE("profile import-allreduce: a CSV of one's own all-reduce times") {
   REQUIRE(r.code == 0);
   CHECK(allreduce_us() > 24.0);  // 1.5 MiB: read between 1 MiB (24 us) and 4 MiB (52 us)
   CHECK(allreduce_us() < 52.0);
-  CHECK(slurp(prof).find("all-reduce CSV import") != std::string::npos);
+  {
+    const auto pj = nlohmann::json::parse(slurp(prof));
+    CHECK(pj["tp"] == 8);
+    CHECK(pj["device"]["backend"] == "all-reduce CSV import");
+    CHECK(pj["device"]["allreduce_source"].get<std::string>().find("A synthetic sample") !=
+          std::string::npos);
+  }
+  // What spreadsheets and scripts write is read too: a byte order mark, quoted fields (with a
+  // comma inside), CRLF line ends; a comment that is not ASCII is kept with '?' in its place.
+  {
+    const fs::path f = dir / "excel.csv", out = dir / "excel.json";
+    std::ofstream(f) << "\xEF\xBB\xBF# from \xB5s\r\n\"bytes\",\"time_us\",\"note\"\r\n"
+                        "1024,10,\"a, b\"\r\n2048,11,\"\"\r\n";
+    const auto x = tpo("profile import-allreduce " + f.string() +
+                       " --ranks 8 --hardware h100x8 --out " + out.string());
+    CHECK_MESSAGE(x.code == 0, x.out);
+    CHECK(x.out.find("imported 2 all-reduce sizes") != std::string::npos);
+    CHECK(slurp(out).find("from ?s") != std::string::npos);
+  }
   // Bad files are refused with the file, line and field named, and nothing is written.
   const auto refused = [&](const std::string& text, const std::string& args,
                            const std::string& message) {
@@ -689,7 +707,24 @@ TEST_CASE("profile import-allreduce: a CSV of one's own all-reduce times") {
   refused("bytes,time_us\n1024,10\n2048,11\n", "", "--ranks is required");
   refused("bytes,time_us\n1024,10\n2048,11\n", "--ranks 16", "h100x8 has 8 GPUs");
   refused("bytes,time_us\n1024,10\n2048,11\n4096,12\n8192,13\n16384,2\n", "--ranks 8",
-          "not a real all-reduce");
+          "bad.csv:6: field 'time_us': 2 us for 16384 B");
+  refused("bytes,time_us,Bytes\n1024,10,1\n2048,11,2\n", "--ranks 8", "more than once");
+  refused("bytes,time_us\n0x400,10\n2048,11\n", "--ranks 8", "'0x400' is not a byte count");
+  refused("bytes,time_us\n1024,\"10\n2048,11\n", "--ranks 8", "a quoted field is not closed");
+  // More sizes than a hardware file's table holds: refused, and neither file is written.
+  {
+    std::string many = "bytes,time_us\n";
+    for (int i = 0; i < 65; ++i) many += std::to_string(1024 * (i + 1)) + ",10\n";
+    const fs::path f = dir / "many.csv", out = dir / "many.json", hwout = dir / "many-hw.json";
+    std::ofstream(f) << many;
+    const auto m =
+        tpo("profile import-allreduce " + f.string() + " --ranks 8 --hardware h100x8 --out " +
+            out.string() + " --hardware-out " + hwout.string());
+    CHECK(m.code == 2);
+    CHECK_MESSAGE(m.out.find("at most 64") != std::string::npos, m.out);
+    CHECK_FALSE(fs::exists(out));
+    CHECK_FALSE(fs::exists(hwout));
+  }
 }
 
 TEST_CASE("validate: executes the graph on the CPU, checks it, reports predicted vs measured") {
