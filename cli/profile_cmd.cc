@@ -292,16 +292,19 @@ std::function<int()> add_profile(CLI::App& app) {
       "import-nccl-tests",
       "Turn the output of nccl-tests' all_reduce_perf into a profile's all-reduce table (new\n"
       "profile, or the comm section of an existing --out profile is replaced)");
+  // What both imports take: where the times were measured, and what to write.
+  const auto add_import_outputs = [](CLI::App* c, ImportCli& to) {
+    c->add_option("--hardware", to.hardware,
+                  "The machine the times were measured on (a shipped hardware name or file)")
+        ->required();
+    c->add_option("--out", to.out, "Profile to write (for --profile)");
+    c->add_option("--hardware-out", to.hardware_out,
+                  "Also (or instead) write a copy of --hardware whose node link reads these "
+                  "times as its allreduce_table (for --hardware; the analytical model then uses "
+                  "them at this rank count; runs inside one node only)");
+  };
   im->add_option("file", imp->file, "all_reduce_perf output (text)")->required();
-  im->add_option("--hardware", imp->hardware,
-                 "The machine it was measured on (a shipped "
-                 "hardware name or file)")
-      ->required();
-  im->add_option("--out", imp->out, "Profile to write (for --profile)");
-  im->add_option("--hardware-out", imp->hardware_out,
-                 "Also (or instead) write a copy of --hardware whose node link reads these times "
-                 "as its allreduce_table (for --hardware; the analytical model then uses them at "
-                 "this rank count; runs inside one node only)");
+  add_import_outputs(im, *imp);
   im->add_option("--ranks", imp->ranks, "Ranks of the run, when the file does not say (nGpus)");
   im->add_flag("--in-place", imp->in_place,
                "Read the in-place times (tpo's runtime all-reduces in place; default: the "
@@ -319,13 +322,7 @@ std::function<int()> add_profile(CLI::App& app) {
                  "one row per message size, ascending")
       ->required();
   ia->add_option("--ranks", csv->ranks, "Ranks the all-reduces ran on")->required();
-  ia->add_option("--hardware", csv->hardware,
-                 "The machine they were measured on (a shipped hardware name or file)")
-      ->required();
-  ia->add_option("--out", csv->out, "Profile to write (for --profile)");
-  ia->add_option("--hardware-out", csv->hardware_out,
-                 "Also (or instead) write a copy of --hardware whose node link reads these times "
-                 "as its allreduce_table at --ranks (for --hardware; runs inside one node only)");
+  add_import_outputs(ia, *csv);
   auto* ac = sub->add_subcommand(
       "accuracy",
       "The analytical model of a hardware file against the measurements in profiles: median,\n"

@@ -35,12 +35,12 @@ new tokens, --exec graph as their decode steps were CUDA-graph replays). Printed
 Predictions and arithmetic only: nothing here is measured by us, and no file is changed."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from ladder_gptfast_check import DECODE_STEPS, STRATEGY, err, hardware_file
-from tpo_predict import read_csv, summary
+from ladder_gptfast_check import DECODE_STEPS, STRATEGY, err
+from ladder_gptfast_check import predict as ladder_predict
+from tpo_predict import config_file, read_csv, summary, trace_event
 
 PROMPT, NEW_TOKENS = 1024, 512
 CACHE = (PROMPT + NEW_TOKENS + 7) // 8 * 8  # gpt-fast's setup_caches: find_multiple(.., 8)
@@ -52,40 +52,20 @@ FP16 = 2
 REF_BATCH = 4
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd[:2])} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-
-
 def predict(tpo, hardware, model, tp, batches):
-    """{(batch, strategy): result} of `tpo plan --scenario generate` at this TP."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "g.json")
-        run([tpo, "plan", "--scenario", "generate", "--model", model, "--hardware", hardware,
-             "--tp", str(tp), "--prompt", str(PROMPT), "--new-tokens", str(NEW_TOKENS),
-             "--batch", ",".join(map(str, batches)), "--strategies", "ladder", "--exec", "graph",
-             "--json", out])
-        g = json.load(open(out))
-    return {(b["batch"], r["strategy"]): r for b in g["batches"] for r in b["results"]}
+    """{(batch, strategy): result} of `tpo plan --scenario generate` at this TP (none, ladder)."""
+    return ladder_predict(tpo, hardware, model, batches, tp=tp, strategies="ladder")[0]
 
 
 def allreduce_us(tpo, hardware, model, tp, batch):
     """The time tpo charges one decode all-reduce (batch x hidden fp16) at this TP, in us."""
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = os.path.join(tmp, "t.json")
-        run([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", str(tp),
-             "--phase", "decode", "--batch", str(batch), "--context", str(CONTEXT_MEAN),
-             "--layers", "1", "--strategy", "none", "--trace", trace])
-        t = json.load(open(trace))
-    events = t["traceEvents"] if isinstance(t, dict) else t
-    return next(e["dur"] for e in events if e.get("ph") == "X" and e.get("name") == "allreduce")
+    return trace_event(tpo, ["--model", model, "--hardware", hardware, "--tp", str(tp), "--phase",
+                             "decode", "--batch", str(batch), "--context", str(CONTEXT_MEAN),
+                             "--layers", "1", "--strategy", "none"], "allreduce")["dur"]
 
 
 def model_file(model):
-    here = os.path.dirname(os.path.abspath(__file__))
-    configs = os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
-    with open(os.path.join(configs, "models", model + ".json")) as f:
+    with open(config_file("models", model)) as f:
         return json.load(f)
 
 
@@ -111,9 +91,7 @@ GEMM_TERMS = ("gemm_max", "gemm_tiles", "gemm_stream_k", "gemm_overhead_us")
 
 def gemm_what_if(tpo, hw, groups, rows):
     """Batch-1 decode step errors with h200x8's fitted GEMM terms in a copy of `hw`."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    configs = os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
-    with open(os.path.join(configs, "hardware", "h200x8.json")) as f:
+    with open(config_file("hardware", "h200x8")) as f:
         donor = json.load(f)["efficiency"]
     what_if = json.loads(json.dumps(hw))
     for k in GEMM_TERMS:
@@ -140,7 +118,7 @@ def main():
         sys.exit(__doc__)
     tpo, hardware = sys.argv[1], sys.argv[2]
     rows = [r for path in sys.argv[3:] for r in read_csv(path)]
-    with open(hardware_file(hardware)) as f:
+    with open(config_file("hardware", hardware)) as f:
         hw = json.load(f)
     print(f"tpo plan --scenario generate on {hardware} (prompt {PROMPT} + {NEW_TOKENS} new "
           f"tokens, --exec graph) against the published gpt-fast runs; err = predicted / "

@@ -20,40 +20,26 @@ Predictions only: nothing here is measured by us, and no hardware file is change
 import copy
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from tpo_predict import check_args, summary
+from tpo_predict import check_args, config_file, run_tpo, summary
 
 STRATEGY = {"gpt_dense": "none", "gpt_ladder": "ladder", "gpt_parallel": "parallel-block"}
 DECODE_STEPS = 511  # gpt-fast: the first of the 512 new tokens comes from prefill
 
 
-def predict(tpo, hardware, model, batches):
+def predict(tpo, hardware, model, batches, tp=8, strategies="ladder,parallel-block"):
     """{(batch, strategy): result} of `tpo plan --scenario generate`, and the model's layers."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "g.json")
-        run = subprocess.run([tpo, "plan", "--scenario", "generate", "--model", model,
-                              "--hardware", hardware, "--tp", "8", "--prompt", "1024",
-                              "--new-tokens", "512", "--batch", ",".join(map(str, batches)),
-                              "--strategies", "ladder,parallel-block", "--exec", "graph",
-                              "--json", out], capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit(f"tpo plan failed ({run.returncode}):\n{run.stdout}{run.stderr}")
+        run_tpo([tpo, "plan", "--scenario", "generate", "--model", model, "--hardware", hardware,
+                 "--tp", str(tp), "--prompt", "1024", "--new-tokens", "512", "--batch",
+                 ",".join(map(str, batches)), "--strategies", strategies, "--exec", "graph",
+                 "--json", out])
         g = json.load(open(out))
     results = {(b["batch"], r["strategy"]): r for b in g["batches"] for r in b["results"]}
     return results, g["num_layers"]
-
-
-def hardware_file(hardware):
-    """The path of a shipped hardware name (in $TPO_CONFIG_DIR as tpo reads it, else this
-    checkout's configs), or the path given."""
-    if os.path.exists(hardware):
-        return hardware
-    here = os.path.dirname(os.path.abspath(__file__))
-    configs = os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
-    return os.path.join(configs, "hardware", hardware + ".json")
 
 
 def err(pred, pub):
@@ -126,7 +112,7 @@ def main():
               f"{pp:>20.1f} / {pq:<8.1f}")
     print()
 
-    with open(hardware_file(hardware)) as f:
+    with open(config_file("hardware", hardware)) as f:
         hw = json.load(f)
     link = hw["node"]["link"]
     shipped = link["allreduce_latency_us"]

@@ -29,26 +29,13 @@ torch.distributed (NCCL) and multimem times. Predictions only: nothing here is m
 no shipped file is changed."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from tpo_predict import read_csv, summary
+from tpo_predict import config_file, read_csv, run_tpo, summary, trace_event
 
 MIB = 1 << 20
 BYTES_PER_TOKEN = 8192 * 2  # their all-reduce table's hidden size, bf16
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd[:2])} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r
-
-
-def configs_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.environ.get("TPO_CONFIG_DIR") or os.path.join(here, "..", "..", "configs")
 
 
 def hardware_files(tpo, tmp, base, allreduce_rows):
@@ -76,7 +63,7 @@ def hardware_files(tpo, tmp, base, allreduce_rows):
             tokens = int(r["BL"])
             ctas = 16 if tokens <= 4096 else 32
             f.write(f"{tokens * BYTES_PER_TOKEN},{r[f'multimem_ar_us_ctas_{ctas}']}\n")
-    run([tpo, "profile", "import-allreduce", csv_path, "--ranks", "8", "--hardware", paths[1],
+    run_tpo([tpo, "profile", "import-allreduce", csv_path, "--ranks", "8", "--hardware", paths[1],
          "--hardware-out", mm])
     return paths[0], mm, paths[1]
 
@@ -84,7 +71,7 @@ def hardware_files(tpo, tmp, base, allreduce_rows):
 def simulate_us(tpo, hardware, model, tp, seq):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.json")
-        run([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
+        run_tpo([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
              str(seq), "--exec", "eager", "--embed-head", "--strategy", "none", "--json", out])
         return json.load(open(out))["total_us"]
 
@@ -93,7 +80,7 @@ def plan_iso(tpo, hardware, model, tp, seqs):
     """{seq: (none_us, best 2-chunk iso us, its chunks)} from `tpo plan` (no LM head)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "p.json")
-        run([tpo, "plan", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
+        run_tpo([tpo, "plan", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
              ",".join(map(str, seqs)), "--strategies", "iso", "--max-chunks", "2", "--exec",
              "eager", "--quiet", "--json", out])
         p = json.load(open(out))
@@ -107,21 +94,16 @@ def plan_iso(tpo, hardware, model, tp, seqs):
 
 def allreduce_us(tpo, hardware, tokens):
     """The time tpo charges the all-reduce of `tokens` x 8192 bf16 at TP 8 (llama3-70b)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = os.path.join(tmp, "t.json")
-        run([tpo, "simulate", "--model", "llama3-70b", "--hardware", hardware, "--tp", "8",
-             "--seq", str(tokens), "--layers", "1", "--strategy", "none", "--trace", trace])
-        t = json.load(open(trace))
-    events = t["traceEvents"] if isinstance(t, dict) else t
-    return next(e["dur"] for e in events if e.get("ph") == "X" and e.get("name") == "allreduce")
+    return trace_event(tpo, ["--model", "llama3-70b", "--hardware", hardware, "--tp", "8",
+                             "--seq", str(tokens), "--layers", "1", "--strategy", "none"],
+                       "allreduce")["dur"]
 
 
 def main():
     if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
     tpo, rows, ar_rows = sys.argv[1], read_csv(sys.argv[2]), read_csv(sys.argv[3])
-    base = sys.argv[4] if len(sys.argv) == 5 else os.path.join(configs_dir(), "hardware",
-                                                               "h100x8.json")
+    base = sys.argv[4] if len(sys.argv) == 5 else config_file("hardware", "h100x8")
     print(f"hardware: {os.path.relpath(base)}")
     print("tpo on h100x8 (copies: all-reduce at zero, or TokenWeave's multimem times at TP 8), "
           "--exec eager, against TokenWeave's published vLLM prefill runs; err = predicted / "
