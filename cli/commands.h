@@ -30,6 +30,7 @@ struct WorkloadFlags {
   bool profile = true;
   bool emulate = false;
   bool comm_ctas = false;
+  bool sm_clock = false;
   bool exec = false;
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);

@@ -148,6 +148,7 @@ std::function<int()> add_plan(CLI::App& app) {
   f.seq = false;  // a list of prompt lengths, below; --batch is a list with --scenario generate
   f.layers = false;
   f.profile = false;
+  f.sm_clock = true;
   f.exec = true;
   bind_workload(sub, &o.workload, f);
   sub->add_option("--seq", o.seq,

@@ -237,7 +237,7 @@ int run_import(ImportCli c) {
                 << f.beta_us_per_byte * 1e3 << " us/KB\n";
     }
     std::cout << "wrote " << c.out << " (" << (c.csv ? "from " + c.file : "measured by nccl-tests")
-              << "; use with --profile " << c.out << " --hardware " << c.hardware << ")\n";
+              << "; use with --profile " << c.out << " --hardware " << spec << ")\n";
   }
   return 0;
 }

@@ -156,6 +156,7 @@ std::function<int()> add_simulate(CLI::App& app) {
   f.embed_head = true;
   f.emulate = true;
   f.comm_ctas = true;
+  f.sm_clock = true;
   f.exec = true;
   bind_workload(sub, &c->workload, f);
   bind_strategy(sub, &c->strategy);

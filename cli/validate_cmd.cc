@@ -73,6 +73,7 @@ std::function<int()> add_validate(CLI::App& app) {
   WorkloadFlags f;
   f.emulate = true;
   f.comm_ctas = true;
+  f.sm_clock = true;
   f.exec = true;
   bind_workload(sub, &o->workload, f);
   bind_strategy(sub, &o->strategy);

@@ -57,6 +57,14 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "emulated copy kernel's CTAs (0 = the hardware file's default, 16)")
         ->capture_default_str();
   }
+  if (f.sm_clock) {
+    sub->add_option("--sm-clock", w->sm_clock,
+                    "The GPUs' SM clock in MHz when locked or capped (nvidia-smi -lgc): GEMM and "
+                    "attention rates scale from the clock the hardware file's peak is quoted at "
+                    "(gpu.peak_clock_mhz); memory bandwidth and per-kernel times are held (0 = "
+                    "as quoted; analytical model only)")
+        ->capture_default_str();
+  }
   if (f.exec) {
     sub->add_option("--exec", w->exec,
                     "How the schedule reaches the GPU: queued (the whole schedule queued before "

@@ -308,13 +308,13 @@ std::vector<Variant> strategy_variants(Evaluator& ev, StrategyKind kind, std::in
     const double risk = ev.interpolation_risk();
     std::vector<std::int64_t> seed, seed0;
     for (std::int64_t c = 2; c <= max_chunks; ++c) {
-      const SplitResult r = search_split(ev, kind, c, align, seed);
+      const SplitResult r = plan_split(ev, kind, c, align, seed);
       if (r.chunks.empty()) continue;
       seed = r.chunks;
       out.push_back({StrategySpec(kind, r.chunks), join_tokens(r.chunks)});
       if (risk <= 0) continue;
       ev.set_interpolation_risk(0);
-      const SplitResult r0 = search_split(ev, kind, c, align, seed0);
+      const SplitResult r0 = plan_split(ev, kind, c, align, seed0);
       ev.set_interpolation_risk(risk);
       seed0 = r0.chunks;
       if (r0.chunks != r.chunks) {

@@ -176,6 +176,20 @@ struct SplitResult {
 constexpr std::int64_t kExhaustiveLimit = 2000;  // k = 3 up to 4096 tokens at align 64
 SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
                          const std::vector<std::int64_t>& seed = {});
+// The same search with every split timed in full (Evaluator::full, ranked with the risk
+// factor): coordinate descent from each of `starts` (chunk lengths; those off the grid are
+// skipped), every grid position of a line within 256, coarse to fine beyond. For where the
+// 3-layer surrogate is not the full timeline (a pipeline not yet in its steady state after 3
+// layers, as a comm-bound iso+ladder): slower, and exact for 2 chunks up to 256 positions.
+SplitResult search_split_in_full(Evaluator& ev, sim::StrategyKind kind,
+                                 const std::vector<std::vector<std::int64_t>>& starts,
+                                 std::int64_t align);
+// What the planner takes: search_split, then its split timed in full; where that differs from
+// its surrogate score by more than kSurrogateTolerance, search_split_in_full from that split
+// and the even one (score_ns is then the full time, ranked).
+constexpr double kSurrogateTolerance = 1e-4;
+SplitResult plan_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
+                       const std::vector<std::int64_t>& seed = {});
 std::string join_tokens(const std::vector<std::int64_t>& v);  // "2253,1843"
 
 // The variants of a strategy the planner tries on the evaluator's workload, each with its

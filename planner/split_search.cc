@@ -1,6 +1,6 @@
 // The ISO split search: chunk boundaries on the --align grid, exhaustive where affordable,
 // coordinate descent from several starts beyond that; each split scored by the evaluator's
-// 3-layer surrogate (see plan.h).
+// 3-layer surrogate (see plan.h), or timed in full where that surrogate is not to be trusted.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -75,6 +75,32 @@ double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::i
 // instead of one per position. Within kFineLine positions (every prompt up to 16k tokens on the
 // 64-token grid) every position is tried.
 constexpr std::int64_t kFineLine = 256, kCoarseSteps = 64;
+
+// Tries a boundary at the positions of its line [lo, hi] as described above; `best_pos` is
+// where try_at last found the best, refined around when the line was tried coarse first.
+template <class TryAt>
+void search_line(std::int64_t lo, std::int64_t hi, std::int64_t align, bool coarse,
+                 const std::int64_t& best_pos, TryAt&& try_at) {
+  const std::int64_t positions = (hi - lo) / align + 1;
+  if (!coarse || positions <= kFineLine) {
+    for (std::int64_t p = lo; p <= hi; p += align) try_at(p);
+    return;
+  }
+  std::int64_t step = 1;
+  while (step * kCoarseSteps < positions) step *= 2;
+  // On multiples of the coarse step (so chunk lengths stay round, where the GEMM tiles' and
+  // attention's costs dip), and the line's ends.
+  const std::int64_t s = step * align;
+  try_at(lo);
+  for (std::int64_t p = (lo + s - 1) / s * s; p <= hi; p += s) try_at(p);
+  try_at(hi);
+  for (step /= 2; step >= 1; step /= 2) {
+    const std::int64_t at = best_pos;
+    try_at(at - step * align);
+    try_at(at + step * align);
+  }
+}
+
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
   const bool prune = ev.pruning() && scorer.bound_enabled();
@@ -103,24 +129,7 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
           improved = true;
         }
       };
-      const std::int64_t positions = (hi - lo) / align + 1;
-      if (!ev.coarse_lines() || positions <= kFineLine) {
-        for (std::int64_t p = lo; p <= hi; p += align) try_at(p);
-      } else {
-        std::int64_t step = 1;
-        while (step * kCoarseSteps < positions) step *= 2;
-        // On multiples of the coarse step (so chunk lengths stay round, where the GEMM
-        // tiles' and attention's costs dip), and the line's ends.
-        const std::int64_t s = step * align;
-        try_at(lo);
-        for (std::int64_t p = (lo + s - 1) / s * s; p <= hi; p += s) try_at(p);
-        try_at(hi);
-        for (step /= 2; step >= 1; step /= 2) {
-          const std::int64_t at = best_pos;
-          try_at(at - step * align);
-          try_at(at + step * align);
-        }
-      }
+      search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at);
       b[i] = best_pos;
     }
     if (!improved) break;
@@ -145,6 +154,20 @@ std::int64_t combinations(std::int64_t grid, std::int64_t r, std::int64_t cap) {
   return static_cast<std::int64_t>(c);
 }
 
+// The boundaries of the even split into k chunks, on the grid.
+std::vector<std::int64_t> even_bounds(std::int64_t seq, std::int64_t k, std::int64_t align) {
+  const std::int64_t grid = (seq - 1) / align;
+  std::vector<std::int64_t> even;
+  for (std::int64_t i = 0; i < k - 1; ++i) {
+    std::int64_t g = std::llround(static_cast<double>(seq) * static_cast<double>(i + 1) /
+                                  static_cast<double>(k) / static_cast<double>(align));
+    g = std::clamp<std::int64_t>(g, i + 1, grid - (k - 2 - i));
+    if (i > 0) g = std::max(g, even.back() / align + 1);
+    even.push_back(g * align);
+  }
+  return even;
+}
+
 }  // namespace
 
 SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align,
@@ -158,16 +181,7 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
   }
   // Otherwise coordinate descent from several starts: the even split, and the best split
   // with one chunk fewer (`seed`) with its first, largest or last chunk cut in two.
-  std::vector<std::vector<std::int64_t>> starts;
-  std::vector<std::int64_t> even;
-  for (std::int64_t i = 0; i < k - 1; ++i) {
-    std::int64_t g = std::llround(static_cast<double>(seq) * static_cast<double>(i + 1) /
-                                  static_cast<double>(k) / static_cast<double>(align));
-    g = std::clamp<std::int64_t>(g, i + 1, grid - (k - 2 - i));
-    if (i > 0) g = std::max(g, even.back() / align + 1);
-    even.push_back(g * align);
-  }
-  starts.push_back(even);
+  std::vector<std::vector<std::int64_t>> starts{even_bounds(seq, k, align)};
   if (static_cast<std::int64_t>(seed.size()) == k - 1) {
     const std::size_t largest =
         static_cast<std::size_t>(std::max_element(seed.begin(), seed.end()) - seed.begin());
@@ -193,6 +207,68 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
     if (best.chunks.empty() || r.score_ns < best.score_ns) best = r;
   }
   return best;
+}
+
+SplitResult search_split_in_full(Evaluator& ev, StrategyKind kind,
+                                 const std::vector<std::vector<std::int64_t>>& starts,
+                                 std::int64_t align) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;
+  std::unordered_map<std::vector<std::int64_t>, double, BoundsHash> timed;
+  auto time_of = [&](const std::vector<std::int64_t>& b) {
+    const auto it = timed.find(b);
+    if (it != timed.end()) return it->second;
+    const auto chunks = chunks_from(b, seq);
+    const double t =
+        static_cast<double>(ev.full(StrategySpec(kind, chunks)).total_ns) * ev.risk_factor(chunks);
+    timed.emplace(b, t);
+    return t;
+  };
+  SplitResult best;
+  for (const auto& start : starts) {
+    std::vector<std::int64_t> b = bounds_of(start);
+    bool on_grid = !b.empty();
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      on_grid = on_grid && b[i] % align == 0 && b[i] > (i ? b[i - 1] : 0) && b[i] < seq;
+    }
+    if (!on_grid) continue;
+    double cur = time_of(b);
+    for (int round = 0; round < 8; ++round) {
+      bool improved = false;
+      for (std::size_t i = 0; i < b.size(); ++i) {
+        const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
+        const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
+        std::int64_t best_pos = b[i];
+        std::vector<std::int64_t> trial = b;
+        search_line(lo, hi, align, ev.coarse_lines(), best_pos, [&](std::int64_t p) {
+          if (p == b[i] || p < lo || p > hi) return;
+          trial[i] = p;
+          if (const double t = time_of(trial); t < cur) {
+            cur = t;
+            best_pos = p;
+            improved = true;
+          }
+        });
+        b[i] = best_pos;
+      }
+      if (!improved) break;
+    }
+    if (best.chunks.empty() || cur < best.score_ns) best = {chunks_from(b, seq), cur};
+  }
+  return best;
+}
+
+SplitResult plan_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align,
+                       const std::vector<std::int64_t>& seed) {
+  SplitResult r = search_split(ev, kind, k, align, seed);
+  if (r.chunks.empty()) return r;
+  const double full = static_cast<double>(ev.full(StrategySpec(kind, r.chunks)).total_ns) *
+                      ev.risk_factor(r.chunks);
+  if (std::abs(full - r.score_ns) <= kSurrogateTolerance * full) return r;
+  const std::int64_t seq = ev.workload().seq;
+  SplitResult f = search_split_in_full(
+      ev, kind, {r.chunks, chunks_from(even_bounds(seq, k, align), seq)}, align);
+  return f.chunks.empty() ? r : f;
 }
 
 SplitResult brute_force_split(Evaluator& ev, StrategyKind kind, std::int64_t k,

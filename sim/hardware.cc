@@ -147,10 +147,10 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   o.only_keys({"schema", "name", "description", "nodes", "gpu", "efficiency", "node", "inter_node",
                "interference", "contention", "note"},
               kind);
-  o.object("gpu").only_keys(
-      {"name", "kind", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
-       "launch_overhead_us", "kernel_overhead_us", "graph_launch_us", "launch_source", "source"},
-      kind);
+  o.object("gpu").only_keys({"name", "kind", "sms", "bf16_dense_tflops", "peak_clock_mhz",
+                             "memory_bandwidth_gbps", "memory_gib", "launch_overhead_us",
+                             "kernel_overhead_us", "graph_launch_us", "launch_source", "source"},
+                            kind);
   o.object("efficiency")
       .only_keys(
           {"gemm_max", "gemm_tile_m", "gemm_tile_n", "gemm_k_half", "gemm_tiles", "gemm_stream_k",
@@ -181,6 +181,7 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   h.is_cpu = gpu_kind == "cpu";
   h.sms = gpu.integer("sms");
   h.bf16_dense_tflops = gpu.number("bf16_dense_tflops");
+  h.peak_clock_mhz = gpu.number_or("peak_clock_mhz", 0, /*positive=*/false);
   h.memory_bandwidth_gbps = gpu.number("memory_bandwidth_gbps");
   h.memory_gib = gpu.number("memory_gib");
   h.launch_overhead_us = gpu.number("launch_overhead_us", /*positive=*/false);

@@ -52,7 +52,12 @@ struct HardwareConfig {
   std::string gpu_name;
   bool is_cpu = false;  // gpu.kind "cpu": the runtime's CPU backend (cpu-host), not a GPU
   std::int64_t sms = 0;
-  double bf16_dense_tflops = 0;
+  double bf16_dense_tflops = 0;  // at sm_clock_mhz when set, else as the file quotes it
+  // The SM clock at which the file's bf16_dense_tflops is quoted (gpu.peak_clock_mhz; 0: not
+  // given), and the clock a workload runs its GPUs at (--sm-clock; 0: as quoted). A locked or
+  // capped clock scales the tensor-core rate (GEMMs, attention) and nothing else.
+  double peak_clock_mhz = 0;
+  double sm_clock_mhz = 0;
   double memory_bandwidth_gbps = 0;
   double memory_gib = 0;
   double launch_overhead_us = 0;  // host time of one eager launch call (every op kind)

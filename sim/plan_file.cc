@@ -116,6 +116,7 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
   w.profile = beside_file(o.string_or("profile", ""), o.file(), &found);
   w.emulate = beside_file(o.string_or("emulate", ""), o.file(), &found);
   w.comm_ctas = o.count_or("comm_ctas", 0);
+  w.sm_clock = o.count_or("sm_clock", 0);  // plans before --sm-clock: the quoted clock
   // Plans written before the execution modes were predicted for queued execution.
   w.exec = o.string_or("exec", "queued");
   if (o.has("exec")) {

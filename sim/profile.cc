@@ -171,8 +171,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.date = o.string_or("date", "");
   p.device = o.has("device") ? o.object("device").raw() : nlohmann::json::object();
   if (const std::string b = JsonObject(p.device, file, "device").string_or("backend", "");
-      !b.empty() && b != "cpu" && b != "cuda" && b != "nccl-tests import") {
-    throw InputError(file, "device.backend", "'" + b + "' is not cpu, cuda or nccl-tests import");
+      !b.empty() && b != "cpu" && b != "cuda" && b != "nccl-tests import" &&
+      b != "all-reduce CSV import") {
+    throw InputError(file, "device.backend",
+                     "'" + b + "' is not cpu, cuda, nccl-tests import or all-reduce CSV import");
   }
   p.options = o.has("options") ? o.object("options").raw() : nlohmann::json::object();
   // What the measurements belong to is checked against each run: it must be there.

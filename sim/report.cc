@@ -24,11 +24,11 @@ std::string model_and_exec(const CostModel& cm) {
 }
 
 ojson workload_options_json(const WorkloadOptions& o) {
-  return ojson{{"model", o.model},     {"hardware", o.hardware}, {"tp", o.tp},
-               {"phase", o.phase},     {"batch", o.batch},       {"seq", o.seq},
-               {"context", o.context}, {"layers", o.layers},     {"embed_head", o.embed_head},
-               {"profile", o.profile}, {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
-               {"exec", o.exec}};
+  return ojson{{"model", o.model},       {"hardware", o.hardware}, {"tp", o.tp},
+               {"phase", o.phase},       {"batch", o.batch},       {"seq", o.seq},
+               {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
+               {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
+               {"sm_clock", o.sm_clock}, {"exec", o.exec}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
@@ -75,15 +75,18 @@ ojson hardware_json(const HardwareConfig& h) {
     }
     return j;
   };
-  return ojson{{"name", h.name},
-               {"file", h.origin},
-               {"gpu", h.gpu_name},
-               {"sms", h.sms},
-               {"bf16_dense_tflops", h.bf16_dense_tflops},
-               {"memory_bandwidth_gbps", h.memory_bandwidth_gbps},
-               {"gpus_per_node", h.gpus_per_node},
-               {"intra_node", link(h.intra)},
-               {"inter_node", link(h.inter)}};
+  ojson j{{"name", h.name},
+          {"file", h.origin},
+          {"gpu", h.gpu_name},
+          {"sms", h.sms},
+          {"bf16_dense_tflops", h.bf16_dense_tflops},
+          {"memory_bandwidth_gbps", h.memory_bandwidth_gbps},
+          {"gpus_per_node", h.gpus_per_node},
+          {"intra_node", link(h.intra)},
+          {"inter_node", link(h.inter)}};
+  if (h.peak_clock_mhz > 0) j["peak_clock_mhz"] = h.peak_clock_mhz;
+  if (h.sm_clock_mhz > 0) j["sm_clock_mhz"] = h.sm_clock_mhz;  // bf16_dense_tflops is at it
+  return j;
 }
 
 std::string workload_line(const Workload& w) {
@@ -99,6 +102,14 @@ std::string workload_line(const Workload& w) {
   os << ", " << w.layers;
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
   os << " layers";
+  if (w.hardware.sm_clock_mhz > 0) {
+    char clock[128];
+    std::snprintf(
+        clock, sizeof clock, ", SM clock %.0f MHz (tensor rate %.0f%% of the %.0f MHz peak)",
+        w.hardware.sm_clock_mhz, 100.0 * w.hardware.sm_clock_mhz / w.hardware.peak_clock_mhz,
+        w.hardware.peak_clock_mhz);
+    os << clock;
+  }
   return os.str();
 }
 

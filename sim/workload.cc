@@ -134,6 +134,41 @@ ShardDims validate_workload(const Workload& w) {
   return d;
 }
 
+namespace {
+
+// A locked or capped SM clock: the tensor-core rate (GEMMs and attention) scales with it from the
+// clock the file's peak is quoted at. HBM bandwidth has its own clock and is held; so are the
+// per-kernel overheads and the L2 rate, which this does not model.
+void apply_sm_clock(const WorkloadOptions& o, HardwareConfig* h) {
+  const std::string v = std::to_string(o.sm_clock);
+  if (h->is_cpu) {
+    throw FieldError("sm_clock", v, "hardware " + h->name + " is a CPU: it has no SM clock");
+  }
+  if (h->peak_clock_mhz <= 0) {
+    throw FieldError("sm_clock", v,
+                     "hardware " + h->name + " (" + h->origin +
+                         ") does not say at which SM clock its bf16_dense_tflops is quoted: add "
+                         "gpu.peak_clock_mhz to a copy of it");
+  }
+  if (!o.profile.empty()) {
+    throw FieldError("sm_clock", v,
+                     "scales the analytical model's compute rate, but the profile's times were "
+                     "measured at its own GPU's clock: drop --sm-clock, or --profile");
+  }
+  const double peak = h->peak_clock_mhz;
+  if (o.sm_clock < 100 || static_cast<double>(o.sm_clock) > 2 * peak) {
+    char range[96];
+    std::snprintf(range, sizeof range, "must be between 100 and %.0f MHz (twice the %.0f MHz ",
+                  2 * peak, peak);
+    throw FieldError("sm_clock", v,
+                     std::string(range) + "at which " + h->name + "'s peak is quoted), or 0");
+  }
+  h->sm_clock_mhz = static_cast<double>(o.sm_clock);
+  h->bf16_dense_tflops *= h->sm_clock_mhz / peak;
+}
+
+}  // namespace
+
 Workload make_workload(const WorkloadOptions& o) {
   Workload w;
   w.model = load_model(o.model);
@@ -159,6 +194,7 @@ Workload make_workload(const WorkloadOptions& o) {
                          std::to_string(w.hardware.sms - 1) + "), or 0 for the default");
   }
   if (o.comm_ctas > 0) w.hardware.contention.comm_ctas = o.comm_ctas;
+  if (o.sm_clock != 0) apply_sm_clock(o, &w.hardware);
   w.exec = parse_exec_mode(o.exec);
   if (w.exec == ExecMode::Graph && w.hardware.is_cpu) {
     throw FieldError(

@@ -34,6 +34,9 @@ struct WorkloadOptions {
   // SMs (CTAs) the comm kernels hold: NCCL's CTA budget, or the emulated copy kernel's CTAs.
   // 0: the hardware file's default (contention.comm_ctas, 16 where it says nothing).
   std::int64_t comm_ctas = 0;
+  // The GPUs' SM clock in MHz when locked or capped (nvidia-smi -lgc): the analytical model's
+  // tensor-core rate scales from the hardware file's gpu.peak_clock_mhz to it. 0: as quoted.
+  std::int64_t sm_clock = 0;
   // How the schedule reaches the GPU (sim/launch.h): queued | eager | graph.
   std::string exec = "queued";
   bool operator==(const WorkloadOptions&) const = default;

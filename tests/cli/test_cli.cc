@@ -674,6 +674,24 @@ TEST_CASE("profile import-allreduce: a CSV of one's own all-reduce times") {
     CHECK(pj["device"]["allreduce_source"].get<std::string>().find("A synthetic sample") !=
           std::string::npos);
   }
+  // The profile written is one every reader takes (it was refused for its backend), and the
+  // hint names the hardware as it was given.
+  {
+    const fs::path hwcopy = dir / "copy-h100.json";
+    fs::copy_file(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h100x8.json", hwcopy,
+                  fs::copy_options::overwrite_existing);
+    const fs::path prof2 = dir / "my2.json";
+    const auto x =
+        tpo("profile import-allreduce " + data + "/allreduce_times_sample.csv --ranks 8" +
+            " --hardware " + hwcopy.string() + " --out " + prof2.string());
+    REQUIRE(x.code == 0);
+    CHECK_MESSAGE(x.out.find("--hardware " + hwcopy.string() + ")") != std::string::npos, x.out);
+    const auto s = tpo("simulate --model llama3-70b --hardware " + hwcopy.string() +
+                       " --tp 8 --seq 64 --layers 1 --profile " + prof2.string());
+    CHECK_MESSAGE(s.code == 0, s.out);
+    const auto a = tpo("profile accuracy " + prof2.string());
+    CHECK_MESSAGE(a.code == 0, a.out);
+  }
   // What spreadsheets and scripts write is read too: a byte order mark, quoted fields (with a
   // comma inside), CRLF line ends; a comment that is not ASCII is kept with '?' in its place.
   {

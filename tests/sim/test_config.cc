@@ -15,6 +15,7 @@
 #include "sim/hardware.h"
 #include "sim/json_io.h"
 #include "sim/model.h"
+#include "sim/profile_cost.h"
 #include "sim/simulate.h"
 
 using namespace tpo::sim;
@@ -369,4 +370,62 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     CHECK(error_of([&] { load_model(p); }).find("field 'text_config'") != std::string::npos);
     std::filesystem::remove(p);
   }
+}
+
+TEST_CASE("--sm-clock: a locked clock scales the tensor-core rate and nothing else") {
+  WorkloadOptions o;
+  o.model = "llama3-70b";
+  o.hardware = "h100x8";
+  o.tp = 8;
+  o.seq = 8192;
+  o.layers = 1;
+  const Workload base = make_workload(o);
+  CHECK(base.hardware.peak_clock_mhz == 1830);
+  CHECK(base.hardware.sm_clock_mhz == 0);
+  o.sm_clock = 915;  // half the clock the peak is quoted at
+  const Workload half = make_workload(o);
+  CHECK(half.hardware.sm_clock_mhz == 915);
+  CHECK(half.hardware.bf16_dense_tflops == doctest::Approx(base.hardware.bf16_dense_tflops / 2));
+  CHECK(half.hardware.memory_bandwidth_gbps == base.hardware.memory_bandwidth_gbps);
+  CHECK(half.hardware.kernel_overhead_us == base.hardware.kernel_overhead_us);
+  // A compute-bound GEMM takes about twice as long (less its fixed per-kernel time); a norm,
+  // bound by HBM, the same.
+  const auto time_of = [](const Workload& w, OpCode code) {
+    const auto cm = make_cost_model(w, "");
+    for (const auto& op : build_schedule(w, {StrategyKind::None}).ops) {
+      if (op.code == code) return static_cast<double>(cm->standalone_ns(op));
+    }
+    return 0.0;
+  };
+  const double gemm = time_of(base, OpCode::GateUp), gemm_half = time_of(half, OpCode::GateUp);
+  REQUIRE(gemm > 0);
+  CHECK(gemm_half / gemm > 1.9);
+  CHECK(gemm_half / gemm < 2.0);
+  CHECK(time_of(half, OpCode::AttnNorm) == time_of(base, OpCode::AttnNorm));
+  CHECK(time_of(half, OpCode::Attention) > 1.5 * time_of(base, OpCode::Attention));
+  // Refused, naming the flag: no clock to scale from, a CPU, a measured profile, out of range.
+  o.sm_clock = 5000;
+  CHECK(error_of([&] { make_workload(o); }).find("between 100 and 3660 MHz") != std::string::npos);
+  o.sm_clock = -1;
+  CHECK(error_of([&] { make_workload(o); }).find("field 'sm_clock' = -1") != std::string::npos);
+  o.sm_clock = 1600;
+  o.profile = "configs/profiles/h200-llama2-70b-tp8.json";
+  CHECK(error_of([&] { make_workload(o); }).find("measured at its own GPU's clock") !=
+        std::string::npos);
+  o.profile.clear();
+  o.hardware = "cpu-host";
+  o.model = "llama3.1-8b";
+  o.tp = 2;
+  CHECK(error_of([&] { make_workload(o); }).find("is a CPU") != std::string::npos);
+  const std::string p = (std::filesystem::temp_directory_path() /
+                         ("tpo_test_hw_noclock_" + std::to_string(::getpid()) + ".json"))
+                            .string();
+  auto j = tpo::read_json_file(resolve_config("hardware", "h100x8", "hardware"));
+  j["gpu"].erase("peak_clock_mhz");
+  std::ofstream(p) << j.dump();
+  o.hardware = p;
+  o.model = "llama3-70b";
+  o.tp = 8;
+  CHECK(error_of([&] { make_workload(o); }).find("add gpu.peak_clock_mhz") != std::string::npos);
+  std::filesystem::remove(p);
 }
