@@ -1,7 +1,7 @@
 """tpo's prefill predictions on H100 against TokenWeave's published vLLM runs: compute alone, the
 all-reduce, the time communication adds, and how much of it overlap removes.
 
-Usage: python3 tokenweave_check.py TPO PREFILL_CSV ALLREDUCE_CSV [HARDWARE]
+Usage: python3 tokenweave_check.py TPO PREFILL_CSV ALLREDUCE_CSV [HARDWARE] [--sm-clock MHZ]
   e.g. python3 results/independent/tokenweave_check.py build/cli/tpo \
            results/independent/tokenweave-h100-prefill.csv \
            results/independent/tokenweave-h100-allreduce.csv
@@ -24,6 +24,9 @@ file; unchanged otherwise), with
   (baseline - no_ar). TokenWeave is not ISO: it also fuses the all-reduce with the residual add
   and RMSNorm (which is why it can beat no_ar) and runs its all-reduces on 2-8 CTAs; h100x8's
   fixed interference factors stand for what overlap costs.
+--sm-clock MHZ predicts every point at that SM clock (tpo's --sm-clock: the GEMM and attention
+rates scaled from the 1830 MHz the H100's peak is quoted at): their runs locked the clocks with
+`nvidia-smi -lgc tdp`, the TDP (base) clock, below the one the datasheet peak is quoted at.
 Also printed: the file's 8-rank all-reduce table (NVIDIA's nccl-tests) against their
 torch.distributed (NCCL) and multimem times. Predictions only: nothing here is measured by us, and
 no shipped file is changed."""
@@ -35,6 +38,7 @@ import tempfile
 from tpo_predict import config_file, read_csv, run_tpo, summary, trace_event
 
 MIB = 1 << 20
+SM_CLOCK = []  # ["--sm-clock", MHZ] when given
 BYTES_PER_TOKEN = 8192 * 2  # their all-reduce table's hidden size, bf16
 
 
@@ -72,7 +76,8 @@ def simulate_us(tpo, hardware, model, tp, seq):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.json")
         run_tpo([tpo, "simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
-             str(seq), "--exec", "eager", "--embed-head", "--strategy", "none", "--json", out])
+             str(seq), "--exec", "eager", "--embed-head", "--strategy", "none", "--json", out]
+            + SM_CLOCK)
         return json.load(open(out))["total_us"]
 
 
@@ -82,7 +87,7 @@ def plan_iso(tpo, hardware, model, tp, seqs):
         out = os.path.join(tmp, "p.json")
         run_tpo([tpo, "plan", "--model", model, "--hardware", hardware, "--tp", str(tp), "--seq",
              ",".join(map(str, seqs)), "--strategies", "iso", "--max-chunks", "2", "--exec",
-             "eager", "--quiet", "--json", out])
+             "eager", "--quiet", "--json", out] + SM_CLOCK)
         p = json.load(open(out))
     res = {}
     for pt in p["points"]:
@@ -100,11 +105,21 @@ def allreduce_us(tpo, hardware, tokens):
 
 
 def main():
-    if len(sys.argv) not in (4, 5):
+    args = sys.argv[1:]
+    if "--sm-clock" in args:
+        i = args.index("--sm-clock")
+        if i + 1 >= len(args):
+            sys.exit(__doc__)
+        SM_CLOCK.extend(args[i:i + 2])
+        del args[i:i + 2]
+    if len(args) not in (3, 4):
         sys.exit(__doc__)
-    tpo, rows, ar_rows = sys.argv[1], read_csv(sys.argv[2]), read_csv(sys.argv[3])
-    base = sys.argv[4] if len(sys.argv) == 5 else config_file("hardware", "h100x8")
+    tpo, rows, ar_rows = args[0], read_csv(args[1]), read_csv(args[2])
+    base = args[3] if len(args) == 4 else config_file("hardware", "h100x8")
     print(f"hardware: {os.path.relpath(base)}")
+    if SM_CLOCK:
+        print(f"SM clock: {SM_CLOCK[1]} MHz (tpo --sm-clock; their clocks were locked at the TDP "
+              "clock, nvidia-smi -lgc tdp)")
     print("tpo on h100x8 (copies: all-reduce at zero, or TokenWeave's multimem times at TP 8), "
           "--exec eager, against TokenWeave's published vLLM prefill runs; err = predicted / "
           "published - 1\n")
