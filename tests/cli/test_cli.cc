@@ -109,6 +109,45 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
         std::string::npos);
 }
 
+TEST_CASE("--sm-clock: predictions at a locked clock, said in the output and recorded") {
+  const fs::path dir = scratch() / "sm_clock";
+  fs::create_directories(dir);
+  const std::string w = "--model llama3-70b --hardware h100x8 --tp 8 --seq 4096 --layers 2 ";
+  const auto at = [&](const std::string& extra, const fs::path& json) {
+    const auto r = tpo("simulate " + w + extra + " --json " + json.string());
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    return std::pair{r.out, nlohmann::json::parse(slurp(json))};
+  };
+  const auto [out0, j0] = at("", dir / "a.json");
+  const auto [out1, j1] = at("--sm-clock 1590", dir / "b.json");
+  CHECK(out0.find("SM clock") == std::string::npos);
+  CHECK_MESSAGE(
+      out1.find("SM clock 1590 MHz (tensor rate 87% of the 1830 MHz peak)") != std::string::npos,
+      out1);
+  CHECK(j1["options"]["sm_clock"] == 1590);
+  CHECK(j1["hardware"]["sm_clock_mhz"] == 1590.0);
+  CHECK(j1["hardware"]["peak_clock_mhz"] == 1830.0);
+  CHECK(j1["hardware"]["bf16_dense_tflops"].get<double>() == doctest::Approx(989.4 * 1590 / 1830));
+  CHECK(j1["total_us"].get<double>() > 1.05 * j0["total_us"].get<double>());  // compute only
+  // A plan records it for each point, for validate --plan.
+  const fs::path plan = dir / "p.json";
+  auto r = tpo("plan " + std::string("--model llama3-70b --hardware h100x8 --tp 8 --seq 2048 ") +
+               "--sm-clock 1590 --quiet --json " + plan.string());
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(slurp(plan))["lookup"][0]["run"]["workload"]["sm_clock"] == 1590);
+  // Refused with exit 2 where it cannot apply, naming the flag, nothing written.
+  for (const std::string& bad : {w + "--sm-clock 50",
+                                 std::string("--hardware cpu-host --model llama3.1-8b --tp 2 "
+                                             "--seq 64 --sm-clock 1000"),
+                                 w + "--sm-clock 1590 --profile " + std::string(TPO_TEST_DATA) +
+                                     "/../../configs/profiles/h200-llama2-70b-tp8.json"}) {
+    r = tpo("simulate " + bad + " --json " + (dir / "bad.json").string());
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.out.find("--sm-clock") != std::string::npos, r.out);
+    CHECK_FALSE(fs::exists(dir / "bad.json"));
+  }
+}
+
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
   const auto r = tpo(small + "--compare");
   CHECK(r.code == 0);

@@ -268,6 +268,8 @@ TEST_CASE("plan JSON round-trips through load_plan and looks up by prompt length
   Plan plan = toy_plan({256, 512, 1024}, 2, "iso,gemm-split", 64);
   const test::ToyCost cm(1.0, 1.0);
   run_plan(plan, &cm);
+  // A field the toy does not use still travels (--sm-clock: validate --plan predicts at it).
+  for (auto& pt : plan.points) pt.workload.sm_clock = 1500 + pt.seq;
   const auto path = std::filesystem::temp_directory_path() / "tpo_plan_roundtrip.json";
   write_file_atomic(path.string(), plan_json(plan).dump(1), "--json");
   const sim::PlanFile lp = sim::load_plan(path.string());
