@@ -26,14 +26,34 @@ struct SimulateCli {
 
 using namespace tpo::sim;
 
+// The comm budget the hardware (or profile) gives when --comm-ctas is not.
+std::int64_t default_comm_ctas_of(WorkloadOptions o) {
+  o.comm_ctas = 0;
+  const Workload w = make_workload(o);
+  const auto cm = make_cost_model(w, o.profile);
+  return cm->contention() ? cm->contention()->comm_ctas : w.hardware.contention.comm_ctas;
+}
+
+// Under --comm-ctas the baseline none is the one without it (the hardware's default budget): what
+// the user would run without overlap, so the speedup is not inflated by a slowed none.
+void print_budget(const WorkloadOptions& wo) {
+  if (wo.comm_ctas == 0) return;
+  std::cout << "  comm SM budget        " << wo.comm_ctas
+            << " CTAs per all-reduce (--comm-ctas); the baseline none at the default, "
+            << default_comm_ctas_of(wo) << "\n";
+}
+
 // One strategy: the summary, where the op costs came from, the report and the trace.
 void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const SimResult& base) {
   const WorkloadOptions& wo = c.workload;
   const StrategyOptions& so = c.strategy;
   const StrategyKind kind = parse_strategy_name(so.strategy);
   const std::int64_t baseline_ns = base.timeline.total_ns;
-  const SimResult r = kind == StrategyKind::None ? base : simulate(w, make_spec(so, w, kind), cm);
+  const SimResult r = kind == StrategyKind::None && wo.comm_ctas == 0
+                          ? base
+                          : simulate(w, make_spec(so, w, kind), cm);
   print_summary(std::cout, w, r, baseline_ns, sim::model_and_exec(cm));
+  print_budget(wo);
   if (!wo.profile.empty()) {
     auto sources = [&](const char* label, const Schedule& sch) {
       std::cout << "  " << std::left << std::setw(22) << label;
@@ -85,7 +105,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
       continue;
     }
     spec = make_spec(so, w, k);
-    const SimResult r = k == StrategyKind::None ? base : simulate(w, spec, cm);
+    const SimResult r = k == StrategyKind::None && wo.comm_ctas == 0 ? base : simulate(w, spec, cm);
     row.chunks = variant_text(spec);
     row.total_ns = r.timeline.total_ns;
     row.exposed_comm_ns = r.timeline.exposed_comm_ns;
@@ -101,6 +121,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     }
   }
   print_compare(std::cout, w, rows, baseline_ns, sim::model_and_exec(cm));
+  print_budget(wo);
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {
     nlohmann::ordered_json j = report_header("tpo.simulate-compare/1", "predicted");
@@ -134,7 +155,16 @@ int run_simulate(const SimulateCli& c) {
                          " has no contention model (no \"contention\" block), so the budget "
                          "changes nothing; drop --comm-ctas (as tpo plan refuses it)");
   }
-  const SimResult base = simulate(w, make_spec(c.strategy, w, StrategyKind::None), *cm);
+  SimResult base;
+  if (c.workload.comm_ctas > 0) {
+    WorkloadOptions o = c.workload;
+    o.comm_ctas = 0;
+    const Workload w0 = make_workload(o);
+    base = simulate(w0, make_spec(c.strategy, w0, StrategyKind::None),
+                    *make_cost_model(w0, o.profile));
+  } else {
+    base = simulate(w, make_spec(c.strategy, w, StrategyKind::None), *cm);
+  }
   if (c.compare) {
     run_compare(c, w, *cm, base);
   } else {

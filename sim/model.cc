@@ -3,6 +3,7 @@
 #include "sim/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 
@@ -75,23 +76,24 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                            "modelled; Llama-style decoders with a gated MLP only");
     }
   }
-  // Sliding-window attention changes attention cost beyond the window: refused unless the
-  // config turns it off (Qwen2's use_sliding_window) or the window covers every position.
+}
+
+// The sliding window a config's attention uses (0: none, turned off as Qwen2's
+// use_sliding_window does, or covering every position). Attention over a window is not
+// modelled: a workload past it is refused (validate_workload); within it, it is full attention.
+std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path) {
   const bool off = j.contains("use_sliding_window") && j.at("use_sliding_window").is_boolean() &&
                    !j.at("use_sliding_window").get<bool>();
-  if (!off && j.contains("sliding_window") && j.at("sliding_window").is_number()) {
-    const double window = j.at("sliding_window").get<double>();
-    const double positions =
-        j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()
-            ? j.at("max_position_embeddings").get<double>()
-            : 0;
-    if (positions == 0 || window < positions) {
-      throw InputError(path, "sliding_window",
-                       "sliding-window attention is not modelled (it changes attention cost "
-                       "beyond " +
-                           j.at("sliding_window").dump() + " tokens)");
-    }
+  if (off || !j.contains("sliding_window") || !j.at("sliding_window").is_number()) return 0;
+  const double window = j.at("sliding_window").get<double>();
+  if (!(window >= 1) || window > 2147483648.0 || window != std::floor(window)) {
+    throw InputError(path, "sliding_window", "must be a whole number of tokens, at least 1");
   }
+  const double positions =
+      j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()
+          ? j.at("max_position_embeddings").get<double>()
+          : 0;
+  return positions > 0 && window >= positions ? 0 : static_cast<std::int64_t>(window);
 }
 
 bool flag(const nlohmann::json& j, const std::string& path, const char* key) {
@@ -173,6 +175,7 @@ ModelConfig load_model(const std::string& spec) {
     }
   } else {  // Hugging Face: dense Llama-style decoders with a gated MLP
     refuse_unmodelled(j, o, path);
+    m.sliding_window = sliding_window_of(j, path);
   }
   read_architecture(j, o, path, m);
   m.num_layers = o.integer("num_hidden_layers");

@@ -27,6 +27,9 @@ struct ModelConfig {
   bool o_bias = false;           // bias on the attention output projection (Llama's attention_bias)
   bool mlp_bias = false;         // biases on the MLP projections (Llama's mlp_bias)
   bool tied_embeddings = false;  // the LM head is the embedding matrix (Gemma)
+  // Attention over the last sliding_window positions only (Mistral v0.1); 0: full attention.
+  // Not modelled past the window: a workload beyond it is refused.
+  std::int64_t sliding_window = 0;
 };
 const char* activation_name(ModelConfig::Activation a);
 
