@@ -49,12 +49,15 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
     sub->add_option("--emulate", w->emulate,
                     "Links of another machine: every all-reduce is priced (and, in validate "
                     "--comm emulated, lasts) as on this hardware's links, compute as on "
-                    "--hardware's GPUs (default: --hardware's own; with --plan, the plan's)");
+                    "--hardware's GPUs (default: --hardware's own; validate --plan: the plan's)");
   }
   if (f.comm_ctas) {
-    sub->add_option("--comm-ctas", w->comm_ctas,
-                    "SMs (CTAs) each all-reduce kernel holds: NCCL's CTA budget, or the "
-                    "emulated copy kernel's CTAs (0 = the hardware file's default, 16)")
+    sub->add_option(
+           "--comm-ctas", w->comm_ctas,
+           "SMs (CTAs) each all-reduce kernel holds: NCCL's CTA budget, or the "
+           "emulated copy kernel's CTAs (0 = the hardware file's default, 16; it changes a "
+           "prediction only where the hardware file has a contention model, e.g. "
+           "h200x8)")
         ->capture_default_str();
   }
   if (f.sm_clock) {

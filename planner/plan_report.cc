@@ -150,6 +150,27 @@ void print_plan(std::ostream& os, const Plan& plan) {
     }
     os << "\n";
   }
+  if (plan.workload.phase == sim::Phase::Prefill) {
+    // ISO (and iso+ladder) need a chunk boundary on the --align grid inside the prompt.
+    std::string short_ones;
+    for (const auto& p : plan.points) {
+      if ((p.seq - 1) / plan.options.align < 1) {
+        short_ones += (short_ones.empty() ? "" : ", ") + std::to_string(p.seq);
+      }
+    }
+    if (!short_ones.empty()) {
+      os << "\niso not tried at " << short_ones << " tokens: no chunk boundary on the --align "
+         << plan.options.align << " grid inside the prompt (lower --align to try it)\n";
+    }
+  }
+  if (plan.workload.phase == sim::Phase::Prefill && !plan.points.empty()) {
+    os << "\nA prompt between two planned lengths: the shorter one's strategy, its chunks scaled "
+          "to the prompt\n(the JSON's lookup entries, for a serving engine); shorter than "
+       << std::min_element(plan.points.begin(), plan.points.end(),
+                           [](const auto& a, const auto& b) { return a.seq < b.seq; })
+              ->seq
+       << " tokens: don't overlap.\n";
+  }
   if (show_arch) {
     os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "
           "shown, not chosen.\nPass --allow-arch-change to let the planner pick them.\n";

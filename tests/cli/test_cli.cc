@@ -148,6 +148,49 @@ TEST_CASE("--sm-clock: predictions at a locked clock, said in the output and rec
   }
 }
 
+TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget") {
+  const fs::path dir = scratch() / "comm_ctas_baseline";
+  fs::create_directories(dir);
+  const std::string w =
+      "simulate --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 "
+      "--layers 2 ";
+  const auto report = [&](const std::string& args, const std::string& name) {
+    const auto r = tpo(w + args + " --json " + (dir / name).string());
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    return std::pair{r.out, nlohmann::json::parse(slurp(dir / name))};
+  };
+  const auto [out0, none0] = report("--strategy none", "n0.json");
+  const auto [out4, iso4] = report("--strategy iso --comm-ctas 4", "i4.json");
+  const auto [outn4, none4] = report("--strategy none --comm-ctas 4", "n4.json");
+  // 4 CTAs slow the all-reduce's bandwidth term (below comm_ctas_full 8): none at 4 CTAs is
+  // slower than none, and is not what the speedups are over.
+  CHECK(none4["total_us"].get<double>() > none0["total_us"].get<double>());
+  CHECK(iso4["baseline_us"] == none0["total_us"]);
+  CHECK(none4["baseline_us"] == none0["total_us"]);
+  CHECK(none4["speedup"].get<double>() < 1.0);
+  CHECK(out4.find("comm SM budget        4 CTAs per all-reduce (--comm-ctas); the baseline "
+                  "none at the default, 16") != std::string::npos);
+  CHECK(out0.find("comm SM budget") == std::string::npos);
+}
+
+TEST_CASE("plan says how to use it between planned lengths, and where iso was not tried") {
+  auto r = tpo("plan --seq 4096,1024 --quiet");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("shorter than 1024 tokens: don't overlap") != std::string::npos);
+  CHECK(r.out.find("iso not tried") == std::string::npos);
+  r = tpo("plan --seq 4096 --align 5000 --quiet");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("iso not tried at 4096 tokens: no chunk boundary on the --align 5000 grid") !=
+        std::string::npos);
+  // --json - is standard output, as is usual (it wrote a file named '-').
+  const fs::path dir = scratch() / "json_dash";
+  fs::create_directories(dir);
+  r = tpo("simulate --layers 1 --seq 256 --json -", "cd " + dir.string() + " &&");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\"schema\": \"tpo.simulate/1\"") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "-"));
+}
+
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
   const auto r = tpo(small + "--compare");
   CHECK(r.code == 0);
