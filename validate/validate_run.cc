@@ -468,6 +468,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     }
   }
   if (const auto note = late_start_note(r); !note.empty()) os << "\n" << note << "\n";
+  if (const auto note = unprofiled_note(r); !note.empty()) os << "\n" << note << "\n";
   if (attention_kernels(r) == "per case") {
     os << "\nnote: the cases ran different attention kernels (--attention auto used the cuBLAS "
           "one where cuDNN refused a shape; each case's none ran its case's kernel): compare "
@@ -518,6 +519,30 @@ std::string attention_kernels(const ValidateReport& r) {
     if (k != one) return "per case";
   }
   return one;
+}
+
+std::string unprofiled_note(const ValidateReport& r) {
+  std::vector<double> errors;
+  for (const auto& c : r.cases) {
+    if (!c.run.workload.profile.empty()) return "";
+    if (c.measured.total_ns <= 0) continue;
+    errors.push_back(std::abs(static_cast<double>(c.predicted.total_ns) /
+                                  static_cast<double>(c.measured.total_ns) -
+                              1.0));
+  }
+  if (errors.empty()) return "";
+  std::nth_element(errors.begin(), errors.begin() + static_cast<long>(errors.size() / 2),
+                   errors.end());
+  const double median = errors[errors.size() / 2];
+  if (median <= 0.25) return "";
+  const sim::Workload& w = r.cases.front().workload;
+  return fmt("note: the predictions are %.0f%% off (median): they are ", 100 * median) +
+         w.hardware.name +
+         "'s analytical model (its file's figures and assumptions), not this machine's "
+         "measurements. Profile it (tpo profile --backend " +
+         r.options.backend + " --model " + r.cases.front().run.workload.model + " --tp " +
+         std::to_string(w.tp) + " --hardware " + r.cases.front().run.workload.hardware +
+         " --out prof.json) and pass --profile prof.json for predictions worth comparing";
 }
 
 std::string late_start_note(const ValidateReport& r) {

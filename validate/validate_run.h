@@ -101,6 +101,11 @@ void print_validate(std::ostream& os, const ValidateReport& r);
 // CPU, the hand-off to the rank threads). Empty when no case did.
 std::string late_start_note(const ValidateReport& r);
 
+// A note when no case had a profile and the median |error| of the cases' predicted totals
+// exceeds 25%: the predictions are the hardware file's analytical model, and how to profile
+// the machine. Empty otherwise.
+std::string unprofiled_note(const ValidateReport& r);
+
 // The attention kernel the report's cases ran: the one name, "per case" when they differ,
 // empty when none recorded one (the CPU runtime).
 std::string attention_kernels(const ValidateReport& r);

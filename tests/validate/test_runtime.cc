@@ -251,6 +251,37 @@ TEST_CASE("a first op that starts much later than predicted is noted, with its s
   CHECK(note.find("before the first kernel started") != std::string::npos);
 }
 
+TEST_CASE("predictions far off without a profile: a note says how to profile the machine") {
+  validate::ValidateReport r;
+  r.options.backend = "cpu";
+  sim::WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = "cpu-host";
+  o.tp = 2;
+  o.seq = 64;
+  o.layers = 1;
+  auto with_totals = [&](std::int64_t predicted, std::int64_t measured, std::string profile) {
+    validate::CaseResult c;
+    c.workload = sim::make_workload(o);
+    c.run.workload = o;
+    c.run.workload.profile = std::move(profile);
+    c.predicted.total_ns = predicted;
+    c.measured.total_ns = measured;
+    return c;
+  };
+  // Median |error| 20%: no note; 70%: the note, with the command for this workload.
+  r.cases = {with_totals(80, 100, ""), with_totals(120, 100, ""), with_totals(30, 100, "")};
+  CHECK(validate::unprofiled_note(r).empty());
+  r.cases = {with_totals(30, 100, ""), with_totals(170, 100, ""), with_totals(80, 100, "")};
+  const auto note = validate::unprofiled_note(r);
+  CHECK(note.find("70% off (median)") != std::string::npos);
+  CHECK(note.find("tpo profile --backend cpu --model llama3.1-8b --tp 2 --hardware cpu-host") !=
+        std::string::npos);
+  // With a profile the error is the profile's to explain: no note.
+  r.cases.back().run.workload.profile = "prof.json";
+  CHECK(validate::unprofiled_note(r).empty());
+}
+
 TEST_CASE("the report's attention kernel: one name, 'per case' when cases differ, empty on CPU") {
   validate::ValidateReport r;
   r.cases.resize(3);
