@@ -278,8 +278,18 @@ Plan make_plan(const PlanOptions& o) {
     PlanPoint p;
     p.seq = s;
     p.batch = o.workload.batch;
-    // Validates every point up front, and records it with every field explicit.
-    const sim::Workload w = sim::make_workload(point_workload(o, s));
+    // Validates every point up front, and records it with every field explicit. A length
+    // that does not fit (memory, a sliding window) says which of the list before it did.
+    sim::Workload w;
+    try {
+      w = sim::make_workload(point_workload(o, s));
+    } catch (const FieldError& e) {
+      if (plan.points.empty() || (e.name() != "seq" && e.name() != "context")) throw;
+      throw FieldError(
+          e.name(), e.value(),
+          e.problem() + " (the lengths before it fit: " + std::to_string(plan.points.front().seq) +
+              " to " + std::to_string(plan.points.back().seq) + " tokens)");
+    }
     p.workload = sim::explicit_options(point_workload(o, s), w);
     if (plan.points.empty()) plan.workload = w;
     plan.points.push_back(p);

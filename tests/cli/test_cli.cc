@@ -182,6 +182,13 @@ TEST_CASE("plan says how to use it between planned lengths, and where iso was no
   REQUIRE(r.code == 0);
   CHECK(r.out.find("iso not tried at 4096 tokens: no chunk boundary on the --align 5000 grid") !=
         std::string::npos);
+  // A sweep whose longest lengths do not fit says which did.
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --phase decode --batch 64 "
+          "--seq 1024:131072 --quiet");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("(the lengths before it fit: 1024 to 65536 tokens)") !=
+                    std::string::npos,
+                r.out);
   // --json - is standard output, as is usual (it wrote a file named '-').
   const fs::path dir = scratch() / "json_dash";
   fs::create_directories(dir);
