@@ -75,19 +75,23 @@ double cached_score(Evaluator& ev, SplitScorer& scorer, const std::vector<std::i
 // instead of one per position. Within kFineLine positions (every prompt up to 16k tokens on the
 // 64-token grid) every position is tried.
 constexpr std::int64_t kFineLine = 256, kCoarseSteps = 64;
+// Timed in full, a split costs a whole simulation: lines are tried coarse to fine beyond 32
+// positions, on at most 16 coarse steps.
+constexpr std::int64_t kFullFineLine = 32, kFullCoarseSteps = 16;
 
 // Tries a boundary at the positions of its line [lo, hi] as described above; `best_pos` is
 // where try_at last found the best, refined around when the line was tried coarse first.
 template <class TryAt>
 void search_line(std::int64_t lo, std::int64_t hi, std::int64_t align, bool coarse,
-                 const std::int64_t& best_pos, TryAt&& try_at) {
+                 const std::int64_t& best_pos, TryAt&& try_at, std::int64_t fine_line = kFineLine,
+                 std::int64_t coarse_steps = kCoarseSteps) {
   const std::int64_t positions = (hi - lo) / align + 1;
-  if (!coarse || positions <= kFineLine) {
+  if (!coarse || positions <= fine_line) {
     for (std::int64_t p = lo; p <= hi; p += align) try_at(p);
     return;
   }
   std::int64_t step = 1;
-  while (step * kCoarseSteps < positions) step *= 2;
+  while (step * coarse_steps < positions) step *= 2;
   // On multiples of the coarse step (so chunk lengths stay round, where the GEMM tiles' and
   // attention's costs dip), and the line's ends.
   const std::int64_t s = step * align;
@@ -240,15 +244,18 @@ SplitResult search_split_in_full(Evaluator& ev, StrategyKind kind,
         const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
         std::int64_t best_pos = b[i];
         std::vector<std::int64_t> trial = b;
-        search_line(lo, hi, align, ev.coarse_lines(), best_pos, [&](std::int64_t p) {
-          if (p == b[i] || p < lo || p > hi) return;
-          trial[i] = p;
-          if (const double t = time_of(trial); t < cur) {
-            cur = t;
-            best_pos = p;
-            improved = true;
-          }
-        });
+        search_line(
+            lo, hi, align, ev.coarse_lines(), best_pos,
+            [&](std::int64_t p) {
+              if (p == b[i] || p < lo || p > hi) return;
+              trial[i] = p;
+              if (const double t = time_of(trial); t < cur) {
+                cur = t;
+                best_pos = p;
+                improved = true;
+              }
+            },
+            kFullFineLine, kFullCoarseSteps);
         b[i] = best_pos;
       }
       if (!improved) break;
