@@ -105,39 +105,51 @@ void search_line(std::int64_t lo, std::int64_t hi, std::int64_t align, bool coar
   }
 }
 
+// Coordinate descent: each boundary of `b` in turn moves to the position `line(i, lo, hi,
+// improved)` returns, its best between its neighbours, until a round improves nothing (at
+// most 8 rounds).
+template <class Line>
+void coordinate_descent(std::vector<std::int64_t>& b, std::int64_t align, std::int64_t grid,
+                        Line&& line) {
+  for (int round = 0; round < 8; ++round) {
+    bool improved = false;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
+      const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
+      b[i] = line(i, lo, hi, improved);
+    }
+    if (!improved) break;
+  }
+}
+
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
                     std::int64_t align, std::int64_t grid, ScoreCache& cache) {
   const bool prune = ev.pruning() && scorer.bound_enabled();
   std::vector<std::int64_t> chunks;
   double cur = cached_score(ev, scorer, b, cache, std::numeric_limits<double>::infinity(), chunks);
   std::vector<std::int64_t> trial;
-  for (int round = 0; round < 8; ++round) {
-    bool improved = false;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
-      const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
-      std::int64_t best_pos = b[i];
-      trial = b;
-      auto try_at = [&](std::int64_t p) {
-        if (p == b[i] || p < lo || p > hi) return;
-        trial[i] = p;
-        // A split whose bound is no better than the current one cannot be taken.
-        if (prune && cache.find(trial) == cache.end()) {
-          chunks_into(trial, ev.workload().seq, chunks);
-          if (!scorer.can_beat(chunks, cur)) return;
-        }
-        const double t = cached_score(ev, scorer, trial, cache, cur, chunks);
-        if (t < cur) {
-          cur = t;
-          best_pos = p;
-          improved = true;
-        }
-      };
-      search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at);
-      b[i] = best_pos;
-    }
-    if (!improved) break;
-  }
+  coordinate_descent(b, align, grid,
+                     [&](std::size_t i, std::int64_t lo, std::int64_t hi, bool& improved) {
+                       std::int64_t best_pos = b[i];
+                       trial = b;
+                       auto try_at = [&](std::int64_t p) {
+                         if (p == b[i] || p < lo || p > hi) return;
+                         trial[i] = p;
+                         // A split whose bound is no better than the current one cannot be taken.
+                         if (prune && cache.find(trial) == cache.end()) {
+                           chunks_into(trial, ev.workload().seq, chunks);
+                           if (!scorer.can_beat(chunks, cur)) return;
+                         }
+                         const double t = cached_score(ev, scorer, trial, cache, cur, chunks);
+                         if (t < cur) {
+                           cur = t;
+                           best_pos = p;
+                           improved = true;
+                         }
+                       };
+                       search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at);
+                       return best_pos;
+                     });
   return {chunks_from(b, ev.workload().seq), cur};
 }
 
@@ -237,29 +249,24 @@ SplitResult search_split_in_full(Evaluator& ev, StrategyKind kind,
     }
     if (!on_grid) continue;
     double cur = time_of(b);
-    for (int round = 0; round < 8; ++round) {
-      bool improved = false;
-      for (std::size_t i = 0; i < b.size(); ++i) {
-        const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
-        const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
-        std::int64_t best_pos = b[i];
-        std::vector<std::int64_t> trial = b;
-        search_line(
-            lo, hi, align, ev.coarse_lines(), best_pos,
-            [&](std::int64_t p) {
-              if (p == b[i] || p < lo || p > hi) return;
-              trial[i] = p;
-              if (const double t = time_of(trial); t < cur) {
-                cur = t;
-                best_pos = p;
-                improved = true;
-              }
-            },
-            kFullFineLine, kFullCoarseSteps);
-        b[i] = best_pos;
-      }
-      if (!improved) break;
-    }
+    std::vector<std::int64_t> trial;
+    coordinate_descent(b, align, grid,
+                       [&](std::size_t i, std::int64_t lo, std::int64_t hi, bool& improved) {
+                         std::int64_t best_pos = b[i];
+                         trial = b;
+                         auto try_at = [&](std::int64_t p) {
+                           if (p == b[i] || p < lo || p > hi) return;
+                           trial[i] = p;
+                           if (const double t = time_of(trial); t < cur) {
+                             cur = t;
+                             best_pos = p;
+                             improved = true;
+                           }
+                         };
+                         search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at,
+                                     kFullFineLine, kFullCoarseSteps);
+                         return best_pos;
+                       });
     if (best.chunks.empty() || cur < best.score_ns) best = {chunks_from(b, seq), cur};
   }
   return best;
