@@ -144,6 +144,13 @@ std::function<int()> add_plan(CLI::App& app) {
       "with the analytical cost model, or a measured --profile). --scenario generate:\n"
       "prefill + decode tokens/s per strategy and batch size, like the ladder-residual\n"
       "paper's benchmark.");
+  sub->footer(
+      "Examples:\n"
+      "  tpo plan --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 512:16384 --svg p.svg\n"
+      "  tpo plan --model path/to/config.json --hardware h100x8 --tp 8 --seq 1024,8192 "
+      "--sm-clock 1590\n"
+      "  tpo plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 --batch "
+      "1,4,16,64 --exec graph");
   WorkloadFlags f;
   f.seq = false;  // a list of prompt lengths, below; --batch is a list with --scenario generate
   f.layers = false;

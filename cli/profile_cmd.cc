@@ -283,6 +283,11 @@ std::function<int()> add_profile(CLI::App& app) {
   sub->add_flag("--no-accuracy")
       ->description("Skip the held-back accuracy check of the profile model");
   sub->add_flag("--quiet")->description("No progress bar");
+  sub->footer(
+      "Examples:\n"
+      "  tpo profile --backend cpu --model llama3.1-8b --tp 2 --quick --out cpu.json\n"
+      "  tpo profile --backend cuda --model llama3-70b --tp 8 --hardware h100x8 --out prof.json\n"
+      "Run `tpo profile SUBCOMMAND --help` for the imports and the accuracy check.");
   sub->get_option("--hardware")
       ->description(
           "Shipped hardware name (see configs/hardware) or a path to a hardware JSON: the "
@@ -323,6 +328,16 @@ std::function<int()> add_profile(CLI::App& app) {
       ->required();
   ia->add_option("--ranks", csv->ranks, "Ranks the all-reduces ran on")->required();
   add_import_outputs(ia, *csv);
+  ia->footer(
+      "Example (times.csv: a line 'bytes,time_us', then one line per size):\n"
+      "  tpo profile import-allreduce times.csv --ranks 8 --hardware h100x8 --hardware-out "
+      "mine.json\n"
+      "  tpo plan --model llama3-70b --hardware mine.json --tp 8 --seq 512:32768");
+  im->footer(
+      "Example:\n"
+      "  all_reduce_perf -b 1K -e 1G -f 2 -g 8 > ar.txt\n"
+      "  tpo profile import-nccl-tests ar.txt --hardware h100x8 --hardware-out mine.json\n"
+      "  tpo plan --model llama3-70b --hardware mine.json --tp 8 --seq 512:32768");
   auto* ac = sub->add_subcommand(
       "accuracy",
       "The analytical model of a hardware file against the measurements in profiles: median,\n"
@@ -332,6 +347,10 @@ std::function<int()> add_profile(CLI::App& app) {
                  "Hardware whose analytical model is compared (default: the profile's)");
   ac->add_option("--json", acc->json,
                  "Write every shape's measured and predicted time and signed error (FILE)");
+  ac->footer(
+      "Example:\n"
+      "  tpo profile accuracy configs/profiles/h200-llama3.1-8b-tp2.json "
+      "configs/profiles/h200-llama2-70b-tp8.json");
   return [o, imp, csv, acc, sub, im, ia, ac] {
     if (sub->got_subcommand(ia)) {
       if (csv->ranks < 2) {

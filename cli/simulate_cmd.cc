@@ -182,6 +182,12 @@ std::function<int()> add_simulate(CLI::App& app) {
       "Predict the timeline of one overlap strategy (or --compare all of them) for a model on\n"
       "a machine, with the analytical cost model (or a measured --profile) and the\n"
       "discrete-event engine.");
+  sub->footer(
+      "Examples:\n"
+      "  tpo simulate --model llama2-70b --hardware rtx4090x8 --tp 8 --seq 4096 --compare\n"
+      "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
+      "  tpo simulate --model llama3-70b --hardware h100x8 --tp 8 --phase decode --batch 16 "
+      "--seq 2048 --exec graph --compare");
   WorkloadFlags f;
   f.embed_head = true;
   f.emulate = true;

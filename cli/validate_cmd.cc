@@ -70,6 +70,12 @@ std::function<int()> add_validate(CLI::App& app) {
       "Execute the very graph the simulator timed with real kernels, check its output against\n"
       "a reference forward of the architecture (and against `none`), and report predicted vs\n"
       "measured time, total and per op. --backend cpu runs anywhere: ranks are threads.");
+  sub->footer(
+      "Examples:\n"
+      "  tpo validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 --seq 256 "
+      "--strategy iso --profile cpu.json\n"
+      "  tpo validate --backend cuda --plan plan.json --comm emulated   (one GPU: all-reduces "
+      "imitated)");
   WorkloadFlags f;
   f.emulate = true;
   f.comm_ctas = true;
