@@ -66,7 +66,9 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
       best = spec;
     }
   }
-  *fell_back = false;
+  // None for a strategy that is not none: it did not apply (microbatch of one request) or did
+  // not beat none: marked as a fallback either way.
+  *fell_back = kind != StrategyKind::None && best.kind == StrategyKind::None;
   if (best.kind == StrategyKind::None) return none;
   if (sim::preserves_function(kind) && best_ns >= none_ns) {
     *fell_back = true;
@@ -75,9 +77,13 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   return best;
 }
 
-std::string phase_label(const StrategySpec& s, bool fell_back) {
+std::string phase_label(const StrategySpec& s, bool fell_back, StrategyKind asked) {
   const sim::StrategyDescriptor& d = sim::strategy(s.kind);
   std::string t = d.name;
+  // iso+ladder's prompt left whole (one chunk) is ladder: said so, not shown as plain ladder.
+  if (asked != s.kind && s.kind != StrategyKind::None && !sim::preserves_function(asked)) {
+    t += " (uncut)";
+  }
   if (d.uses_chunks()) {
     t += " (" + join_tokens(s.chunk_tokens) + ")";
   } else if (d.uses_pieces()) {
@@ -97,7 +103,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   r.preserves_function = sim::preserves_function(kind);
   bool fb = false;
   const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, cm, engine, &fb);
-  r.prefill_strategy = phase_label(pre, fb);
+  r.prefill_strategy = phase_label(pre, fb, kind);
   if (sim::strategy(pre.kind).uses_chunks()) {
     r.detail = join_tokens(pre.chunk_tokens);
   }
@@ -111,7 +117,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   dw.context = prefill_w.seq + std::max<std::int64_t>(steps, 1) / 2;
   const StrategyKind dkind = sim::strategy(kind).decode_as;
   const StrategySpec dec = choose(dw, dkind, align, max_chunks, cm, engine, &fb);
-  r.decode_strategy = phase_label(dec, fb);
+  r.decode_strategy = phase_label(dec, fb, dkind);
   double sum_us = 0;
   if (steps > 0) {
     // Step time sampled at 9 contexts and interpolated linearly in between.
@@ -229,8 +235,10 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
           "(or eager) charges launches\n";
   }
   if (!r.allreduce_note.empty()) os << r.allreduce_note << "\n";
-  os << "each strategy runs its best variant in each phase; * = it could not beat none there, "
-        "so none ran\n";
+  os << "each strategy runs its best variant in each phase; * = it could not beat none there, or "
+        "is not applicable (microbatch needs 2 requests), so none ran; (uncut) = iso+ladder with "
+        "the prompt in one chunk, i.e. ladder; ISO cuts prompts only, so iso+ladder decodes as "
+        "ladder\n";
   const auto& f = fmt;
   for (const auto& b : r.batches) {
     os << "\nbatch " << b.batch << "\n";

@@ -498,6 +498,13 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   REQUIRE(ladder_us > 0);
   CHECK(iso_ladder_us <= ladder_us);
   CHECK(iso_ladder_prefill.rfind("none", 0) != 0);
+  // Left whole, iso+ladder's prompt is said to be (uncut), not shown as plain ladder; a
+  // strategy that does not apply (microbatch of one request) falls back to none, marked.
+  if (iso_ladder_prefill.rfind("ladder", 0) == 0) CHECK(iso_ladder_prefill == "ladder (uncut)");
+  const auto mb = tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 "
+                      "--prompt 64 --new-tokens 4 --batch 1 --layers 4 --strategies microbatch");
+  REQUIRE(mb.code == 0);
+  CHECK_MESSAGE(mb.out.find("none* / none*") != std::string::npos, mb.out);
 }
 
 TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
