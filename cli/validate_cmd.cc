@@ -132,6 +132,8 @@ std::function<int()> add_validate(CLI::App& app) {
       o->profile_given = sub->count("--profile") > 0;
       o->layers_given = sub->count("--layers") > 0;  // then predictions are re-simulated
       o->exec_given = sub->count("--exec") > 0;
+      o->sm_clock_given = sub->count("--sm-clock") > 0;    // 0 included: as quoted
+      o->comm_ctas_given = sub->count("--comm-ctas") > 0;  // 0 included: the default
     } else if (sub->count("--alternatives")) {
       throw InputError("--alternatives", "", "applies to --plan (a plan's other candidates)");
     } else {

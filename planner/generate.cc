@@ -192,6 +192,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   }
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
+  rep.clock = sim::sm_clock_text(ws.front().hardware);
   rep.layers = ws.front().layers;
   const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
   const sim::CostModel& cm = *cm_ptr;
@@ -224,7 +225,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   const auto& o = r.options;
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
-     << r.layers << " layers\n";
+     << r.layers << " layers" << r.clock << "\n";
   os << "predicted by the " << r.cost_model << " cost model, "
      << r.execution.value("mode", std::string("queued"))
      << " execution (not measured); tokens/s = batch x new tokens / "
@@ -263,11 +264,17 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
   j["execution"] = r.execution;
-  j["options"] = ojson{{"model", o.plan.workload.model},   {"hardware", o.plan.workload.hardware},
-                       {"tp", o.plan.workload.tp},         {"prompt", o.prompt},
-                       {"new_tokens", o.new_tokens},       {"batch", o.batches},
-                       {"strategies", o.plan.strategies},  {"align", o.plan.align},
-                       {"layers", o.plan.workload.layers}, {"profile", o.plan.workload.profile}};
+  j["options"] = ojson{{"model", o.plan.workload.model},
+                       {"hardware", o.plan.workload.hardware},
+                       {"tp", o.plan.workload.tp},
+                       {"prompt", o.prompt},
+                       {"new_tokens", o.new_tokens},
+                       {"batch", o.batches},
+                       {"strategies", o.plan.strategies},
+                       {"align", o.plan.align},
+                       {"layers", o.plan.workload.layers},
+                       {"profile", o.plan.workload.profile},
+                       {"sm_clock", o.plan.workload.sm_clock}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

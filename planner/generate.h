@@ -43,6 +43,7 @@ struct GenerateBatch {
 struct GenerateReport {
   GenerateOptions options;
   std::string model_name, hardware_name;
+  std::string clock;  // sim::sm_clock_text of the hardware ("" at the quoted clock)
   std::string cost_model = "analytical";
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::int64_t layers = 0;

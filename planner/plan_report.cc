@@ -54,7 +54,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << (w.phase == sim::Phase::Prefill && w.context > 0
              ? ", after " + std::to_string(w.context) + " cached tokens"
              : "")
-     << ", " << w.layers << " layers\n";
+     << ", " << w.layers << " layers" << sim::sm_clock_text(w.hardware) << "\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
@@ -211,6 +211,7 @@ ojson plan_json(const Plan& plan) {
                        {"layers", o.workload.layers},
                        {"profile", o.workload.profile},
                        {"comm_ctas", o.comm_ctas},
+                       {"sm_clock", o.workload.sm_clock},
                        {"exec", o.workload.exec},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};

@@ -24,7 +24,7 @@ const FieldBound kBounds[] = {
     // Hardware (tpo.hardware/1).
     {"gpu.sms", 1, 4096, false, "SMs"},
     {"gpu.bf16_dense_tflops", 1e-3, 1e5, false, "TFLOP/s"},
-    {"gpu.peak_clock_mhz", 0, 1e5, false, "MHz"},
+    {"gpu.peak_clock_mhz", 100, 1e5, false, "MHz"},
     {"gpu.memory_bandwidth_gbps", 0.1, 1e6, false, "GB/s"},
     {"gpu.memory_gib", 0.01, 1e6, false, "GiB"},
     {"gpu.launch_overhead_us", 0, 1e6, false, "us (at most 1 s)"},

@@ -334,7 +334,12 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
   // This process's own descriptors are written through the descriptor itself: a shell's
   // `>> file` keeps appending and `> file` its place (reopening the path would start at 0,
   // and a rename would replace the very file the shell opened).
-  if (path == "/dev/stdout" || path == "-") return {path, true, 1};  // - : stdout, as is usual
+  if (path == "-") {
+    throw InputError(option, path,
+                     "standard output carries the text summary, so a report there would not "
+                     "parse: give a file name");
+  }
+  if (path == "/dev/stdout") return {path, true, 1};
   if (path == "/dev/stderr") return {path, true, 2};
   for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"}) {
     if (path.rfind(prefix, 0) == 0 && all_digits(path.substr(prefix.size()))) {

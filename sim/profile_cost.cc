@@ -287,6 +287,16 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
                          w.hardware.name + "'; use hardware " + measured_for +
                          " (its analytical model fills what the profile lacks)");
   }
+  // A profile's compute times were measured at its GPU's clock; one of all-reduces only (an
+  // import) leaves compute to the analytical model, which the clock scales.
+  if (w.hardware.sm_clock_mhz > 0 &&
+      !(p.gemm.empty() && p.attention.empty() && p.rowwise.empty())) {
+    throw FieldError("sm_clock", std::to_string(static_cast<std::int64_t>(w.hardware.sm_clock_mhz)),
+                     "scales the analytical model's compute rate, but the compute times in " +
+                         profile_path +
+                         " were measured at its GPU's own clock: drop --sm-clock (0: as quoted), "
+                         "or the profile");
+  }
   if (!p.model.empty() && p.model != w.model.name) {
     throw FieldError("profile", profile_path,
                      "was measured for model '" + p.model + "', not '" + w.model.name +

@@ -89,6 +89,15 @@ ojson hardware_json(const HardwareConfig& h) {
   return j;
 }
 
+std::string sm_clock_text(const HardwareConfig& h) {
+  if (h.sm_clock_mhz <= 0) return "";
+  char clock[128];
+  std::snprintf(clock, sizeof clock,
+                ", SM clock %.0f MHz (tensor rate %.0f%% of the %.0f MHz peak)", h.sm_clock_mhz,
+                100.0 * h.sm_clock_mhz / h.peak_clock_mhz, h.peak_clock_mhz);
+  return clock;
+}
+
 std::string workload_line(const Workload& w) {
   std::ostringstream os;
   os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", " << phase_name(w.phase)
@@ -101,15 +110,7 @@ std::string workload_line(const Workload& w) {
   }
   os << ", " << w.layers;
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
-  os << " layers";
-  if (w.hardware.sm_clock_mhz > 0) {
-    char clock[128];
-    std::snprintf(
-        clock, sizeof clock, ", SM clock %.0f MHz (tensor rate %.0f%% of the %.0f MHz peak)",
-        w.hardware.sm_clock_mhz, 100.0 * w.hardware.sm_clock_mhz / w.hardware.peak_clock_mhz,
-        w.hardware.peak_clock_mhz);
-    os << clock;
-  }
+  os << " layers" << sm_clock_text(w.hardware);
   return os.str();
 }
 

@@ -89,6 +89,8 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.profile_given) r.workload.profile = o.workload.profile;
       if (o.layers_given) r.workload.layers = o.workload.layers;
       if (o.exec_given) r.workload.exec = o.workload.exec;
+      if (o.sm_clock_given) r.workload.sm_clock = o.workload.sm_clock;
+      if (o.comm_ctas_given) r.workload.comm_ctas = o.workload.comm_ctas;
       // The plan's predictions came from its profile as it was: one changed since would be
       // re-predicted silently, and the plan's numbers no longer be what validate prints.
       if (!plan.profile_digest.empty() && !o.profile_given && !r.workload.profile.empty() &&
@@ -130,12 +132,16 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
         const bool overridden =
             (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
             (f == "layers" && o.layers_given) || (f == "exec" && o.exec_given) ||
+            (f == "sm_clock" && o.sm_clock_given) || (f == "comm_ctas" && o.comm_ctas_given) ||
             (f == "emulate" && !o.workload.emulate.empty());
         if (overridden) throw;
-        if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile")) {
-          throw InputError("--hardware", o.workload.hardware,
-                           "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
-                               "): " + err.problem());
+        if (o.hardware_given &&
+            (f == "tp" || f == "seq" || f == "context" || f == "profile" || f == "sm_clock")) {
+          throw InputError(
+              "--hardware", o.workload.hardware,
+              "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
+                  "): " + err.problem() +
+                  (f == "sm_clock" ? " (--sm-clock replaces the plan's; 0: none)" : ""));
         }
         const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
                                  f == "ladder_layers" || f == "split" || f == "chunks";

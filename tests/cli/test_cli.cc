@@ -135,12 +135,43 @@ TEST_CASE("--sm-clock: predictions at a locked clock, said in the output and rec
                "--sm-clock 1590 --quiet --json " + plan.string());
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(slurp(plan))["lookup"][0]["run"]["workload"]["sm_clock"] == 1590);
+  CHECK(nlohmann::json::parse(slurp(plan))["options"]["sm_clock"] == 1590);
+  CHECK(r.out.find("80 layers, SM clock 1590 MHz") != std::string::npos);
+  const fs::path gen = dir / "g.json";
+  r =
+      tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 --prompt 256 "
+          "--new-tokens 4 --batch 1 --layers 2 --sm-clock 1590 --json " +
+          gen.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("2 layers, SM clock 1590 MHz") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(gen))["options"]["sm_clock"] == 1590);
+  // validate --plan: --sm-clock replaces the plan's (it was ignored), 0 included; a plan's
+  // clock on a CPU names what to give.
+  const fs::path tplan = dir / "tiny.json";
+  REQUIRE(tpo("plan --model " + data + "/tiny_model.json --hardware h100x8 --tp 2 --seq 128 " +
+              "--sm-clock 1500 --quiet --json " + tplan.string())
+              .code == 0);
+  r = tpo("validate --plan " + tplan.string() + " --backend cpu --hardware cpu-host");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("(--sm-clock replaces the plan's; 0: none)") != std::string::npos,
+                r.out);
+  r = tpo("validate --plan " + tplan.string() + " --backend cpu --hardware cpu-host --sm-clock 0");
+  CHECK_MESSAGE(r.code == 0, r.out);
+  // A profile of all-reduces only (an import) leaves compute to the analytical model: taken.
+  const fs::path ar = dir / "ar.json";
+  REQUIRE(tpo("profile import-allreduce " + data + "/allreduce_times_sample.csv --ranks 8 " +
+              "--hardware h100x8 --out " + ar.string())
+              .code == 0);
+  r = tpo("simulate " + w + "--sm-clock 1590 --profile " + ar.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
   // Refused with exit 2 where it cannot apply, naming the flag, nothing written.
-  for (const std::string& bad : {w + "--sm-clock 50",
-                                 std::string("--hardware cpu-host --model llama3.1-8b --tp 2 "
-                                             "--seq 64 --sm-clock 1000"),
-                                 w + "--sm-clock 1590 --profile " + std::string(TPO_TEST_DATA) +
-                                     "/../../configs/profiles/h200-llama2-70b-tp8.json"}) {
+  for (const std::string& bad :
+       {w + "--sm-clock 50",
+        std::string("--hardware cpu-host --model llama3.1-8b --tp 2 "
+                    "--seq 64 --sm-clock 1000"),
+        "--model llama2-70b --hardware h200x8 --tp 8 --seq 1024 "
+        "--layers 2 --sm-clock 1590 --profile " +
+            std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama2-70b-tp8.json"}) {
     r = tpo("simulate " + bad + " --json " + (dir / "bad.json").string());
     CHECK(r.code == 2);
     CHECK_MESSAGE(r.out.find("--sm-clock") != std::string::npos, r.out);
@@ -183,18 +214,18 @@ TEST_CASE("plan says how to use it between planned lengths, and where iso was no
   CHECK(r.out.find("iso not tried at 4096 tokens: no chunk boundary on the --align 5000 grid") !=
         std::string::npos);
   // A sweep whose longest lengths do not fit says which did.
-  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --phase decode --batch 64 "
+  r =
+      tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --phase decode --batch 64 "
           "--seq 1024:131072 --quiet");
   CHECK(r.code == 2);
-  CHECK_MESSAGE(r.out.find("(the lengths before it fit: 1024 to 65536 tokens)") !=
-                    std::string::npos,
-                r.out);
-  // --json - is standard output, as is usual (it wrote a file named '-').
+  CHECK_MESSAGE(
+      r.out.find("(the lengths before it fit: 1024 to 65536 tokens)") != std::string::npos, r.out);
+  // --json - is refused (it wrote a file named '-'; stdout carries the summary).
   const fs::path dir = scratch() / "json_dash";
   fs::create_directories(dir);
   r = tpo("simulate --layers 1 --seq 256 --json -", "cd " + dir.string() + " &&");
-  REQUIRE(r.code == 0);
-  CHECK(r.out.find("\"schema\": \"tpo.simulate/1\"") != std::string::npos);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("give a file name") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "-"));
 }
 
@@ -501,8 +532,9 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
   // Left whole, iso+ladder's prompt is said to be (uncut), not shown as plain ladder; a
   // strategy that does not apply (microbatch of one request) falls back to none, marked.
   if (iso_ladder_prefill.rfind("ladder", 0) == 0) CHECK(iso_ladder_prefill == "ladder (uncut)");
-  const auto mb = tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 "
-                      "--prompt 64 --new-tokens 4 --batch 1 --layers 4 --strategies microbatch");
+  const auto mb =
+      tpo("plan --scenario generate --model llama3-70b --hardware h100x8 --tp 8 "
+          "--prompt 64 --new-tokens 4 --batch 1 --layers 4 --strategies microbatch");
   REQUIRE(mb.code == 0);
   CHECK_MESSAGE(mb.out.find("none* / none*") != std::string::npos, mb.out);
 }
