@@ -64,8 +64,8 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
     sub->add_option("--sm-clock", w->sm_clock,
                     "The GPUs' SM clock in MHz when locked or capped (nvidia-smi -lgc): GEMM and "
                     "attention rates scale from the clock the hardware file's peak is quoted at "
-                    "(gpu.peak_clock_mhz); memory bandwidth and per-kernel times are held (0 = "
-                    "as quoted; analytical model only)")
+                    "(gpu.peak_clock_mhz); memory bandwidth, the L2 rate and per-kernel times are "
+                    "held (0 = as quoted; analytical model only)")
         ->capture_default_str();
   }
   if (f.exec) {

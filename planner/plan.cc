@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -274,25 +275,37 @@ Plan make_plan(const PlanOptions& o) {
       }
     }
   }
+  // Every point validated up front, and recorded with every field explicit. A length that
+  // does not fit (memory, a sliding window) is refused with the lengths that do.
+  std::optional<FieldError> first_error;
+  std::vector<std::int64_t> fit;
   for (auto s : seqs) {
     PlanPoint p;
     p.seq = s;
     p.batch = o.workload.batch;
-    // Validates every point up front, and records it with every field explicit. A length
-    // that does not fit (memory, a sliding window) says which of the list before it did.
     sim::Workload w;
     try {
       w = sim::make_workload(point_workload(o, s));
     } catch (const FieldError& e) {
-      if (plan.points.empty() || (e.name() != "seq" && e.name() != "context")) throw;
-      throw FieldError(
-          e.name(), e.value(),
-          e.problem() + " (the lengths before it fit: " + std::to_string(plan.points.front().seq) +
-              " to " + std::to_string(plan.points.back().seq) + " tokens)");
+      if (e.name() != "seq" && e.name() != "context") throw;
+      if (!first_error) first_error = e;
+      continue;
     }
+    fit.push_back(s);
     p.workload = sim::explicit_options(point_workload(o, s), w);
     if (plan.points.empty()) plan.workload = w;
     plan.points.push_back(p);
+  }
+  if (first_error) {
+    if (fit.empty()) throw *first_error;
+    std::string list;
+    for (auto s : fit) {
+      if (!list.empty()) list += ',';
+      list += std::to_string(s);
+    }
+    throw FieldError(
+        first_error->name(), first_error->value(),
+        first_error->problem() + " (of the lengths asked for, these fit: " + list + ")");
   }
   plan.cost_model = "analytical";
   return plan;

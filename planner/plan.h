@@ -186,9 +186,9 @@ SplitResult search_split_in_full(Evaluator& ev, sim::StrategyKind kind,
                                  std::int64_t align);
 // What the planner takes: search_split, then its split timed in full; where that differs from
 // its surrogate score by more than kSurrogateTolerance, search_split_in_full from that split
-// and the even one (score_ns is then the full time, ranked). 0.5%: on the benchmark sweep (5
-// models x 6 machines x 16 lengths) a full search after a smaller deviation gained at most
-// 0.01%; after larger ones up to 14%.
+// and the surrogate search's own starts (score_ns is then the full time, ranked). 0.5%: in an
+// instrumented run of the benchmark sweep (5 models x 6 machines x 16 lengths, 2026-12-03) a
+// full search after a smaller difference gained at most 0.01%, after larger ones up to 14%.
 constexpr double kSurrogateTolerance = 5e-3;
 SplitResult plan_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
                        const std::vector<std::int64_t>& seed = {});

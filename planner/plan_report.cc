@@ -150,7 +150,10 @@ void print_plan(std::ostream& os, const Plan& plan) {
     }
     os << "\n";
   }
-  if (plan.workload.phase == sim::Phase::Prefill) {
+  const auto kinds = parse_strategy_list(plan.options.strategies);
+  const bool chunked = std::any_of(kinds.begin(), kinds.end(),
+                                   [](auto k) { return sim::strategy(k).uses_chunks(); });
+  if (plan.workload.phase == sim::Phase::Prefill && chunked) {
     // ISO (and iso+ladder) need a chunk boundary on the --align grid inside the prompt.
     std::string short_ones;
     for (const auto& p : plan.points) {
@@ -165,11 +168,11 @@ void print_plan(std::ostream& os, const Plan& plan) {
   }
   if (plan.workload.phase == sim::Phase::Prefill && !plan.points.empty()) {
     os << "\nA prompt between two planned lengths: the shorter one's strategy, its chunks scaled "
-          "to the prompt\n(the JSON's lookup entries, for a serving engine); shorter than "
+          "to the prompt\n(the JSON's lookup entries, for a serving engine); one shorter than "
        << std::min_element(plan.points.begin(), plan.points.end(),
                            [](const auto& a, const auto& b) { return a.seq < b.seq; })
               ->seq
-       << " tokens: don't overlap.\n";
+       << " tokens is not planned (the lookup falls back to none).\n";
   }
   if (show_arch) {
     os << "\nladder, iso+ladder and parallel-block change the model (retraining needed); they are "

@@ -184,19 +184,11 @@ std::vector<std::int64_t> even_bounds(std::int64_t seq, std::int64_t k, std::int
   return even;
 }
 
-}  // namespace
-
-SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align,
-                         const std::vector<std::int64_t>& seed) {
-  const std::int64_t seq = ev.workload().seq;
-  const std::int64_t grid = (seq - 1) / align;  // boundaries align, 2 align, ... < seq
-  if (k < 2 || grid < k - 1) return {};
-  // Exhaustive whenever that is affordable (always for 2 chunks).
-  if (k == 2 || combinations(grid, k - 1, kExhaustiveLimit) <= kExhaustiveLimit) {
-    return brute_force_split(ev, kind, k, align);
-  }
-  // Otherwise coordinate descent from several starts: the even split, and the best split
-  // with one chunk fewer (`seed`) with its first, largest or last chunk cut in two.
+// Where the descents start (boundaries): the even split, and the best split with one chunk
+// fewer (`seed`) with its first, largest or last chunk cut in two.
+std::vector<std::vector<std::int64_t>> descent_starts(std::int64_t seq, std::int64_t k,
+                                                      std::int64_t align,
+                                                      const std::vector<std::int64_t>& seed) {
   std::vector<std::vector<std::int64_t>> starts{even_bounds(seq, k, align)};
   if (static_cast<std::int64_t>(seed.size()) == k - 1) {
     const std::size_t largest =
@@ -215,6 +207,22 @@ SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::
       }
     }
   }
+  return starts;
+}
+
+}  // namespace
+
+SplitResult search_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::int64_t align,
+                         const std::vector<std::int64_t>& seed) {
+  const std::int64_t seq = ev.workload().seq;
+  const std::int64_t grid = (seq - 1) / align;  // boundaries align, 2 align, ... < seq
+  if (k < 2 || grid < k - 1) return {};
+  // Exhaustive whenever that is affordable (always for 2 chunks).
+  if (k == 2 || combinations(grid, k - 1, kExhaustiveLimit) <= kExhaustiveLimit) {
+    return brute_force_split(ev, kind, k, align);
+  }
+  // Otherwise coordinate descent from several starts.
+  const std::vector<std::vector<std::int64_t>> starts = descent_starts(seq, k, align, seed);
   SplitResult best;
   ScoreCache cache;
   SplitScorer scorer(ev.workload(), ev.cost_model(), kind, k);
@@ -280,8 +288,10 @@ SplitResult plan_split(Evaluator& ev, StrategyKind kind, std::int64_t k, std::in
                       ev.risk_factor(r.chunks);
   if (std::abs(full - r.score_ns) <= kSurrogateTolerance * full) return r;
   const std::int64_t seq = ev.workload().seq;
-  SplitResult f = search_split_in_full(
-      ev, kind, {r.chunks, chunks_from(even_bounds(seq, k, align), seq)}, align);
+  // From the surrogate's pick and every start the surrogate's search had.
+  std::vector<std::vector<std::int64_t>> starts{r.chunks};
+  for (const auto& b : descent_starts(seq, k, align, seed)) starts.push_back(chunks_from(b, seq));
+  SplitResult f = search_split_in_full(ev, kind, starts, align);
   return f.chunks.empty() ? r : f;
 }
 

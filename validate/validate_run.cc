@@ -537,9 +537,9 @@ std::string unprofiled_note(const ValidateReport& r) {
                               1.0));
   }
   if (errors.empty()) return "";
-  std::nth_element(errors.begin(), errors.begin() + static_cast<long>(errors.size() / 2),
-                   errors.end());
-  const double median = errors[errors.size() / 2];
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  const double median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
   if (median <= 0.25) return "";
   const sim::Workload& w = r.cases.front().workload;
   return fmt("note: the predictions are %.0f%% off (median): they are ", 100 * median) +

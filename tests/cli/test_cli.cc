@@ -207,10 +207,13 @@ TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget"
 TEST_CASE("plan says how to use it between planned lengths, and where iso was not tried") {
   auto r = tpo("plan --seq 4096,1024 --quiet");
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("shorter than 1024 tokens: don't overlap") != std::string::npos);
+  CHECK(r.out.find("one shorter than 1024 tokens is not planned (the lookup falls back to "
+                   "none)") != std::string::npos);
   CHECK(r.out.find("iso not tried") == std::string::npos);
   r = tpo("plan --seq 4096 --align 5000 --quiet");
   REQUIRE(r.code == 0);
+  CHECK(tpo("plan --seq 4096 --align 5000 --strategies ladder --quiet").out.find("iso not") ==
+        std::string::npos);  // not asked for
   CHECK(r.out.find("iso not tried at 4096 tokens: no chunk boundary on the --align 5000 grid") !=
         std::string::npos);
   // A sweep whose longest lengths do not fit says which did.
@@ -218,8 +221,15 @@ TEST_CASE("plan says how to use it between planned lengths, and where iso was no
       tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --phase decode --batch 64 "
           "--seq 1024:131072 --quiet");
   CHECK(r.code == 2);
-  CHECK_MESSAGE(
-      r.out.find("(the lengths before it fit: 1024 to 65536 tokens)") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("(of the lengths asked for, these fit: 1024,2048,4096,8192,16384,"
+                           "32768,65536)") != std::string::npos,
+                r.out);
+  // In any order.
+  r =
+      tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --phase decode --batch 64 "
+          "--seq 131072,1024 --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("these fit: 1024)") != std::string::npos);
   // --json - is refused (it wrote a file named '-'; stdout carries the summary).
   const fs::path dir = scratch() / "json_dash";
   fs::create_directories(dir);
