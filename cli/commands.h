@@ -43,4 +43,8 @@ void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, c
 // The flag bound to a workload or strategy field ("ladder_layers" -> "--ladder-layers").
 std::string flag_for(const std::string& field);
 
+// After CLI11 refused arguments it did not expect: "unknown option --stratgy for `tpo simulate`
+// (did you mean --strategy?) ...", or "" when the first such argument is not an option.
+std::string unknown_option_hint(const CLI::App& app);
+
 }  // namespace tpo::cli

@@ -61,6 +61,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // A misspelt option: name it, the command it was given to, and the nearest option there.
+    if (const std::string hint = tpo::cli::unknown_option_hint(app); !hint.empty()) {
+      std::cerr << "tpo: error: " << hint << "\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;

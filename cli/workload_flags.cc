@@ -1,5 +1,9 @@
 // The workload and strategy flags, bound once for every subcommand that has them, and the
 // mapping from a core field name (in a FieldError) back to its flag.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
 #include "sim/error.h"
 
@@ -10,6 +14,64 @@ std::string flag_for(const std::string& field) {
   std::string f = "--" + field;
   for (char& c : f) c = c == '_' ? '-' : c;
   return f;
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string unknown_option_hint(const CLI::App& app) {
+  // The command the arguments were given to: the deepest subcommand parsed.
+  const CLI::App* at = &app;
+  std::string path = at->get_name();
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : at->get_subcommands()) {
+      at = sub;
+      path += " " + sub->get_name();
+      deeper = true;
+      break;
+    }
+  }
+  std::string unknown;
+  for (const std::string& arg : at->remaining()) {
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      unknown = arg.substr(0, arg.find('='));
+      break;
+    }
+  }
+  if (unknown.empty()) return "";
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const CLI::Option* opt : at->get_options()) {
+    for (const std::string& name : opt->get_lnames()) {
+      const std::size_t d = edit_distance(unknown.substr(2), name);
+      if (d < best_d) {
+        best_d = d;
+        best = "--" + name;
+      }
+    }
+  }
+  std::string hint = "unknown option " + unknown + " for `" + path + "`";
+  if (!best.empty() && best_d <= std::max<std::size_t>(2, unknown.size() / 4)) {
+    hint += " (did you mean " + best + "?)";
+  }
+  return hint + "; `" + path + " --help` lists its options";
 }
 
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f) {

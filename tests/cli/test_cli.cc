@@ -204,6 +204,23 @@ TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget"
   CHECK(out0.find("comm SM budget") == std::string::npos);
 }
 
+TEST_CASE("a misspelt option is named with its command and the nearest option") {
+  auto r = tpo("simulate --stratgy iso");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("unknown option --stratgy for `tpo simulate` (did you mean "
+                           "--strategy?)") != std::string::npos,
+                r.out);
+  r = tpo("plan --seq 1024 --sm-clok=1500");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown option --sm-clok for `tpo plan` (did you mean --sm-clock?)") !=
+        std::string::npos);
+  // Nothing near: no guess.
+  r = tpo("simulate --frobnicate-everything 3");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown option --frobnicate-everything for `tpo simulate`; `tpo simulate "
+                   "--help` lists its options") != std::string::npos);
+}
+
 TEST_CASE("plan says how to use it between planned lengths, and where iso was not tried") {
   auto r = tpo("plan --seq 4096,1024 --quiet");
   REQUIRE(r.code == 0);
