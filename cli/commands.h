@@ -44,7 +44,7 @@ void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, c
 std::string flag_for(const std::string& field);
 
 // After CLI11 refused arguments it did not expect: "unknown option --stratgy for `tpo simulate`
-// (did you mean --strategy?) ...", or "" when the first such argument is not an option.
+// (did you mean --strategy?) ..." for the first of them that is an option, or "" when none is.
 std::string unknown_option_hint(const CLI::App& app);
 
 }  // namespace tpo::cli

@@ -88,8 +88,8 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--plan", o->plan_path,
                   "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
                   "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
-                  "profile); --hardware, --profile, --emulate and --layers may replace the "
-                  "plan's");
+                  "profile); --hardware, --profile, --emulate, --layers, --exec, --sm-clock and "
+                  "--comm-ctas may replace the plan's");
   sub->add_option("--alternatives", o->alternatives,
                   "With --plan: also measure each point's N fastest-predicted other candidates "
                   "and report whether the plan's pick was the fastest measured (regret)")

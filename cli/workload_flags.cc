@@ -50,7 +50,7 @@ std::string unknown_option_hint(const CLI::App& app) {
   }
   std::string unknown;
   for (const std::string& arg : at->remaining()) {
-    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+    if (arg.rfind("--", 0) == 0 && arg.substr(0, arg.find('=')).size() > 2) {
       unknown = arg.substr(0, arg.find('='));
       break;
     }
@@ -68,7 +68,8 @@ std::string unknown_option_hint(const CLI::App& app) {
     }
   }
   std::string hint = "unknown option " + unknown + " for `" + path + "`";
-  if (!best.empty() && best_d <= std::max<std::size_t>(2, unknown.size() / 4)) {
+  // A guess only when it is close: at most one edit in three letters (--stratgy, --sm-clok).
+  if (!best.empty() && best_d <= std::max<std::size_t>(1, (unknown.size() - 2) / 3)) {
     hint += " (did you mean " + best + "?)";
   }
   return hint + "; `" + path + " --help` lists its options";
@@ -123,11 +124,13 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
         ->capture_default_str();
   }
   if (f.sm_clock) {
-    sub->add_option("--sm-clock", w->sm_clock,
-                    "The GPUs' SM clock in MHz when locked or capped (nvidia-smi -lgc): GEMM and "
-                    "attention rates scale from the clock the hardware file's peak is quoted at "
-                    "(gpu.peak_clock_mhz); memory bandwidth, the L2 rate and per-kernel times are "
-                    "held (0 = as quoted; analytical model only)")
+    sub->add_option(
+           "--sm-clock", w->sm_clock,
+           "The GPUs' SM clock in MHz when locked or capped (nvidia-smi -lgc): GEMM and "
+           "attention rates scale from the clock the hardware file's peak is quoted at "
+           "(gpu.peak_clock_mhz); memory bandwidth, the L2 rate and per-kernel times are "
+           "held (0 = as quoted; the analytical model's compute only: refused with a profile "
+           "that measured compute)")
         ->capture_default_str();
   }
   if (f.exec) {

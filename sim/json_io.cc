@@ -336,8 +336,8 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
   // and a rename would replace the very file the shell opened).
   if (path == "-") {
     throw InputError(option, path,
-                     "standard output carries the text summary, so a report there would not "
-                     "parse: give a file name");
+                     "standard output carries the text summary, so the file would be mixed with "
+                     "it: give a file name");
   }
   if (path == "/dev/stdout") return {path, true, 1};
   if (path == "/dev/stderr") return {path, true, 2};

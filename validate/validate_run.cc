@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/config_paths.h"
@@ -135,13 +136,20 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
             (f == "sm_clock" && o.sm_clock_given) || (f == "comm_ctas" && o.comm_ctas_given) ||
             (f == "emulate" && !o.workload.emulate.empty());
         if (overridden) throw;
-        if (o.hardware_given &&
-            (f == "tp" || f == "seq" || f == "context" || f == "profile" || f == "sm_clock")) {
-          throw InputError(
-              "--hardware", o.workload.hardware,
-              "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
-                  "): " + err.problem() +
-                  (f == "sm_clock" ? " (--sm-clock replaces the plan's; 0: none)" : ""));
+        const std::string replace_hint =
+            f == "sm_clock"    ? " (--sm-clock replaces the plan's; 0: none)"
+            : f == "comm_ctas" ? " (--comm-ctas replaces the plan's; 0: the default)"
+                               : "";
+        if (o.hardware_given && (f == "tp" || f == "seq" || f == "context" || f == "profile" ||
+                                 f == "sm_clock" || f == "comm_ctas")) {
+          throw InputError("--hardware", o.workload.hardware,
+                           "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
+                               "): " + err.problem() + replace_hint);
+        }
+        if (o.profile_given && f == "sm_clock") {
+          throw InputError("--profile", o.workload.profile,
+                           "does not fit the plan's " + e.where + " (" + f + " " + err.value() +
+                               "): " + err.problem() + replace_hint);
         }
         const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
                                  f == "ladder_layers" || f == "split" || f == "chunks";
@@ -167,7 +175,7 @@ std::string emulated_allreduce_of(const sim::Workload& w) {
 }
 
 // What the measurements ran on, in words, for the report.
-std::string measured_on(const ValidateOptions& o, bool emulated) {
+std::string measured_on(const ValidateOptions& o, bool emulated, const std::string& ctas) {
   const std::string procs = o.mpi ? std::to_string(mpi::size()) + " processes" : "";
   if (o.mpi && o.backend == "cpu") {
     return "CPUs, one process per rank under MPI (" + procs +
@@ -183,7 +191,7 @@ std::string measured_on(const ValidateOptions& o, bool emulated) {
   }
   if (emulated) {
     return "one GPU, EMULATED COMMUNICATION: rank 0 only; each all-reduce is a copy kernel on " +
-           std::to_string(o.workload.comm_ctas > 0 ? o.workload.comm_ctas : 16) +
+           ctas +
            " CTAs lasting the cost model's PREDICTED all-reduce time on the target machine "
            "(measured: compute and overlap; not: the links)";
   }
@@ -344,8 +352,13 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
-  rep.measured_on = measured_on(o, emulated);
   const auto runs = runs_of(o, emulated);  // validates every run up front
+  std::set<std::int64_t> ctas;             // the copy kernel's CTAs (a plan's may differ)
+  for (const auto& rc : runs) {
+    ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
+  }
+  rep.measured_on = measured_on(
+      o, emulated, ctas.size() == 1 ? std::to_string(*ctas.begin()) : std::string("per-case"));
   std::vector<sim::Workload> ws;
   for (const auto& rc : runs) {
     sim::Workload w = sim::make_workload(rc.run.workload);

@@ -157,6 +157,17 @@ TEST_CASE("--sm-clock: predictions at a locked clock, said in the output and rec
                 r.out);
   r = tpo("validate --plan " + tplan.string() + " --backend cpu --hardware cpu-host --sm-clock 0");
   CHECK_MESSAGE(r.code == 0, r.out);
+  // A measured profile given over a plan made at a clock names --profile, and what to give.
+  const fs::path p8 = dir / "p8.json";
+  REQUIRE(tpo("plan --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 --sm-clock 1500 "
+              "--quiet --json " +
+              p8.string())
+              .code == 0);
+  r = tpo("validate --plan " + p8.string() + " --backend cpu --profile " + data +
+          "/../../configs/profiles/h200-llama3.1-8b-tp2.json");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("(--sm-clock replaces the plan's; 0: none)") != std::string::npos,
+                r.out);
   // A profile of all-reduces only (an import) leaves compute to the analytical model: taken.
   const fs::path ar = dir / "ar.json";
   REQUIRE(tpo("profile import-allreduce " + data + "/allreduce_times_sample.csv --ranks 8 " +
