@@ -105,21 +105,39 @@ void search_line(std::int64_t lo, std::int64_t hi, std::int64_t align, bool coar
   }
 }
 
-// Coordinate descent: each boundary of `b` in turn moves to the position `line(i, lo, hi,
-// improved)` returns, its best between its neighbours, until a round improves nothing (at
-// most 8 rounds).
-template <class Line>
-void coordinate_descent(std::vector<std::int64_t>& b, std::int64_t align, std::int64_t grid,
-                        Line&& line) {
+// Coordinate descent: each boundary of `b` in turn moves to its best position between its
+// neighbours, tried along its line by search_line, until a round improves nothing (at most 8
+// rounds). `score(trial, cur)` scores a split's boundaries (anything >= cur when it cannot beat
+// `cur`); returns the best score, `b` left at its split.
+template <class Score>
+double coordinate_descent(std::vector<std::int64_t>& b, std::int64_t align, std::int64_t grid,
+                          double cur, bool coarse, std::int64_t fine_line,
+                          std::int64_t coarse_steps, Score&& score) {
+  std::vector<std::int64_t> trial;
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (std::size_t i = 0; i < b.size(); ++i) {
       const std::int64_t lo = i == 0 ? align : b[i - 1] + align;
       const std::int64_t hi = i + 1 == b.size() ? grid * align : b[i + 1] - align;
-      b[i] = line(i, lo, hi, improved);
+      std::int64_t best_pos = b[i];
+      trial = b;
+      search_line(
+          lo, hi, align, coarse, best_pos,
+          [&](std::int64_t p) {
+            if (p == b[i] || p < lo || p > hi) return;
+            trial[i] = p;
+            if (const double t = score(trial, cur); t < cur) {
+              cur = t;
+              best_pos = p;
+              improved = true;
+            }
+          },
+          fine_line, coarse_steps);
+      b[i] = best_pos;
     }
     if (!improved) break;
   }
+  return cur;
 }
 
 SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t> b,
@@ -127,29 +145,16 @@ SplitResult descend(Evaluator& ev, SplitScorer& scorer, std::vector<std::int64_t
   const bool prune = ev.pruning() && scorer.bound_enabled();
   std::vector<std::int64_t> chunks;
   double cur = cached_score(ev, scorer, b, cache, std::numeric_limits<double>::infinity(), chunks);
-  std::vector<std::int64_t> trial;
-  coordinate_descent(b, align, grid,
-                     [&](std::size_t i, std::int64_t lo, std::int64_t hi, bool& improved) {
-                       std::int64_t best_pos = b[i];
-                       trial = b;
-                       auto try_at = [&](std::int64_t p) {
-                         if (p == b[i] || p < lo || p > hi) return;
-                         trial[i] = p;
-                         // A split whose bound is no better than the current one cannot be taken.
-                         if (prune && cache.find(trial) == cache.end()) {
-                           chunks_into(trial, ev.workload().seq, chunks);
-                           if (!scorer.can_beat(chunks, cur)) return;
-                         }
-                         const double t = cached_score(ev, scorer, trial, cache, cur, chunks);
-                         if (t < cur) {
-                           cur = t;
-                           best_pos = p;
-                           improved = true;
-                         }
-                       };
-                       search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at);
-                       return best_pos;
-                     });
+  cur = coordinate_descent(b, align, grid, cur, ev.coarse_lines(), kFineLine, kCoarseSteps,
+                           [&](const std::vector<std::int64_t>& trial, double best) {
+                             // A split whose bound is no better than the current one cannot be
+                             // taken.
+                             if (prune && cache.find(trial) == cache.end()) {
+                               chunks_into(trial, ev.workload().seq, chunks);
+                               if (!scorer.can_beat(chunks, best)) return best;
+                             }
+                             return cached_score(ev, scorer, trial, cache, best, chunks);
+                           });
   return {chunks_from(b, ev.workload().seq), cur};
 }
 
@@ -256,25 +261,9 @@ SplitResult search_split_in_full(Evaluator& ev, StrategyKind kind,
       on_grid = on_grid && b[i] % align == 0 && b[i] > (i ? b[i - 1] : 0) && b[i] < seq;
     }
     if (!on_grid) continue;
-    double cur = time_of(b);
-    std::vector<std::int64_t> trial;
-    coordinate_descent(b, align, grid,
-                       [&](std::size_t i, std::int64_t lo, std::int64_t hi, bool& improved) {
-                         std::int64_t best_pos = b[i];
-                         trial = b;
-                         auto try_at = [&](std::int64_t p) {
-                           if (p == b[i] || p < lo || p > hi) return;
-                           trial[i] = p;
-                           if (const double t = time_of(trial); t < cur) {
-                             cur = t;
-                             best_pos = p;
-                             improved = true;
-                           }
-                         };
-                         search_line(lo, hi, align, ev.coarse_lines(), best_pos, try_at,
-                                     kFullFineLine, kFullCoarseSteps);
-                         return best_pos;
-                       });
+    const double cur = coordinate_descent(
+        b, align, grid, time_of(b), ev.coarse_lines(), kFullFineLine, kFullCoarseSteps,
+        [&](const std::vector<std::int64_t>& trial, double) { return time_of(trial); });
     if (best.chunks.empty() || cur < best.score_ns) best = {chunks_from(b, seq), cur};
   }
   return best;
