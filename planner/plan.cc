@@ -287,7 +287,7 @@ Plan make_plan(const PlanOptions& o) {
     try {
       w = sim::make_workload(point_workload(o, s));
     } catch (const FieldError& e) {
-      if (e.name() != "seq" && e.name() != "context") throw;
+      if (e.name() != "seq" && e.name() != "context" && e.name() != "batch") throw;
       if (!first_error) first_error = e;
       continue;
     }
