@@ -43,6 +43,20 @@ void print_budget(const WorkloadOptions& wo) {
             << default_comm_ctas_of(wo) << "\n";
 }
 
+// The cost model's line; with a profile, how many of the schedule's ops it priced from
+// measurements (measured or interpolated) and how many the analytical model did.
+std::string model_and_exec_of(const WorkloadOptions& wo, const CostModel& cm, const Schedule& s) {
+  if (wo.profile.empty()) return sim::model_and_exec(cm);
+  std::int64_t from_profile = 0, all = 0;
+  for (const auto& [src, n] : cost_sources(s, cm)) {
+    all += n;
+    if (src == "measured" || src == "interpolated") from_profile += n;
+  }
+  return cm.name() + " cost model (" + std::to_string(from_profile) + " of " + std::to_string(all) +
+         " ops from its measurements, the rest analytical), " + exec_mode_name(cm.exec()) +
+         " execution";
+}
+
 // One strategy: the summary, where the op costs came from, the report and the trace.
 void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const SimResult& base) {
   const WorkloadOptions& wo = c.workload;
@@ -52,7 +66,7 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
   const SimResult r = kind == StrategyKind::None && wo.comm_ctas == 0
                           ? base
                           : simulate(w, make_spec(so, w, kind), cm);
-  print_summary(std::cout, w, r, baseline_ns, sim::model_and_exec(cm));
+  print_summary(std::cout, w, r, baseline_ns, model_and_exec_of(wo, cm, r.schedule));
   print_budget(wo);
   if (!wo.profile.empty()) {
     auto sources = [&](const char* label, const Schedule& sch) {
@@ -120,7 +134,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
                    r.timeline.start_ns, r.timeline.end_ns);
     }
   }
-  print_compare(std::cout, w, rows, baseline_ns, sim::model_and_exec(cm));
+  print_compare(std::cout, w, rows, baseline_ns, model_and_exec_of(wo, cm, base.schedule));
   print_budget(wo);
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {

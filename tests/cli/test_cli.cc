@@ -100,9 +100,13 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
   CHECK(gen1.code == 0);
   CHECK(gen1.out.find("latency-bound") == std::string::npos);
   CHECK(gen1.out.find("\n;") == std::string::npos);
-  CHECK(tpo("simulate --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --profile " +
-            std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama2-70b-tp8.json")
-            .out.find("all-reduce:") == std::string::npos);
+  const auto prof =
+      tpo("simulate --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --profile " +
+          std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama2-70b-tp8.json");
+  CHECK(prof.out.find("all-reduce:") == std::string::npos);
+  // The header says how much the profile priced (it read as if every op were measured).
+  CHECK(prof.out.find("profile cost model (800 of 960 ops from its measurements, the rest "
+                      "analytical)") != std::string::npos);
   // Emulated links are named as their source.
   CHECK(tpo("simulate --model llama-30b --hardware h100x8 --emulate rtx4090x8 --tp 4 --seq 1024")
             .out.find("from rtx4090x8 (--emulate); its allreduce_table is for 8 ranks") !=
