@@ -83,8 +83,8 @@ constexpr std::int64_t kFullFineLine = 32, kFullCoarseSteps = 16;
 // where try_at last found the best, refined around when the line was tried coarse first.
 template <class TryAt>
 void search_line(std::int64_t lo, std::int64_t hi, std::int64_t align, bool coarse,
-                 const std::int64_t& best_pos, TryAt&& try_at, std::int64_t fine_line = kFineLine,
-                 std::int64_t coarse_steps = kCoarseSteps) {
+                 const std::int64_t& best_pos, TryAt&& try_at, std::int64_t fine_line,
+                 std::int64_t coarse_steps) {
   const std::int64_t positions = (hi - lo) / align + 1;
   if (!coarse || positions <= fine_line) {
     for (std::int64_t p = lo; p <= hi; p += align) try_at(p);
