@@ -46,5 +46,9 @@ std::string flag_for(const std::string& field);
 // After CLI11 refused arguments it did not expect: "unknown option --stratgy for `tpo simulate`
 // (did you mean --strategy?) ..." for the first of them that is an option, or "" when none is.
 std::string unknown_option_hint(const CLI::App& app);
+// Where an output option of the parsed command names standard output (`-`, /dev/stdout,
+// /dev/fd/1), the text summary goes to standard error instead, so that standard output holds
+// the file alone (`tpo simulate --json - | jq`). True when it did.
+bool summary_to_stderr_if_report_on_stdout(const CLI::App& app);
 
 }  // namespace tpo::cli

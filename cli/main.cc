@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
+  tpo::cli::summary_to_stderr_if_report_on_stdout(app);
   try {
     if (app.got_subcommand("simulate")) return run_simulate();
     if (app.got_subcommand("plan")) return run_plan();

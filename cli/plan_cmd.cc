@@ -195,8 +195,10 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--prompt", c->prompt, "generate: prompt tokens")->capture_default_str();
   sub->add_option("--new-tokens", c->new_tokens, "generate: tokens generated per request")
       ->capture_default_str();
-  sub->add_option("--json", o.json_path,
-                  "Write the plan (tpo.plan/1) or scenario (tpo.generate/1)");
+  sub->add_option(
+      "--json", o.json_path,
+      "Write the plan (tpo.plan/1) or scenario (tpo.generate/1) to FILE (- for standard "
+      "output; the text summary then goes to standard error)");
   sub->add_option("--profile", o.workload.profile,
                   "Use op costs measured by `tpo profile` (FILE) instead of the analytical model");
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");

@@ -212,7 +212,9 @@ std::function<int()> add_simulate(CLI::App& app) {
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,
                 "Simulate every strategy that applies and print them side by side");
-  sub->add_option("--json", c->json_path, "Write the report (schema tpo.simulate/1) to FILE");
+  sub->add_option("--json", c->json_path,
+                  "Write the report (schema tpo.simulate/1) to FILE (- for standard output; the "
+                  "text summary then goes to standard error)");
   sub->add_option("--trace", c->trace_path,
                   "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
   return [c, sub] {

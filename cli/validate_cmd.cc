@@ -114,7 +114,9 @@ std::function<int()> add_validate(CLI::App& app) {
   sub->add_option("--repeat", o->repeat, "Timed runs; the median is reported")
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
-  sub->add_option("--json", o->json_path, "Write the report (schema tpo.validate/1) to FILE");
+  sub->add_option("--json", o->json_path,
+                  "Write the report (schema tpo.validate/1) to FILE (- for standard output; the "
+                  "text summary then goes to standard error)");
   return [o, sub] {
     if (o->backend == "cpu") {
       for (const char* opt : {"--comm", "--emulate", "--attention", "--nccl-timeout"}) {

@@ -1,11 +1,13 @@
 // The workload and strategy flags, bound once for every subcommand that has them, and the
 // mapping from a core field name (in a FieldError) back to its flag.
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "sim/error.h"
+#include "sim/json_io.h"
 
 namespace tpo::cli {
 
@@ -73,6 +75,36 @@ std::string unknown_option_hint(const CLI::App& app) {
     hint += " (did you mean " + best + "?)";
   }
   return hint + "; `" + path + " --help` lists its options";
+}
+
+bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
+  // The command the arguments were given to, and its output options that go to descriptor 1.
+  const CLI::App* at = &app;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : at->get_subcommands()) {
+      at = sub;
+      deeper = true;
+      break;
+    }
+  }
+  for (const char* name : {"--json", "--trace", "--csv", "--svg", "--out", "--hardware-out"}) {
+    const CLI::Option* opt = at->get_option_no_throw(name);
+    if (opt == nullptr || opt->count() == 0) continue;
+    const std::string value = opt->as<std::string>();
+    OutputTarget target;
+    try {
+      target = output_target(value, name);
+    } catch (const InputError&) {
+      continue;  // the command itself reports it
+    }
+    if (target.fd == 1) {
+      std::cout.flush();
+      std::cout.rdbuf(std::cerr.rdbuf());
+      return true;
+    }
+  }
+  return false;
 }
 
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f) {

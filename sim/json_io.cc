@@ -334,12 +334,8 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
   // This process's own descriptors are written through the descriptor itself: a shell's
   // `>> file` keeps appending and `> file` its place (reopening the path would start at 0,
   // and a rename would replace the very file the shell opened).
-  if (path == "-") {
-    throw InputError(option, path,
-                     "standard output carries the text summary, so the file would be mixed with "
-                     "it: give a file name");
-  }
-  if (path == "/dev/stdout") return {path, true, 1};
+  // `-` is standard output (the command's text summary then goes to standard error).
+  if (path == "-" || path == "/dev/stdout") return {path, true, 1};
   if (path == "/dev/stderr") return {path, true, 2};
   for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"}) {
     if (path.rfind(prefix, 0) == 0 && all_digits(path.substr(prefix.size()))) {
@@ -452,6 +448,14 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       if (a.empty() || b.empty()) continue;
       // Where each really goes (through links); streams and devices may be shared.
       const OutputTarget ta = output_target(a, oa), tb = output_target(b, ob);
+      if (ta.fd >= 0 && ta.fd == tb.fd) {
+        throw InputError(ob, b,
+                         "is also given to " + oa + "; both would be written to the same " +
+                             (ta.fd == 1   ? std::string("standard output")
+                              : ta.fd == 2 ? std::string("standard error")
+                                           : "descriptor " + std::to_string(ta.fd)) +
+                             ", one after the other");
+      }
       if (ta.direct || tb.direct) continue;
       // Absolute first: weakly_canonical keeps a path relative when no part of it exists yet.
       if (fs::weakly_canonical(fs::absolute(ta.path)) ==

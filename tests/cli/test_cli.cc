@@ -262,13 +262,44 @@ TEST_CASE("plan says how to use it between planned lengths, and where iso was no
           "--seq 131072,1024 --quiet");
   CHECK(r.code == 2);
   CHECK(r.out.find("these fit: 1024)") != std::string::npos);
-  // --json - is refused (it wrote a file named '-'; stdout carries the summary).
+}
+
+TEST_CASE(
+    "an output named - (or /dev/stdout) is standard output alone, the summary then on "
+    "standard error") {
   const fs::path dir = scratch() / "json_dash";
   fs::create_directories(dir);
-  r = tpo("simulate --layers 1 --seq 256 --json -", "cd " + dir.string() + " &&");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("give a file name") != std::string::npos);
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const auto run = [&](const std::string& args) {
+    const std::string cmd = "cd " + dir.string() + " && " + std::string(TPO_BIN) + " " + args +
+                            " > " + out.string() + " 2> " + err.string();
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  for (const std::string& args :
+       {std::string("simulate --layers 1 --seq 256 --json -"),
+        std::string("simulate --layers 1 --seq 256 --json /dev/stdout"),
+        std::string("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --quiet "
+                    "--json -")}) {
+    CAPTURE(args);
+    REQUIRE(run(args) == 0);
+    const auto j = nlohmann::json::parse(slurp(out));  // throws on anything mixed in
+    CHECK(j.contains("schema"));
+    CHECK(slurp(err).find(args.starts_with("plan") ? "tpo plan" : "tpo simulate") !=
+          std::string::npos);
+  }
   CHECK_FALSE(fs::exists(dir / "-"));
+  // The trace alone on standard output is a Chrome trace.
+  REQUIRE(run("simulate --layers 1 --seq 256 --trace -") == 0);
+  CHECK(nlohmann::json::parse(slurp(out)).contains("traceEvents"));
+  // Two outputs on standard output would be one after the other: refused, nothing written.
+  CHECK(run("simulate --layers 1 --seq 256 --json - --trace /dev/stdout") == 2);
+  CHECK(slurp(err).find("--trace /dev/stdout: is also given to --json; both would be written to "
+                        "the same standard output") != std::string::npos);
+  CHECK(slurp(out).empty());
+  // A file output leaves the summary on standard output.
+  REQUIRE(run("simulate --layers 1 --seq 256 --json r.json") == 0);
+  CHECK(slurp(out).find("tpo simulate") != std::string::npos);
 }
 
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
@@ -423,8 +454,8 @@ TEST_CASE("outputs through links, devices and long names, and inputs that are no
   r = tpo(run + "/dev/null");
   CHECK(r.code == 0);
   CHECK(fs::is_character_file("/dev/null"));
-  // Standard output redirected to a file: written through the descriptor, after the table
-  // (a rename would have replaced the file the shell opened).
+  // Standard output redirected to a file: written through the descriptor (a rename would
+  // have replaced the file the shell opened); the table went to standard error before it.
   r = tpo(run + "/dev/stdout");
   CHECK(r.code == 0);
   REQUIRE(r.out.find("\"schema\": \"tpo.simulate/1\"") != std::string::npos);
