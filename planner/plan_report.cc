@@ -28,12 +28,6 @@ std::string length_label(std::int64_t n) {
   return std::to_string(n);
 }
 // Only the parameters that mean something for the strategy.
-ojson params_json(const sim::StrategySpec& s) {
-  ojson j = sim::strategy_spec_json(s);
-  j.erase("name");
-  j.erase("chunks");
-  return j;
-}
 const char* length_name(const Plan& p) {
   return p.workload.phase == sim::Phase::Prefill ? "prompt" : "context";
 }
@@ -187,7 +181,7 @@ ojson plan_json(const Plan& plan) {
     return ojson{{"strategy", c.strategy()},
                  {"detail", c.detail},
                  {"chunks", c.spec.chunk_tokens},
-                 {"params", params_json(c.spec)},
+                 {"params", sim::strategy_params_json(c.spec)},
                  {"total_us", to_us(c.total_ns)},
                  {"speedup", c.speedup},
                  {"exposed_comm_us", to_us(c.exposed_comm_ns)},
@@ -242,7 +236,7 @@ ojson plan_json(const Plan& plan) {
                            {"strategy", b.strategy()},
                            {"chunks", b.spec.chunk_tokens},
                            {"chunk_fractions", fractions},
-                           {"params", params_json(b.spec)},
+                           {"params", sim::strategy_params_json(b.spec)},
                            {"predicted_us", to_us(b.total_ns)},
                            {"none_us", to_us(p.none_ns())},
                            {"speedup", b.speedup},

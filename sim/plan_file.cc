@@ -23,6 +23,13 @@ ojson strategy_spec_json(const StrategySpec& s) {
   return j;
 }
 
+ojson strategy_params_json(const StrategySpec& s) {
+  ojson j = strategy_spec_json(s);
+  j.erase("name");
+  j.erase("chunks");
+  return j;
+}
+
 ojson planned_run_json(const PlannedRun& r) {
   return ojson{{"workload", workload_options_json(r.workload)},
                {"strategy", strategy_spec_json(r.spec)}};

@@ -25,6 +25,8 @@ struct PlannedRun {
 
 // {"name", "chunks"} and the parameters the strategy's record says it uses.
 nlohmann::ordered_json strategy_spec_json(const StrategySpec& s);
+// The parameters the strategy reads besides its chunks (ladder_layers, pieces), or {}.
+nlohmann::ordered_json strategy_params_json(const StrategySpec& s);
 // {"workload": {...every WorkloadOptions field...}, "strategy": strategy_spec_json}.
 nlohmann::ordered_json planned_run_json(const PlannedRun& r);
 // The inverse of planned_run_json. `path` is the JSON path of the object inside `file`, for

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/format.h"
+#include "sim/plan_file.h"
 #include "sim/version.h"
 
 namespace tpo::sim {
@@ -118,7 +119,8 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
                       const SimResult& r, std::int64_t baseline_ns, const CostModel& cm) {
   const Timeline& tl = r.timeline;
   const Schedule& s = r.schedule;
-  ojson params{{"ladder_layers", r.spec.ladder_layers}, {"pieces", r.spec.pieces}};
+  // Only the parameters the strategy reads (options holds every option as given).
+  const ojson params = strategy_params_json(r.spec);
   ojson strategy{{"name", s.strategy},
                  {"params", params},
                  {"chunks", s.chunk_tokens},

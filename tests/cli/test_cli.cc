@@ -319,6 +319,14 @@ TEST_CASE("compare lists every strategy, with n/a and the reason where one does 
   CHECK(k.at("not_applicable")[0].at("strategy") == "microbatch");
   CHECK(k.at("not_applicable")[0].at("reason").get<std::string>().find("batch of at least 2") !=
         std::string::npos);
+  // Each result's strategy.params holds the parameters that strategy reads, and no other.
+  for (const auto& res : k.at("results")) {
+    const std::string name = res.at("strategy").at("name");
+    CAPTURE(name);
+    const auto& params = res.at("strategy").at("params");
+    CHECK(params.contains("ladder_layers") == (name == "ladder" || name == "iso+ladder"));
+    CHECK(params.contains("pieces") == (name == "gemm-split"));
+  }
 }
 
 TEST_CASE("two runs write byte-identical JSON, and the report has the documented fields") {
