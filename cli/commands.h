@@ -50,5 +50,8 @@ std::string unknown_option_hint(const CLI::App& app);
 // /dev/fd/1), the text summary goes to standard error instead, so that standard output holds
 // the file alone (`tpo simulate --json - | jq`). True when it did.
 bool summary_to_stderr_if_report_on_stdout(const CLI::App& app);
+// Throws InputError when an output option names a file that is also one of the command's
+// inputs (--model, --hardware, --profile, --plan, a report...): it would be replaced.
+void refuse_output_over_input(const CLI::App& app);
 
 }  // namespace tpo::cli

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   }
   tpo::cli::summary_to_stderr_if_report_on_stdout(app);
   try {
+    tpo::cli::refuse_output_over_input(app);
     if (app.got_subcommand("simulate")) return run_simulate();
     if (app.got_subcommand("plan")) return run_plan();
     if (app.got_subcommand("profile")) return run_profile();

@@ -1,11 +1,13 @@
 // The workload and strategy flags, bound once for every subcommand that has them, and the
 // mapping from a core field name (in a FieldError) back to its flag.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "sim/config_paths.h"
 #include "sim/error.h"
 #include "sim/json_io.h"
 
@@ -77,8 +79,8 @@ std::string unknown_option_hint(const CLI::App& app) {
   return hint + "; `" + path + " --help` lists its options";
 }
 
-bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
-  // The command the arguments were given to, and its output options that go to descriptor 1.
+namespace {
+const CLI::App* parsed_command(const CLI::App& app) {
   const CLI::App* at = &app;
   for (bool deeper = true; deeper;) {
     deeper = false;
@@ -88,7 +90,57 @@ bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
       break;
     }
   }
-  for (const char* name : {"--json", "--trace", "--csv", "--svg", "--out", "--hardware-out"}) {
+  return at;
+}
+constexpr const char* kOutputOptions[] = {"--json", "--trace", "--csv",
+                                          "--svg",  "--out",   "--hardware-out"};
+}  // namespace
+
+void refuse_output_over_input(const CLI::App& app) {
+  namespace fs = std::filesystem;
+  const CLI::App* at = parsed_command(app);
+  // Every file an option or argument names that is not an output, shipped names resolved.
+  std::vector<std::pair<std::string, std::string>> inputs;  // option, path
+  for (const CLI::Option* opt : at->get_options()) {
+    const std::string name =
+        opt->get_lnames().empty() ? opt->get_name(true) : "--" + opt->get_lnames().front();
+    if (opt->count() == 0 || std::find(std::begin(kOutputOptions), std::end(kOutputOptions),
+                                       name) != std::end(kOutputOptions)) {
+      continue;
+    }
+    for (const std::string& v : opt->results()) {
+      std::string path = v;
+      try {
+        if (name == "--model") path = sim::resolve_config("models", v, "model");
+        if (name == "--hardware") path = sim::resolve_config("hardware", v, "hardware");
+      } catch (const std::exception&) {
+        continue;  // the command reports it
+      }
+      std::error_code ec;
+      if (fs::is_regular_file(path, ec)) inputs.emplace_back(name, path);
+    }
+  }
+  for (const char* out : kOutputOptions) {
+    const CLI::Option* opt = at->get_option_no_throw(out);
+    if (opt == nullptr || opt->count() == 0) continue;
+    const std::string given = opt->as<std::string>();
+    std::error_code ec;
+    if (given.empty() || !fs::is_regular_file(given, ec)) continue;  // new, or not a file
+    for (const auto& [option, path] : inputs) {
+      if (fs::equivalent(given, path, ec)) {
+        throw InputError(out, given,
+                         "is also the input given to " + option + " (" + path +
+                             "); writing it would replace that input: give "
+                             "another file name");
+      }
+    }
+  }
+}
+
+bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
+  // The command the arguments were given to, and its output options that go to descriptor 1.
+  const CLI::App* at = parsed_command(app);
+  for (const char* name : kOutputOptions) {
     const CLI::Option* opt = at->get_option_no_throw(name);
     if (opt == nullptr || opt->count() == 0) continue;
     const std::string value = opt->as<std::string>();

@@ -422,6 +422,44 @@ TEST_CASE("bad input never leaves an output file behind") {
   CHECK_FALSE(fs::exists(j));
 }
 
+TEST_CASE("an output that names one of the command's own inputs is refused, the input kept") {
+  const fs::path dir = scratch() / "out_over_in";
+  fs::create_directories(dir);
+  const fs::path model = dir / "m.json", hw = dir / "hw.json", plan = dir / "p.json";
+  fs::copy_file(fs::path(TPO_TEST_DATA) / "../../configs/models/llama3.1-8b.json", model,
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(TPO_TEST_DATA) / "../../configs/hardware/h100x8.json", hw,
+                fs::copy_options::overwrite_existing);
+  const std::string m = model.string(), h = hw.string();
+  const std::string model_before = slurp(model), hw_before = slurp(hw);
+  const std::string run = "simulate --model " + m + " --hardware " + h + " --tp 8 --seq 1024 ";
+  auto r = tpo(run + "--json " + m);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--json " + m + ": is also the input given to --model") != std::string::npos);
+  // Named another way (./, through the folder): the same file.
+  r = tpo(run + "--trace ./hw.json", "cd " + dir.string() + " &&");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is also the input given to --hardware") != std::string::npos);
+  CHECK(slurp(model) == model_before);
+  CHECK(slurp(hw) == hw_before);
+  // A plan validated into itself; an nccl-tests file imported over itself.
+  REQUIRE(tpo("plan --model " + m + " --hardware " + h + " --tp 8 --seq 1024 --quiet --json " +
+              plan.string())
+              .code == 0);
+  const std::string plan_before = slurp(plan);
+  r = tpo("validate --plan " + plan.string() + " --json " + plan.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is also the input given to --plan") != std::string::npos);
+  CHECK(slurp(plan) == plan_before);
+  r = tpo("profile import-nccl-tests " + plan.string() + " --hardware " + h + " --out " +
+          plan.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is also the input given to file") != std::string::npos);
+  CHECK(slurp(plan) == plan_before);
+  // Another name is fine.
+  CHECK(tpo(run + "--json " + (dir / "r.json").string()).code == 0);
+}
+
 TEST_CASE("outputs through links, devices and long names, and inputs that are not files") {
   const std::string run = small + "--layers 1 --json ";
   // A symbolic link: the file it names is written, the link stays a link.
