@@ -66,7 +66,8 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
   const SimResult r = kind == StrategyKind::None && wo.comm_ctas == 0
                           ? base
                           : simulate(w, make_spec(so, w, kind), cm);
-  print_summary(std::cout, w, r, baseline_ns, model_and_exec_of(wo, cm, r.schedule));
+  print_summary(std::cout, w, r, baseline_ns, model_and_exec_of(wo, cm, r.schedule),
+                cm.overlap_model());
   print_budget(wo);
   if (!wo.profile.empty()) {
     auto sources = [&](const char* label, const Schedule& sch) {
@@ -134,7 +135,8 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
                    r.timeline.start_ns, r.timeline.end_ns);
     }
   }
-  print_compare(std::cout, w, rows, baseline_ns, model_and_exec_of(wo, cm, base.schedule));
+  print_compare(std::cout, w, rows, baseline_ns, model_and_exec_of(wo, cm, base.schedule),
+                cm.overlap_model());
   print_budget(wo);
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {

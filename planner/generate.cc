@@ -197,6 +197,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
+  rep.overlap_model = cm.overlap_model();
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
   if (rep.cost_model == "analytical") {
     rep.allreduce_note =
@@ -236,6 +237,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
           "(or eager) charges launches\n";
   }
   if (!r.allreduce_note.empty()) os << r.allreduce_note << "\n";
+  if (r.options.plan.workload.tp > 1 && !r.overlap_model.empty()) {
+    os << "overlap: " << r.overlap_model << "\n";
+  }
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, or "
         "is not applicable (microbatch needs 2 requests), so none ran; (uncut) = iso+ladder with "
         "the prompt in one chunk, i.e. ladder; ISO cuts prompts only, so iso+ladder decodes as "
@@ -263,6 +267,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   const auto& o = r.options;
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
+  j["overlap_model"] = r.overlap_model;
   j["execution"] = r.execution;
   j["options"] = ojson{{"model", o.plan.workload.model},
                        {"hardware", o.plan.workload.hardware},

@@ -491,11 +491,15 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   const auto own = sim::make_cost_model(plan.workload, plan.options.workload.profile);
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
+  plan.overlap_model = cm.overlap_model();
   plan.execution = sim::execution_json(cm.exec(), cm.launch());
   // Budgets: the default first (none's baseline), then each one searched.
   std::vector<Budget> budgets{{0, &cm}};
   std::vector<std::unique_ptr<sim::CostModel>> owned;
   const auto list = parse_budget_list(plan.options.comm_ctas);
+  if (!list.empty() && cm.contention() && cm.contention()->enabled) {
+    plan.overlap_model += "; budgets searched: --comm-ctas " + plan.options.comm_ctas;
+  }
   if (!list.empty() && !(cm.contention() && cm.contention()->enabled)) {
     throw InputError("--comm-ctas", plan.options.comm_ctas,
                      "the " + cm.name() + " cost model of " + plan.workload.hardware.name +

@@ -87,6 +87,7 @@ struct Plan {
   PlanOptions options;
   sim::Workload workload;  // of the first point (seq and context differ per point)
   std::string cost_model;
+  std::string overlap_model;         // sim::CostModel::overlap_model of the plan's cost model
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::vector<PlanPoint> points;
 };

@@ -56,6 +56,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
       plan.cost_model == "analytical" && !ar.empty()) {
     os << ar << "\n";
   }
+  if (const auto ov = sim::overlap_line(w, plan.overlap_model); !ov.empty()) os << ov << "\n";
   os << "\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
      << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
@@ -192,6 +193,7 @@ ojson plan_json(const Plan& plan) {
   };
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
+  j["overlap_model"] = plan.overlap_model;
   j["execution"] = plan.execution;
   j["options"] = ojson{{"model", o.workload.model},
                        {"hardware", o.workload.hardware},

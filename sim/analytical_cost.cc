@@ -320,4 +320,20 @@ double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const 
   }
 }
 
+std::string contention_model_text(const ContentionParams& p, const std::string& from) {
+  return "the contention model, from " + from + " (a comm kernel holds " +
+         std::to_string(p.comm_ctas) + " of " + std::to_string(p.sms) +
+         " SMs; README, 'Overlap: the contention model')";
+}
+
+std::string AnalyticalCostModel::overlap_model() const {
+  if (contention_.enabled)
+    return contention_model_text(contention_, hw_.name + "'s contention block");
+  const SlowdownByKind& c = hw_.compute_under_comm;
+  const SlowdownByKind& m = hw_.comm_under_compute;
+  return "fixed slowdown factors, from " + hw_.name + "'s interference block: beside comm, GEMMs " +
+         fmt("x%.2f", c.gemm) + ", attention " + fmt("x%.2f", c.attention) + ", memory-bound ops " +
+         fmt("x%.2f", c.memory) + "; comm " + fmt("x%.2f", m.gemm) + " beside a GEMM";
+}
+
 }  // namespace tpo::sim

@@ -31,6 +31,9 @@ class CostModel {
   virtual std::string origin(const Op& /*op*/) const { return name(); }
   // The contention model's parameters; null (or disabled): the fixed slowdown factors.
   virtual const ContentionParams* contention() const { return nullptr; }
+  // What prices overlap, in words, for the reports: the contention model and where its
+  // parameters come from, or the fixed slowdown factors and theirs ("" where neither applies).
+  virtual std::string overlap_model() const { return ""; }
   // Whether every GEMM of the model was timed at `m` rows (a measured profile); a model
   // that prices every size alike (the analytical one) answers true.
   virtual bool gemm_rows_measured(std::int64_t /*m*/) const { return true; }
@@ -80,7 +83,9 @@ class AnalyticalCostModel final : public CostModel {
   std::string name() const override { return "analytical"; }
   const ContentionParams* contention() const override { return &contention_; }
   void set_contention(const ContentionParams& p) { contention_ = p; }
+  std::string overlap_model() const override;
   const LaunchCosts& launch() const override { return hw_.launch; }
+  const HardwareConfig& hardware() const { return hw_; }
 
   // Building blocks, exposed for tests and for the report's explanations (all in ns).
   double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;
@@ -110,5 +115,8 @@ class AnalyticalCostModel final : public CostModel {
 // `links_of`: the machine whose links were emulated (--emulate), named as their source.
 std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
                                 const std::string& links_of = "");
+// "the contention model, from h200x8's contention block (a comm kernel holds 16 of 132 SMs)";
+// `from` names where the parameters are.
+std::string contention_model_text(const ContentionParams& p, const std::string& from);
 
 }  // namespace tpo::sim

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sim/error.h"
+#include "sim/format.h"
 #include "sim/json_io.h"
 #include "sim/stats.h"
 #include "sim/strategy.h"
@@ -242,6 +243,18 @@ std::int64_t ProfileCostModel::standalone_ns(const Op& op) const {
 
 std::string ProfileCostModel::origin(const Op& op) const {
   return estimate(op).origin;
+}
+
+std::string ProfileCostModel::overlap_model() const {
+  if (contention_.enabled) {
+    const bool own = p_.contention.is_object() && p_.contention.contains("params");
+    return contention_model_text(contention_, own ? "the profile's fitted contention block"
+                                                  : a_.hardware().name + "'s contention block");
+  }
+  if (p_.interference.empty()) return a_.overlap_model();
+  return "the profile's measured slowdown factors: compute " +
+         fmt("x%.2f", p_.compute_slowdown_under_comm) +
+         " beside comm; comm by its length beside compute";
 }
 
 double ProfileCostModel::overlap_slowdown(const Op& op, OpKind beside) const {

@@ -31,6 +31,7 @@ class ProfileCostModel final : public CostModel {
   std::string origin(const Op& op) const override;
   const ContentionParams* contention() const override { return &contention_; }
   void set_contention(const ContentionParams& p) { contention_ = p; }
+  std::string overlap_model() const override;
   const LaunchCosts& launch() const override { return launch_; }
   const Profile& profile() const { return p_; }
   // Rows at which every GEMM curve of the profile has a point.

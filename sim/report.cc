@@ -131,6 +131,7 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
   }
   ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
+  j["overlap_model"] = cm.overlap_model();
   j["execution"] = execution_json(cm.exec(), cm.launch());
   if (!wo.profile.empty()) j["profile"] = wo.profile;
   j["cost_sources"] = ojson::object();  // ops priced by each source
@@ -274,8 +275,13 @@ std::string unaligned_chunks_note(const Schedule& s) {
          "ones, which this prediction does not include (prefer splits on the 64-token grid)";
 }
 
+std::string overlap_line(const Workload& w, const std::string& overlap) {
+  return w.tp > 1 && !overlap.empty() ? "overlap: " + overlap : "";
+}
+
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
-                   std::int64_t baseline_ns, const std::string& cost_model) {
+                   std::int64_t baseline_ns, const std::string& cost_model,
+                   const std::string& overlap) {
   const Timeline& tl = r.timeline;
   os << "tpo simulate — " << workload_line(w) << "\n";
   os << "strategy " << r.schedule.strategy;
@@ -287,6 +293,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
       cost_model.starts_with("analytical") && !ar.empty()) {
     os << ar << "\n";
   }
+  if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   os << "\n";
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
@@ -310,13 +317,15 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
 }
 
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
-                   std::int64_t baseline_ns, const std::string& cost_model) {
+                   std::int64_t baseline_ns, const std::string& cost_model,
+                   const std::string& overlap) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
   os << "predicted by the " << cost_model << " (not measured)\n";
   if (const auto ar = allreduce_cost_line(w.hardware, w.tp, w.links_of);
       cost_model.starts_with("analytical") && !ar.empty()) {
     os << ar << "\n";
   }
+  if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)

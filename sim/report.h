@@ -39,8 +39,10 @@ std::string chrome_trace(const Workload& w, const SimResult& r);
 
 // "analytical cost model, eager execution": what made a prediction, for console output.
 std::string model_and_exec(const CostModel& cm);
+// `overlap`: what prices overlap (CostModel::overlap_model), printed at TP > 1 where given.
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
-                   std::int64_t baseline_ns, const std::string& cost_model);
+                   std::int64_t baseline_ns, const std::string& cost_model,
+                   const std::string& overlap = "");
 
 struct CompareRow {
   std::string strategy;
@@ -52,7 +54,10 @@ struct CompareRow {
   std::string skipped;  // why it does not apply, when it does not
 };
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
-                   std::int64_t baseline_ns, const std::string& cost_model);
+                   std::int64_t baseline_ns, const std::string& cost_model,
+                   const std::string& overlap = "");
+// "overlap: ..." for the console, or "" at TP 1 or where `overlap` is empty.
+std::string overlap_line(const Workload& w, const std::string& overlap);
 std::string workload_line(const Workload& w);
 // ", SM clock 1590 MHz (tensor rate 87% of the 1830 MHz peak)" where --sm-clock set one, else "".
 std::string sm_clock_text(const HardwareConfig& h);

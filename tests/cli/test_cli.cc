@@ -302,6 +302,44 @@ TEST_CASE(
   CHECK(slurp(out).find("tpo simulate") != std::string::npos);
 }
 
+TEST_CASE(
+    "simulate, plan and generate say what prices overlap: the contention model or fixed "
+    "factors") {
+  const fs::path j = scratch() / "overlap_model.json";
+  auto r =
+      tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --json " + j.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("overlap: the contention model, from h200x8's contention block (a comm kernel "
+                   "holds 16 of 132 SMs") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(j))
+            .at("overlap_model")
+            .get<std::string>()
+            .starts_with("the contention model"));
+  r = tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare");
+  CHECK(r.out.find("overlap: fixed slowdown factors, from h100x8's interference block: beside "
+                   "comm, GEMMs x1.10") != std::string::npos);
+  r =
+      tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 4,8 --quiet "
+          "--json " +
+          j.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("budgets searched: --comm-ctas 4,8") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(j))
+            .at("overlap_model")
+            .get<std::string>()
+            .find("budgets searched") != std::string::npos);
+  r = tpo("plan --scenario generate --model llama3.1-8b --hardware h100x8 --tp 8 --quiet");
+  CHECK(r.out.find("overlap: fixed slowdown factors") != std::string::npos);
+  // A measured profile's own fitted block.
+  r = tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 2 --seq 1024 --profile " +
+          std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama3.1-8b-tp2.json");
+  CHECK(r.out.find("overlap: the contention model, from the profile's fitted contention block") !=
+        std::string::npos);
+  // One GPU: nothing overlaps, nothing said.
+  CHECK(tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 1 --seq 1024")
+            .out.find("overlap:") == std::string::npos);
+}
+
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
   const auto r = tpo(small + "--compare");
   CHECK(r.code == 0);
