@@ -25,6 +25,12 @@ const char* activation_name(ModelConfig::Activation a) {
 
 namespace {
 
+bool flag(const nlohmann::json& j, const std::string& path, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return false;
+  if (!j.at(key).is_boolean()) throw InputError(path, key, "must be true or false");
+  return j.at(key).get<bool>();
+}
+
 // Families whose MLP is not gated, or whose attention or experts change the cost: refused,
 // naming the field, rather than simulated as something they are not.
 void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::string& path) {
@@ -67,7 +73,30 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                      "the language model's fields are in text_config: give a config.json of "
                      "the language model alone (text_config's fields at the top level)");
   }
+  // Multi-head latent attention (DeepSeek-V2/V3, MiniCPM3): low-rank compressed K and V (and
+  // Q), a different set of GEMMs and a far smaller KV cache than the heads x head_dim it
+  // would be read as.
+  for (const char* mla : {"kv_lora_rank", "q_lora_rank"}) {
+    if (j.contains(mla) && !j.at(mla).is_null()) {
+      throw InputError(path, mla,
+                       "multi-head latent attention (compressed K/V) is not modelled: its "
+                       "projections and KV cache differ from the heads x head_dim attention "
+                       "tpo times (Llama-style attention only)");
+    }
+  }
   const std::string type = o.string_or("model_type", "");
+  // Attention and MLP side by side from one norm: the model's own layout is what tpo times as
+  // the parallel-block strategy (a change to a Llama model), not its baseline.
+  const std::string parallel =
+      " attention and the MLP side by side from one norm (a parallel block): not modelled as a "
+      "model's own layout; tpo times that layout only as the parallel-block strategy applied to "
+      "a sequential model";
+  if (type == "cohere" || type == "cohere2") {
+    throw InputError(path, "model_type", "'" + type + "' runs" + parallel);
+  }
+  for (const char* key : {"use_parallel_residual", "parallel_attn", "parallel_residual"}) {
+    if (flag(j, path, key)) throw InputError(path, key, "true: the model runs" + parallel);
+  }
   for (const char* plain : {"gpt2", "gpt_neox", "gptj", "falcon", "opt", "bloom", "phi", "mpt"}) {
     if (type == plain) {
       throw InputError(path, "model_type",
@@ -94,12 +123,6 @@ std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path)
           ? j.at("max_position_embeddings").get<double>()
           : 0;
   return positions > 0 && window >= positions ? 0 : static_cast<std::int64_t>(window);
-}
-
-bool flag(const nlohmann::json& j, const std::string& path, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return false;
-  if (!j.at(key).is_boolean()) throw InputError(path, key, "must be true or false");
-  return j.at(key).get<bool>();
 }
 
 // Activation, biases and tied embeddings, from HF keys (also accepted in tpo.model/1 files).

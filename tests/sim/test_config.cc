@@ -385,6 +385,30 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     mm["text_config"] = tpo::read_json_file(data + "/hf_llama_config.json");
     std::ofstream(p) << mm.dump();
     CHECK(error_of([&] { load_model(p); }).find("field 'text_config'") != std::string::npos);
+    // Multi-head latent attention (MiniCPM3, DeepSeek-V2 without its experts) and a parallel
+    // attention + MLP block (Cohere, StableLM's use_parallel_residual) were timed as Llama
+    // blocks: refused, naming the field.
+    const auto refused = [&](const char* key, const nlohmann::json& value, const char* field,
+                             const char* words) {
+      auto k = tpo::read_json_file(data + "/hf_llama_config.json");
+      k[key] = value;
+      std::ofstream(p) << k.dump();
+      const std::string err = error_of([&] { load_model(p); });
+      CAPTURE(err);
+      CHECK(err.find(std::string("field '") + field + "'") != std::string::npos);
+      CHECK(err.find(words) != std::string::npos);
+    };
+    refused("kv_lora_rank", 512, "kv_lora_rank", "multi-head latent attention");
+    refused("q_lora_rank", 768, "q_lora_rank", "multi-head latent attention");
+    refused("model_type", "cohere", "model_type", "side by side from one norm");
+    refused("use_parallel_residual", true, "use_parallel_residual", "side by side");
+    refused("parallel_attn", true, "parallel_attn", "side by side");
+    // Present but off: modelled.
+    auto k = tpo::read_json_file(data + "/hf_llama_config.json");
+    k["use_parallel_residual"] = false;
+    k["kv_lora_rank"] = nullptr;
+    std::ofstream(p) << k.dump();
+    CHECK_NOTHROW(load_model(p));
     std::filesystem::remove(p);
   }
 }
