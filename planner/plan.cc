@@ -79,6 +79,8 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
     }
   }
   if (out.empty()) throw InputError("--seq", text, "no prompt lengths given");
+  // Shortest first, as the lookup, the chart and the CSV read them.
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -93,7 +93,7 @@ struct Plan {
 };
 
 // Parses --seq: "4096", "1024,2048", "512:32768" (powers of two), "512:32768:1.5" (factor,
-// rounded to the alignment grid). Throws InputError naming --seq.
+// rounded to the alignment grid), sorted shortest first. Throws InputError naming --seq.
 std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t align);
 std::vector<sim::StrategyKind> parse_strategy_list(const std::string& text);
 // A comma list of distinct integers in [1, hi] ("1,4,16"); throws InputError naming `option`

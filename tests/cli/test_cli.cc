@@ -239,6 +239,20 @@ TEST_CASE("a misspelt option is named with its command and the nearest option") 
 TEST_CASE("plan says how to use it between planned lengths, and where iso was not tried") {
   auto r = tpo("plan --seq 4096,1024 --quiet");
   REQUIRE(r.code == 0);
+  // Lengths in any order are planned shortest first: the lookup sorted, the chart finite.
+  {
+    const fs::path j = scratch() / "unsorted.json", svg = scratch() / "unsorted.svg";
+    REQUIRE(tpo("plan --seq 2048,512,1024 --quiet --json " + j.string() + " --svg " + svg.string())
+                .code == 0);
+    std::vector<std::int64_t> lengths;
+    const auto plan = nlohmann::json::parse(slurp(j));
+    for (const auto& e : plan.at("lookup")) {
+      lengths.push_back(e.at("seq_len").get<std::int64_t>());
+    }
+    const std::vector<std::int64_t> sorted{512, 1024, 2048};
+    CHECK(lengths == sorted);
+    CHECK(slurp(svg).find("inf") == std::string::npos);
+  }
   CHECK(r.out.find("one shorter than 1024 tokens is not planned (the lookup falls back to "
                    "none)") != std::string::npos);
   CHECK(r.out.find("iso not tried") == std::string::npos);

@@ -352,6 +352,8 @@ TEST_CASE("lookup scales a planned split to the prompt length, on the grid") {
 TEST_CASE("prompt-length lists and ranges, and their errors") {
   CHECK(parse_seq_list("512:4096", 64) == std::vector<std::int64_t>{512, 1024, 2048, 4096});
   CHECK(parse_seq_list("1000,3000", 64) == std::vector<std::int64_t>{1000, 3000});
+  // In any order, shortest first (the lookup, the chart and the CSV read them so).
+  CHECK(parse_seq_list("2048,512,1024", 64) == std::vector<std::int64_t>{512, 1024, 2048});
   CHECK(parse_seq_list("1024:2048:1.5", 64) == std::vector<std::int64_t>{1024, 1536, 2048});
   CHECK_THROWS_AS(parse_seq_list("4096:512", 64), InputError);
   CHECK_THROWS_AS(parse_seq_list("512:4096:1", 64), InputError);
