@@ -198,6 +198,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
   rep.overlap_model = cm.overlap_model();
+  rep.notes = sim::model_notes(ws.front().model, o.prompt + o.new_tokens);
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
   if (rep.cost_model == "analytical") {
     rep.allreduce_note =
@@ -240,6 +241,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   if (r.options.plan.workload.tp > 1 && !r.overlap_model.empty()) {
     os << "overlap: " << r.overlap_model << "\n";
   }
+  sim::print_notes(os, r.notes);
   os << "each strategy runs its best variant in each phase; * = it could not beat none there, or "
         "is not applicable (microbatch needs 2 requests), so none ran; (uncut) = iso+ladder with "
         "the prompt in one chunk, i.e. ladder; ISO cuts prompts only, so iso+ladder decodes as "
@@ -268,6 +270,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   ojson j = sim::report_header("tpo.generate/1", "predicted");
   j["cost_model"] = r.cost_model;
   j["overlap_model"] = r.overlap_model;
+  j["notes"] = r.notes;
   j["execution"] = r.execution;
   j["options"] = ojson{{"model", o.plan.workload.model},
                        {"hardware", o.plan.workload.hardware},

@@ -46,6 +46,7 @@ struct GenerateReport {
   std::string clock;  // sim::sm_clock_text of the hardware ("" at the quoted clock)
   std::string cost_model = "analytical";
   std::string overlap_model;         // sim::CostModel::overlap_model
+  std::vector<std::string> notes;    // sim::model_notes at prompt + new tokens
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::int64_t layers = 0;
   // Analytical model only: the all-reduce cost it charges (the hardware file's links), stated

@@ -39,6 +39,16 @@ const Candidate* best_arch_change(const PlanPoint& p) {
   }
   return b;
 }
+// The model's notes at the longest point's prompt + context.
+std::vector<std::string> plan_notes(const Plan& plan) {
+  std::int64_t positions = 0;  // the longest point's prompt + context
+  for (const auto& p : plan.points) {
+    positions = std::max(positions, plan.workload.phase == sim::Phase::Prefill
+                                        ? p.seq + std::max<std::int64_t>(p.workload.context, 0)
+                                        : p.seq + 1);
+  }
+  return sim::model_notes(plan.workload.model, positions);
+}
 }  // namespace
 
 void print_plan(std::ostream& os, const Plan& plan) {
@@ -57,6 +67,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
     os << ar << "\n";
   }
   if (const auto ov = sim::overlap_line(w, plan.overlap_model); !ov.empty()) os << ov << "\n";
+  sim::print_notes(os, plan_notes(plan));
   os << "\n";
   os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
      << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
@@ -194,6 +205,7 @@ ojson plan_json(const Plan& plan) {
   ojson j = sim::report_header("tpo.plan/1", "predicted");
   j["cost_model"] = plan.cost_model;
   j["overlap_model"] = plan.overlap_model;
+  j["notes"] = plan_notes(plan);
   j["execution"] = plan.execution;
   j["options"] = ojson{{"model", o.workload.model},
                        {"hardware", o.workload.hardware},

@@ -157,7 +157,56 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
                                                         : type.starts_with("gemma");
 }
 
+// What a Hugging Face config has that tpo reads as something simpler: said, not refused.
+void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string& path,
+                ModelConfig& m) {
+  if (j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()) {
+    m.max_positions = std::max<std::int64_t>(
+        0, static_cast<std::int64_t>(j.at("max_position_embeddings").get<double>()));
+  }
+  const std::string file = fs::path(path).filename().string();
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    const std::string dtype =
+        j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : "";
+    if (dtype == "float32" || dtype == "float64") {
+      m.notes.push_back(file + "'s " + key + " is " + dtype +
+                        " (the checkpoint's storage type): tpo times 16-bit (bf16) weights and "
+                        "activations; vLLM's --dtype auto serves such a checkpoint in fp16, "
+                        "which costs the same (docs.vllm.ai, engine arguments)");
+      break;
+    }
+  }
+  const std::string type = o.string_or("model_type", "");
+  if (type == "gemma2" || type.starts_with("gemma3")) {
+    m.notes.push_back(
+        "'" + type +
+        "' has four norms per layer (before and after attention and the MLP); tpo times "
+        "two (each one left out costs about what attn_norm costs)");
+  }
+  for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+    if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
+      m.notes.push_back(std::string(cap) + " (a tanh on the logits) is not timed");
+    }
+  }
+  if (type == "qwen3" || type.starts_with("gemma3")) {
+    m.notes.push_back("'" + type +
+                      "' normalizes each query and key head (q_norm, k_norm); tpo "
+                      "does not time those norms");
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions) {
+  std::vector<std::string> out = m.notes;
+  if (m.max_positions > 0 && positions > m.max_positions) {
+    out.push_back(std::to_string(positions) + " positions (prompt + context) exceed " +
+                  fs::path(m.origin).filename().string() + "'s max_position_embeddings " +
+                  std::to_string(m.max_positions) +
+                  ": the model needs rope scaling or a longer-context variant for them");
+  }
+  return out;
+}
 
 ModelConfig load_model(const std::string& spec) {
   const std::string path = resolve_config("models", spec, "model");
@@ -199,6 +248,7 @@ ModelConfig load_model(const std::string& spec) {
   } else {  // Hugging Face: dense Llama-style decoders with a gated MLP
     refuse_unmodelled(j, o, path);
     m.sliding_window = sliding_window_of(j, path);
+    read_notes(j, o, path, m);
   }
   read_architecture(j, o, path, m);
   m.num_layers = o.integer("num_hidden_layers");

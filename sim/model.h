@@ -30,7 +30,15 @@ struct ModelConfig {
   // Attention over the last sliding_window positions only (Mistral v0.1); 0: full attention.
   // Not modelled past the window: a workload beyond it is refused.
   std::int64_t sliding_window = 0;
+  // The config's max_position_embeddings (0: not given): a prompt and context past it is
+  // simulated, with a note (rope scaling or a longer-context variant would be needed).
+  std::int64_t max_positions = 0;
+  // What the config has that tpo does not time, or reads differently (a float32 torch_dtype
+  // modelled as bf16, Gemma-2's extra norms, ...): said with every prediction.
+  std::vector<std::string> notes;
 };
+// The model's notes, and one on `positions` (prompt + context) past max_position_embeddings.
+std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions);
 const char* activation_name(ModelConfig::Activation a);
 
 // `spec` is a shipped name ("llama2-70b"), or a path to a JSON file (ours or HF config.json).

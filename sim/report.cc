@@ -132,6 +132,7 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
   ojson j = report_header("tpo.simulate/1", "predicted");
   j["cost_model"] = cm.name();
   j["overlap_model"] = cm.overlap_model();
+  j["notes"] = workload_notes(w);
   j["execution"] = execution_json(cm.exec(), cm.launch());
   if (!wo.profile.empty()) j["profile"] = wo.profile;
   j["cost_sources"] = ojson::object();  // ops priced by each source
@@ -275,6 +276,14 @@ std::string unaligned_chunks_note(const Schedule& s) {
          "ones, which this prediction does not include (prefer splits on the 64-token grid)";
 }
 
+std::vector<std::string> workload_notes(const Workload& w) {
+  return model_notes(w.model, w.seq + w.context);
+}
+
+void print_notes(std::ostream& os, const std::vector<std::string>& notes) {
+  for (const auto& n : notes) os << "note: " << n << "\n";
+}
+
 std::string overlap_line(const Workload& w, const std::string& overlap) {
   return w.tp > 1 && !overlap.empty() ? "overlap: " + overlap : "";
 }
@@ -294,6 +303,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
     os << ar << "\n";
   }
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
+  print_notes(os, workload_notes(w));
   os << "\n";
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
@@ -326,6 +336,7 @@ void print_compare(std::ostream& os, const Workload& w, const std::vector<Compar
     os << ar << "\n";
   }
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
+  print_notes(os, workload_notes(w));
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)

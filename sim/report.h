@@ -56,6 +56,10 @@ struct CompareRow {
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model,
                    const std::string& overlap = "");
+// The model's notes for this workload (sim::model_notes at its prompt + context).
+std::vector<std::string> workload_notes(const Workload& w);
+// Each as a "note: ..." line.
+void print_notes(std::ostream& os, const std::vector<std::string>& notes);
 // "overlap: ..." for the console, or "" at TP 1 or where `overlap` is empty.
 std::string overlap_line(const Workload& w, const std::string& overlap);
 std::string workload_line(const Workload& w);

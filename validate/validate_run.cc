@@ -450,6 +450,27 @@ std::vector<Decision> decisions(const ValidateReport& r) {
   return out;
 }
 
+std::vector<std::string> validate_notes(const ValidateReport& r) {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  for (const auto& c : r.cases) {
+    const sim::ModelConfig& m = c.workload.model;
+    for (const auto& n : sim::workload_notes(c.workload)) add(n);
+    std::string biases;
+    for (const auto& [has, name] : {std::pair{m.qkv_bias, "qkv"}, std::pair{m.o_bias, "o_proj"},
+                                    std::pair{m.mlp_bias, "MLP"}}) {
+      if (has) biases += (biases.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!biases.empty()) {
+      add("the runtimes run " + m.name + " without its biases (" + biases +
+          "): their cost is in the prediction, not in what was measured and checked");
+    }
+  }
+  return out;
+}
+
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
      << " cost model; " << r.execution.value("mode", "queued") << " execution\n";
@@ -458,6 +479,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
        << r.emulated_links
        << "'s; this is one GPU, not a multi-GPU run, and the links were not measured\n";
   }
+  sim::print_notes(os, validate_notes(r));
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right
      << std::setw(9) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
@@ -604,6 +626,7 @@ ojson validate_json(const ValidateReport& r) {
     j["emulated_allreduce"] = r.emulated_allreduce;
   }
   j["cost_model"] = r.cost_model;
+  j["notes"] = validate_notes(r);
   j["execution"] = r.execution;
   // The runtimes read Q in place in the qkv rows (since 2026-12-02; before, the CUDA runtime
   // gathered it with an untimed strided copy, which tpo calibrate adds back for older reports).

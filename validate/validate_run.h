@@ -94,6 +94,9 @@ std::vector<Decision> decisions(const ValidateReport& r);
 
 // Throws InputError for bad input; returns the report (the caller prints and writes it).
 ValidateReport run_validate(const ValidateOptions& o);
+// What the run left out or read differently: the models' notes (sim::model_notes) and the
+// biases the runtimes do not run.
+std::vector<std::string> validate_notes(const ValidateReport& r);
 void print_validate(std::ostream& os, const ValidateReport& r);
 
 // A note when cases' first op started much later than predicted (over 10% of the measured

@@ -354,6 +354,54 @@ TEST_CASE(
             .out.find("overlap:") == std::string::npos);
 }
 
+TEST_CASE("what a model config has that tpo does not time is said with every prediction") {
+  const fs::path dir = scratch() / "model_notes";
+  fs::create_directories(dir);
+  // A float32 checkpoint with a short position limit and Gemma-2's extra norms and softcaps.
+  auto cfg = nlohmann::json::parse(slurp(data + "/hf_llama_config.json"));
+  cfg["torch_dtype"] = "float32";
+  cfg["max_position_embeddings"] = 2048;
+  const fs::path f32 = dir / "f32.json";
+  std::ofstream(f32) << cfg.dump();
+  const fs::path j = dir / "r.json";
+  auto r = tpo("simulate --model " + f32.string() + " --hardware h100x8 --tp 4 --seq 4096 --json " +
+               j.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: f32.json's torch_dtype is float32") != std::string::npos);
+  CHECK(r.out.find("note: 4096 positions (prompt + context) exceed f32.json's "
+                   "max_position_embeddings 2048") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(j)).at("notes").size() == 2);
+  // Within the limit: no position note; plan says it for its longest length.
+  CHECK(tpo("simulate --model " + f32.string() + " --hardware h100x8 --tp 4 --seq 1024")
+            .out.find("max_position_embeddings") == std::string::npos);
+  r = tpo("plan --model " + f32.string() + " --hardware h100x8 --tp 4 --seq 1024,8192 --quiet");
+  CHECK(r.out.find("note: 8192 positions (prompt + context) exceed") != std::string::npos);
+  cfg = nlohmann::json::parse(slurp(data + "/hf_gemma_config.json"));
+  cfg["model_type"] = "gemma2";
+  cfg["attn_logit_softcapping"] = 50.0;
+  const fs::path g2 = dir / "g2.json";
+  std::ofstream(g2) << cfg.dump();
+  r = tpo("plan --scenario generate --model " + g2.string() + " --hardware h100x8 --tp 4 --quiet");
+  CHECK(r.out.find("note: 'gemma2' has four norms per layer") != std::string::npos);
+  CHECK(r.out.find("note: attn_logit_softcapping (a tanh on the logits) is not timed") !=
+        std::string::npos);
+  // validate: the biases the runtimes leave out of what they run and check.
+  cfg = {{"model_type", "qwen2"},    {"hidden_act", "silu"},     {"hidden_size", 128},
+         {"intermediate_size", 256}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+         {"num_hidden_layers", 2},   {"vocab_size", 1000},       {"torch_dtype", "bfloat16"}};
+  const fs::path qw = dir / "qwen-tiny.json";
+  std::ofstream(qw) << cfg.dump();
+  r = tpo("validate --backend cpu --model " + qw.string() +
+          " --hardware cpu-host --tp 2 --seq 64 --layers 1 --repeat 1 --json " + j.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: the runtimes run qwen-tiny without its biases (qkv): their cost is in "
+                   "the prediction, not in what was measured and checked") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(j)).at("notes").size() == 1);
+  // A config with nothing to say says nothing.
+  CHECK(tpo("simulate --model " + data + "/hf_llama_config.json --hardware h100x8 --tp 4")
+            .out.find("note:") == std::string::npos);
+}
+
 TEST_CASE("compare lists every strategy, with n/a and the reason where one does not apply") {
   const auto r = tpo(small + "--compare");
   CHECK(r.code == 0);
