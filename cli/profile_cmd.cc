@@ -44,6 +44,20 @@ int run_accuracy(const AccuracyCli& c) {
     const sim::HardwareConfig hw = sim::load_hardware(hw_name);
     const std::string device =
         p.device.value("name", p.device.value("backend", std::string("an unnamed device")));
+    // A CPU's measurements against a GPU's analytical model (or the other way) say nothing
+    // about either: refused, as simulate refuses the pair.
+    const bool measured_on_cpu = p.device.value("backend", std::string()) == "cpu";
+    if (p.device.contains("backend") && measured_on_cpu != hw.is_cpu) {
+      throw InputError(!c.hardware.empty() ? "--hardware" : f, hw_name,
+                       std::string("is a ") + (hw.is_cpu ? "CPU" : "GPU") + " hardware file, but " +
+                           f + " was measured on a " + (measured_on_cpu ? "CPU" : "GPU") +
+                           ": compare a profile with the hardware file of the machine it ran on");
+    }
+    const std::string measured_for = JsonObject(p.options, f, "options").string_or("hardware", "");
+    if (!measured_for.empty() && measured_for != hw.name && measured_for != hw.origin) {
+      std::cout << "note: " << f << " was profiled for hardware '" << measured_for
+                << "'; this compares it with " << hw.name << "'s analytical model\n";
+    }
     std::cout << f << " (" << (p.model.empty() ? std::string("links only") : p.model) << ", TP "
               << p.tp << ", measured by " << device << ")";
     nlohmann::json t =

@@ -75,6 +75,9 @@ std::string unknown_option_hint(const CLI::App& app) {
   // A guess only when it is close: at most one edit in three letters (--stratgy, --sm-clok).
   if (!best.empty() && best_d <= std::max<std::size_t>(1, (unknown.size() - 2) / 3)) {
     hint += " (did you mean " + best + "?)";
+  } else if ((unknown == "--out" || unknown == "--output" || unknown == "--o") &&
+             at->get_option_no_throw("--json") != nullptr) {
+    hint += " (the report is written by --json FILE)";
   }
   return hint + "; `" + path + " --help` lists its options";
 }
@@ -161,8 +164,8 @@ bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
 
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f) {
   sub->add_option("--model", w->model,
-                  "Shipped model name (see configs/models), a path to a tpo model JSON, or a "
-                  "Hugging Face config.json")
+                  "Shipped model name (see configs/models), a path to a tpo model JSON, a "
+                  "Hugging Face config.json, or a model's folder holding one (a path has a '/')")
       ->capture_default_str();
   sub->add_option("--hardware", w->hardware,
                   "Shipped hardware name (see configs/hardware) or a path to a hardware JSON")

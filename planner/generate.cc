@@ -227,7 +227,8 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   const auto& o = r.options;
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
-     << r.layers << " layers" << r.clock << "\n";
+     << r.layers << " layers" << r.clock
+     << "; with the embedding, final norm and LM head (a sweep's prefill leaves them out)\n";
   os << "predicted by the " << r.cost_model << " cost model, "
      << r.execution.value("mode", std::string("queued"))
      << " execution (not measured); tokens/s = batch x new tokens / "

@@ -217,6 +217,7 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       k.reported_us = c.number("predicted_us");
       k.measured_none_us = c.number_or("measured_none_us", 0);
       k.legacy_copies = rep.string_or("backend", "") == "cuda" && !rep.has("attention_q_in_place");
+      k.on_cpu = rep.string_or("backend", "") == "cpu";
       // How the run sized its emulated all-reduces: the case's own label, else the report's
       // (one for all its cases), else by latency + bandwidth (reports before 2026-12-03).
       k.emulated_without_table =
@@ -520,6 +521,10 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
                         {"overlap_picked", overlap_picked},
                         {"difference_over_2pct", clear}});
   }
+  if (groups.empty()) {
+    os << "  " << label << "0 groups of measured alternatives (no regret to report)\n";
+    return out;
+  }
   os << "  " << label << groups.size() << " groups: worst regret " << fmt("%.1f%%", 100 * worst)
      << " (ranked as plan does: " << fmt("%.1f%%", 100 * worst_ranked)
      << "), overlap decision right in " << right << " of " << judged
@@ -803,7 +808,12 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     return v;
   };
   os << "tpo calibrate — contention model fitted on " << train.size() << " cases (" << test.size()
-     << " held out; " << off_grid.size() << " with chunks off the 8-token grid reported apart)\n\n";
+     << " held out; " << off_grid.size() << " with chunks off the 8-token grid reported apart)\n";
+  if (std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.on_cpu; })) {
+    os << "note: some reports were measured on a CPU (validate --backend cpu): SMs, waves and "
+          "HBM sharing are GPU notions; fitted to threads, the values describe no GPU\n";
+  }
+  os << "\n";
   os << "  fitted: gemm_cta " << p.gemm_cta_m << "x" << p.gemm_cta_n
      << (p.gemm_fill ? " (fills every SM)" : " (its tiles only)")
      << (p.extra_wave ? ", one wave more beside comm"
@@ -833,9 +843,13 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   const ErrorSummary ob = summarize(errors(before, off_grid)),
                      oa = summarize(errors(after, off_grid));
   auto line = [&](const char* label, const ErrorSummary& s) {
-    os << "  " << label << s.cases << " cases   median |error| "
-       << fmt("%5.1f%%", 100 * s.median_abs) << "   mean signed " << pct(s.mean_signed)
-       << "   worst " << fmt("%5.1f%%", 100 * s.worst_abs) << "\n";
+    os << "  " << label << s.cases << " cases";
+    if (s.cases == 0) {
+      os << "   (none: no error to report)\n";
+      return;
+    }
+    os << "   median |error| " << fmt("%5.1f%%", 100 * s.median_abs) << "   mean signed "
+       << pct(s.mean_signed) << "   worst " << fmt("%5.1f%%", 100 * s.worst_abs) << "\n";
   };
   line("fit set,  fixed factors:    ", fb);
   line("fit set,  contention model: ", fa);
@@ -863,8 +877,11 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     ojson row = ojson::object();
     os << "  " << label << std::string(28 - std::string(label).size(), ' ');
     for (std::size_t j = 0; j < 4; ++j) {
-      const double err = meas[j] > 0 ? pred[j] / meas[j] - 1.0 : 0.0;
-      os << fmt(" %+8.1f%%", 100 * err);
+      if (meas[j] > 0) {
+        os << fmt(" %+8.1f%%", 100 * (pred[j] / meas[j] - 1.0));
+      } else {
+        os << "       n/a";  // nothing of the class measured in the set
+      }
       row[class_names[j]] = ojson{{"predicted_us", pred[j]}, {"measured_us", meas[j]}};
     }
     os << "\n";

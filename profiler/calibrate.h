@@ -21,6 +21,7 @@ namespace tpo::profiler {
 struct CalibrationCase {
   std::string file;   // the report it came from
   std::string model;  // the model's name as the report gives it (run.workload.model may be a path)
+  bool on_cpu = false;  // measured by `validate --backend cpu` (threads, not SMs)
   sim::PlannedRun run;
   double measured_us = 0;
   double reported_us = 0;       // what the report predicted (the model of its day)

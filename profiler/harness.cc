@@ -128,6 +128,8 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
   auto* previous_handler = std::signal(SIGINT, on_sigint);
   const bool tty = o.progress && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
+  std::size_t logged_step = 0;  // not a terminal: the last 5% step and time a line was written
+  double logged_at_s = 0;
   std::string error;
   bool throw_stop = false;
   std::vector<std::string> skipped;
@@ -195,9 +197,18 @@ std::vector<Measurement> run_sweep(Backend& backend, const std::vector<Item>& it
             st.SkipWithError("stopped");
             throw_stop = true;
           }
-          if (o.progress) {
-            const double el =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          // On a terminal the bar is redrawn in place; into a log, a line per 5% of the
+          // measurements or per 30 s, whichever comes first, and the last one.
+          const double el =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const std::size_t step = 20 * finished / items.size();
+          const bool log_line =
+              finished == items.size() || step > logged_step || el - logged_at_s >= 30.0;
+          if (o.progress && (tty || log_line)) {
+            if (!tty) {
+              logged_step = step;
+              logged_at_s = el;
+            }
             const std::size_t fresh = finished - resumed;
             const double eta = fresh ? el / static_cast<double>(fresh) *
                                            static_cast<double>(items.size() - finished)

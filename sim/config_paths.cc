@@ -39,7 +39,15 @@ std::vector<std::string> list_shipped(const std::string& sub) {
 
 std::string resolve_config(const std::string& sub, const std::string& spec,
                            const std::string& field) {
-  if (is_config_path(spec)) return spec;
+  if (is_config_path(spec)) {
+    // A model's folder (a Hugging Face download): its config.json.
+    std::error_code ec;
+    if (sub == "models" && fs::is_directory(spec, ec) &&
+        fs::is_regular_file(fs::path(spec) / "config.json", ec)) {
+      return (fs::path(spec) / "config.json").string();
+    }
+    return spec;
+  }
   const std::string path = (fs::path(config_dir()) / sub / (spec + ".json")).string();
   if (fs::exists(path)) return path;
   std::string names;

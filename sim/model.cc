@@ -221,7 +221,20 @@ ModelConfig load_model(const std::string& spec) {
   }
   m.name = o.string_or("name", o.string_or("_name_or_path", fs::path(path).stem().string()));
   if (!ours && m.name == "config") {
-    m.name = fs::absolute(path).parent_path().filename().string();
+    // The folder's name; in a Hugging Face hub cache (models--ORG--NAME/snapshots/HASH/) the
+    // repository's, not the snapshot hash.
+    const fs::path dir = fs::absolute(path).parent_path();
+    const std::string repo = dir.parent_path().parent_path().filename().string();
+    if (dir.parent_path().filename() == "snapshots" && repo.starts_with("models--")) {
+      m.name.clear();  // ORG--NAME: "--" separates the parts of the repository's id
+      for (std::size_t i = 8; i < repo.size(); ++i) {
+        const bool sep = repo.compare(i, 2, "--") == 0;
+        m.name += sep ? '/' : repo[i];
+        if (sep) ++i;
+      }
+    } else {
+      m.name = dir.filename().string();
+    }
   }
   if (ours) {  // our schema: a misspelt key is an error, not a silent default
     static const char* known[] = {"schema",

@@ -229,6 +229,11 @@ TEST_CASE("a misspelt option is named with its command and the nearest option") 
   CHECK(r.code == 2);
   CHECK(r.out.find("unknown option --sm-clok for `tpo plan` (did you mean --sm-clock?)") !=
         std::string::npos);
+  // --out where the command writes with --json.
+  r = tpo("plan --seq 1024 --out p.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown option --out for `tpo plan` (the report is written by --json FILE)") !=
+        std::string::npos);
   // Nothing near: no guess.
   r = tpo("simulate --frobnicate-everything 3");
   CHECK(r.code == 2);
@@ -344,6 +349,9 @@ TEST_CASE(
             .find("budgets searched") != std::string::npos);
   r = tpo("plan --scenario generate --model llama3.1-8b --hardware h100x8 --tp 8 --quiet");
   CHECK(r.out.find("overlap: fixed slowdown factors") != std::string::npos);
+  // And that its times hold the embedding and LM head, which a sweep's prefill does not.
+  CHECK(r.out.find("32 layers; with the embedding, final norm and LM head (a sweep's prefill "
+                   "leaves them out)") != std::string::npos);
   // A measured profile's own fitted block.
   r = tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 2 --seq 1024 --profile " +
           std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama3.1-8b-tp2.json");
@@ -846,6 +854,45 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
     for (const auto& [k, n] : v.at("cases")[0].at("cost_sources").items()) priced += n.get<int>();
     CHECK(priced > 0);
     CHECK(v.at("cases")[0].at("cost_sources").contains("measured"));
+  }
+  // calibrate on CPU reports says the GPU notions it fits describe no GPU, and with nothing held
+  // out reports no held-out error (it printed 0.0%).
+  r = tpo("calibrate --reports " + vj.string() + " --profile " + prof.string() + " --fit-on tiny");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("note: some reports were measured on a CPU") != std::string::npos);
+  CHECK(r.out.find("held out, contention model: 0 cases   (none: no error to report)") !=
+        std::string::npos);
+  CHECK(r.out.find("held out, contention model:        n/a       n/a") != std::string::npos);
+  // profile accuracy: a CPU's measurements against a GPU's analytical model are refused.
+  r = tpo("profile accuracy " + prof.string() + " --hardware h100x8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--hardware h100x8: is a GPU hardware file, but " + prof.string() +
+                   " was measured on a CPU") != std::string::npos);
+  CHECK(tpo("profile accuracy " + prof.string()).code == 0);
+  // Progress into a log (not a terminal): a line per 5% of the measurements at most, and the
+  // last one.
+  {
+    const fs::path again = scratch() / "tiny.progress.json";
+    r = tpo("profile --backend cpu --model " + data +
+            "/tiny_model.json --tp 2 --quick --max-tokens 128 --reps 1 --warmup 0 --out " +
+            again.string());
+    REQUIRE(r.code == 0);
+    std::size_t lines = 0;
+    for (std::size_t at = r.out.find("ETA"); at != std::string::npos;
+         at = r.out.find("ETA", at + 1))
+      ++lines;
+    CHECK(lines >= 2);
+    CHECK(lines <= 21);
+    // The last line is the whole count (N/N).
+    const std::size_t last = r.out.rfind("] ");
+    REQUIRE(last != std::string::npos);
+    std::istringstream tail(r.out.substr(last + 2));
+    std::size_t done = 0, total = 0;
+    char slash = 0;
+    tail >> done >> slash >> total;
+    CHECK(slash == '/');
+    CHECK(done == total);
+    CHECK(total > 20);
   }
   // Another model under the same name (wider): its GEMM shapes give it away.
   std::string wide = slurp(data + "/tiny_model.json");

@@ -66,6 +66,30 @@ TEST_CASE("a Hugging Face config.json is read, with defaults for optional keys")
   CHECK(n.head_dim == 80);  // explicit head_dim wins
 }
 
+TEST_CASE("a config.json without a name is named by its folder, or by its hub cache repository") {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::temp_directory_path() / ("tpo_test_names_" + std::to_string(::getpid()));
+  auto cfg = tpo::read_json_file(data + "/hf_llama_config.json");
+  cfg.erase("_name_or_path");
+  const fs::path plain = root / "my-llama", cached = root / "models--Org--Some-Model" /
+                                                     "snapshots" / "453ed1575b739b5b03ce3758";
+  for (const fs::path& d : {plain, cached}) {
+    fs::create_directories(d);
+    std::ofstream(d / "config.json") << cfg.dump();
+  }
+  CHECK(load_model((plain / "config.json").string()).name == "my-llama");
+  CHECK(load_model((cached / "config.json").string()).name == "Org/Some-Model");
+  // The folder itself reads its config.json.
+  CHECK(load_model(cached.string()).name == "Org/Some-Model");
+  CHECK(load_model(plain.string() + "/").hidden == 2048);
+  // A folder without one is still refused.
+  fs::create_directories(root / "empty");
+  CHECK(error_of([&] { load_model((root / "empty").string()); }).find("is a folder") !=
+        std::string::npos);
+  fs::remove_all(root);
+}
+
 TEST_CASE("bad model files name the file and the field") {
   auto e = error_of([] { load_model(data + "/bad_malformed.json"); });
   CHECK(e.find("bad_malformed.json") != std::string::npos);
