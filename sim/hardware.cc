@@ -130,6 +130,61 @@ std::vector<HardwareConfig::GemmTile> parse_tiles(const JsonObject& eff, const H
   return tiles;
 }
 
+// Every required field a file lacks, as dotted paths: a file written from a datasheet is told
+// all of them at once, not one per run.
+std::vector<std::string> missing_required(const nlohmann::json& j, std::int64_t nodes) {
+  std::vector<std::string> out;
+  const auto has = [&](std::initializer_list<const char*> path) {
+    const nlohmann::json* at = &j;
+    for (const char* k : path) {
+      if (!at->is_object() || !at->contains(k)) return false;
+      at = &at->at(k);
+    }
+    return true;
+  };
+  const auto need = [&](std::initializer_list<const char*> path) {
+    if (has(path)) return;
+    std::string name;
+    for (const char* k : path) {
+      if (!name.empty()) name += '.';
+      name += k;
+    }
+    out.push_back(name);
+  };
+  for (const char* k : {"name", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
+                        "launch_overhead_us"}) {
+    need({"gpu", k});
+  }
+  for (const char* k :
+       {"gemm_max", "gemm_tile_m", "gemm_tile_n", "gemm_k_half", "attention_max", "memory"}) {
+    need({"efficiency", k});
+  }
+  need({"node", "gpus_per_node"});
+  need({"node", "link", "class"});
+  const auto link_fields = [&](const char* where, std::initializer_list<const char*> link) {
+    const nlohmann::json* at = &j;
+    for (const char* k : link) at = at->is_object() && at->contains(k) ? &at->at(k) : nullptr;
+    if (at && at->is_object() && at->value("class", std::string()) == "none") return;
+    for (const char* k : {"allreduce_latency_us", "busbw_gbps"}) {
+      if (!(at && at->is_object() && at->contains(k))) {
+        std::string name = where;
+        name += '.';
+        name += k;
+        out.push_back(name);
+      }
+    }
+  };
+  link_fields("node.link", {"node", "link"});
+  if (nodes > 1) {
+    need({"inter_node", "class"});
+    link_fields("inter_node", {"inter_node"});
+  }
+  for (const char* side : {"compute_slowdown_under_comm", "comm_slowdown_under_compute"}) {
+    for (const char* k : {"gemm", "attention", "memory"}) need({"interference", side, k});
+  }
+  return out;
+}
+
 }  // namespace
 
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {
@@ -141,6 +196,20 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   const JsonObject o(j, path, "");
   if (o.string("schema") != "tpo.hardware/1") {
     throw InputError(path, "schema", "expected \"tpo.hardware/1\"");
+  }
+  // Missing fields, all named at once (a wrong type or value is still reported one by one).
+  const std::int64_t nodes = j.contains("nodes") && j.at("nodes").is_number_integer()
+                                 ? j.at("nodes").get<std::int64_t>()
+                                 : 1;
+  if (const auto missing = missing_required(j, nodes); !missing.empty()) {
+    std::string also;
+    for (std::size_t i = 1; i < missing.size(); ++i) {
+      if (i > 1) also += ", ";
+      also += missing[i];
+    }
+    throw InputError(path, missing.front(),
+                     "is missing" + (also.empty() ? std::string() : "; also missing: " + also) +
+                         " (docs/hardware-file.md lists every field)");
   }
   // A misspelt key (kernel_overhead_usec) would leave its default in place without a word.
   const std::string kind = "a tpo.hardware/1 file";
@@ -161,7 +230,10 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   // A published table belongs to the link inside a node (its rank count is that node's GPUs).
   o.object("node").object("link").only_keys(
       {"class", "allreduce_latency_us", "busbw_gbps", "allreduce_table", "source"}, kind);
-  o.object("inter_node").only_keys({"class", "allreduce_latency_us", "busbw_gbps", "source"}, kind);
+  if (o.has("inter_node")) {
+    o.object("inter_node")
+        .only_keys({"class", "allreduce_latency_us", "busbw_gbps", "source"}, kind);
+  }
   const JsonObject interference = o.object("interference");
   interference.only_keys({"compute_slowdown_under_comm", "comm_slowdown_under_compute", "source"},
                          kind);
@@ -174,6 +246,7 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   h.description = o.string_or("description", "");
   const JsonObject gpu = o.object("gpu");
   h.gpu_name = gpu.string("name");
+  if (h.gpu_name.empty()) throw InputError(path, gpu.field("name"), "is empty: name the GPU");
   const std::string gpu_kind = gpu.string_or("kind", "gpu");
   if (gpu_kind != "gpu" && gpu_kind != "cpu") {
     throw InputError(path, gpu.field("kind"), "must be gpu or cpu (the CPU backend's machine)");
@@ -230,7 +303,9 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   if (h.intra.cls == "none") {
     throw InputError(path, "node.link.class", "a node needs a link between its GPUs");
   }
-  h.inter = parse_link(o.object("inter_node"), 0);
+  // A single node needs no inter_node block (it reads as class none).
+  h.inter.cls = "none";
+  if (o.has("inter_node")) h.inter = parse_link(o.object("inter_node"), 0);
   h.nodes = o.integer_or("nodes", 1);
   if (h.nodes > 1 && h.inter.cls == "none") {
     throw InputError(path, "inter_node.class",

@@ -218,6 +218,37 @@ TEST_CASE("bad hardware files name the field") {
   j["efficiency"]["l2_in_place_only"] = true;
   std::ofstream(path) << j.dump();
   CHECK(load_hardware(path).l2_in_place_only);
+  // A file written from a datasheet: every missing field named in one error, not one per run.
+  {
+    auto d = j;
+    d["gpu"].erase("launch_overhead_us");
+    d.erase("efficiency");
+    d["node"]["link"].erase("busbw_gbps");
+    d.erase("interference");
+    std::ofstream(path) << d.dump();
+    e = error_of([&] { load_hardware(path); });
+    CHECK(e.find("field 'gpu.launch_overhead_us': is missing; also missing: "
+                 "efficiency.gemm_max, efficiency.gemm_tile_m") != std::string::npos);
+    CHECK(e.find("node.link.busbw_gbps, interference.compute_slowdown_under_comm.gemm") !=
+          std::string::npos);
+    CHECK(e.find("interference.comm_slowdown_under_compute.memory (docs/hardware-file.md") !=
+          std::string::npos);
+  }
+  // One node needs no inter_node block; more than one does. An empty GPU name is refused.
+  {
+    auto d = j;
+    d.erase("inter_node");
+    std::ofstream(path) << d.dump();
+    CHECK(load_hardware(path).inter.cls == "none");
+    d["nodes"] = 2;
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); }).find("field 'inter_node.class': is missing") !=
+          std::string::npos);
+    d = j;
+    d["gpu"]["name"] = "";
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); }).find("'gpu.name': is empty") != std::string::npos);
+  }
   std::filesystem::remove(path);
 }
 
