@@ -134,22 +134,32 @@ std::vector<HardwareConfig::GemmTile> parse_tiles(const JsonObject& eff, const H
 // all of them at once, not one per run.
 std::vector<std::string> missing_required(const nlohmann::json& j, std::int64_t nodes) {
   std::vector<std::string> out;
-  const auto has = [&](std::initializer_list<const char*> path) {
+  // The object at `path`, or nullptr where a key on the way is absent. A key present with the
+  // wrong type is not "missing": the field-by-field reading names it ("must be an object").
+  enum class At { Missing, WrongType, Found };
+  const auto find = [&](std::initializer_list<const char*> path, const nlohmann::json** found) {
     const nlohmann::json* at = &j;
     for (const char* k : path) {
-      if (!at->is_object() || !at->contains(k)) return false;
+      if (!at->is_object()) return At::WrongType;
+      if (!at->contains(k)) return At::Missing;
       at = &at->at(k);
     }
-    return true;
+    if (found) *found = at;
+    return At::Found;
   };
-  const auto need = [&](std::initializer_list<const char*> path) {
-    if (has(path)) return;
+  const auto dotted = [](std::initializer_list<const char*> path) {
     std::string name;
     for (const char* k : path) {
       if (!name.empty()) name += '.';
       name += k;
     }
-    out.push_back(name);
+    return name;
+  };
+  bool wrong_type = false;  // then the field-by-field reading reports that first
+  const auto need = [&](std::initializer_list<const char*> path) {
+    const At at = find(path, nullptr);
+    if (at == At::Missing) out.push_back(dotted(path));
+    wrong_type = wrong_type || at == At::WrongType;
   };
   for (const char* k : {"name", "sms", "bf16_dense_tflops", "memory_bandwidth_gbps", "memory_gib",
                         "launch_overhead_us"}) {
@@ -160,28 +170,34 @@ std::vector<std::string> missing_required(const nlohmann::json& j, std::int64_t 
     need({"efficiency", k});
   }
   need({"node", "gpus_per_node"});
-  need({"node", "link", "class"});
-  const auto link_fields = [&](const char* where, std::initializer_list<const char*> link) {
-    const nlohmann::json* at = &j;
-    for (const char* k : link) at = at->is_object() && at->contains(k) ? &at->at(k) : nullptr;
-    if (at && at->is_object() && at->value("class", std::string()) == "none") return;
-    for (const char* k : {"allreduce_latency_us", "busbw_gbps"}) {
-      if (!(at && at->is_object() && at->contains(k))) {
-        std::string name = where;
-        name += '.';
-        name += k;
-        out.push_back(name);
-      }
+  // A link's latency and bandwidth, unless its class is "none" (a class of another type is
+  // left to the field-by-field reading).
+  const auto link = [&](std::initializer_list<const char*> path, const char* a, const char* b) {
+    const nlohmann::json* l = nullptr;
+    const At at = find(path, &l);
+    if (at == At::WrongType || (at == At::Found && !l->is_object()) ||
+        (at == At::Found && l->contains("class") && !l->at("class").is_string())) {
+      wrong_type = true;
+      return;
+    }
+    if (at == At::Missing || !l->contains("class")) {
+      out.push_back(dotted(path) + ".class");
+    } else if (l->at("class").get<std::string>() == "none") {
+      return;
+    }
+    for (const char* k : {a, b}) {
+      if (at == At::Missing || !l->contains(k)) out.push_back(dotted(path) + "." + k);
     }
   };
-  link_fields("node.link", {"node", "link"});
-  if (nodes > 1) {
-    need({"inter_node", "class"});
-    link_fields("inter_node", {"inter_node"});
+  link({"node", "link"}, "allreduce_latency_us", "busbw_gbps");
+  // Between nodes: required with more than one node, and checked wherever it is given.
+  if (nodes > 1 || (j.is_object() && j.contains("inter_node"))) {
+    link({"inter_node"}, "allreduce_latency_us", "busbw_gbps");
   }
   for (const char* side : {"compute_slowdown_under_comm", "comm_slowdown_under_compute"}) {
     for (const char* k : {"gemm", "attention", "memory"}) need({"interference", side, k});
   }
+  if (wrong_type) out.clear();
   return out;
 }
 

@@ -234,6 +234,35 @@ TEST_CASE("bad hardware files name the field") {
     CHECK(e.find("interference.comm_slowdown_under_compute.memory (docs/hardware-file.md") !=
           std::string::npos);
   }
+  // Whole blocks missing or of the wrong type: named, never a crash (a missing node block
+  // crashed the first version of this check), and a wrong type is reported as such.
+  {
+    auto d = j;
+    d.erase("node");
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); })
+              .find("field 'node.gpus_per_node': is missing; also missing: node.link.class, "
+                    "node.link.allreduce_latency_us, node.link.busbw_gbps") != std::string::npos);
+    d = j;
+    d["node"]["link"]["class"] = 5;
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); }).find("'node.link.class': must be a string") !=
+          std::string::npos);
+    d = j;
+    d["gpu"] = 5;
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); }).find("'gpu': must be a JSON object") !=
+          std::string::npos);
+    std::ofstream(path) << R"({"schema": "tpo.hardware/1"})";
+    CHECK(error_of([&] { load_hardware(path); }).find("field 'gpu.name': is missing; also") !=
+          std::string::npos);
+    // An inter_node block given on one node is read, and checked, like any other link.
+    d = j;
+    d["inter_node"] = nlohmann::json::object();
+    std::ofstream(path) << d.dump();
+    CHECK(error_of([&] { load_hardware(path); }).find("field 'inter_node.class': is missing") !=
+          std::string::npos);
+  }
   // One node needs no inter_node block; more than one does. An empty GPU name is refused.
   {
     auto d = j;
