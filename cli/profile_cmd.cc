@@ -191,7 +191,8 @@ int run_import(ImportCli c) {
          sim::hardware_from_json(nlohmann::json::parse(text), c.hardware_out).intra.tables) {
       held += (held.empty() ? "" : ", ") + std::to_string(t.ranks);
     }
-    outputs.add(c.hardware_out, text, "--hardware-out");
+    // A hardware file updated in place (--hardware-out the --hardware read) is meant.
+    outputs.add(c.hardware_out, text, "--hardware-out", /*replaces_input=*/true);
   }
   sim::Profile p;
   if (!c.out.empty()) {
@@ -237,7 +238,8 @@ int run_import(ImportCli c) {
     }
     if (run.gpus_per_thread > 0) p.device["allreduce_gpus_per_thread"] = run.gpus_per_thread;
     if (run.graph_launches > 0) p.device["allreduce_cuda_graph"] = true;
-    outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
+    // An existing profile's comm section is replaced in place.
+    outputs.add(c.out, sim::profile_to_json(p).dump(1) + "\n", "--out", /*replaces_input=*/true);
   }
   outputs.commit();
   if (!c.hardware_out.empty()) {

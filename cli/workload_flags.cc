@@ -107,11 +107,17 @@ void refuse_output_over_input(const CLI::App& app) {
   for (const CLI::Option* opt : at->get_options()) {
     const std::string name =
         opt->get_lnames().empty() ? opt->get_name(true) : "--" + opt->get_lnames().front();
-    if (opt->count() == 0 || std::find(std::begin(kOutputOptions), std::end(kOutputOptions),
-                                       name) != std::end(kOutputOptions)) {
+    if (std::find(std::begin(kOutputOptions), std::end(kOutputOptions), name) !=
+        std::end(kOutputOptions)) {
       continue;
     }
-    for (const std::string& v : opt->results()) {
+    // Left at its default, --model and --hardware still read a file (the shipped one).
+    std::vector<std::string> values = opt->results();
+    if (opt->count() == 0 && (name == "--model" || name == "--hardware") &&
+        !opt->get_default_str().empty()) {
+      values = {opt->get_default_str()};
+    }
+    for (const std::string& v : values) {
       std::string path = v;
       try {
         if (name == "--model") path = sim::resolve_config("models", v, "model");
@@ -130,11 +136,16 @@ void refuse_output_over_input(const CLI::App& app) {
     std::error_code ec;
     if (given.empty() || !fs::is_regular_file(given, ec)) continue;  // new, or not a file
     for (const auto& [option, path] : inputs) {
+      // Updating a hardware file in place with an imported table is meant.
+      if (std::string(out) == "--hardware-out" && option == "--hardware") continue;
       if (fs::equivalent(given, path, ec)) {
-        throw InputError(out, given,
-                         "is also the input given to " + option + " (" + path +
-                             "); writing it would replace that input: give "
-                             "another file name");
+        throw InputError(
+            out, given,
+            "is also the input " +
+                (option.starts_with("--") ? "given to " + option : std::string("file")) + " (" +
+                path +
+                "); writing it would replace that input: give "
+                "another file name");
       }
     }
   }

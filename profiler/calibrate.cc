@@ -972,7 +972,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       prof.contention = ojson{{"params", sim::contention_json(p)}, {"fit_on", o.fit_on},
                               {"fit", summary_json(fa)},           {"held_out", summary_json(ta)},
                               {"tool_version", tool_version()},    {"git_sha", git_sha()}};
-      out.add(path, sim::profile_to_json(prof).dump(1) + "\n", "--profile");
+      out.add(path, sim::profile_to_json(prof).dump(1) + "\n", "--profile",
+              /*replaces_input=*/true);  // --update-profiles: in place, as asked
     }
   }
   out.commit();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -20,6 +21,18 @@
 namespace tpo {
 
 namespace {
+// The regular files this process has read as inputs: (device, inode).
+std::mutex g_inputs_mutex;
+std::vector<std::pair<dev_t, ino_t>> g_inputs;
+
+void note_input(const std::string& path) {
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const std::lock_guard<std::mutex> lock(g_inputs_mutex);
+  const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+  if (std::find(g_inputs.begin(), g_inputs.end(), id) == g_inputs.end()) g_inputs.push_back(id);
+}
+
 // A file named in a config reads "path: ...", one given to an option "--opt path: ...".
 [[noreturn]] void input_fail(const std::string& path, const std::string& option,
                              const std::string& what) {
@@ -65,7 +78,21 @@ std::string read_input_file(const std::string& path, const std::string& option) 
     }
   }
   if (in.bad()) fail("could not be read");
+  note_input(path);
   return text;
+}
+
+void refuse_output_over_read_input(const std::string& path, const std::string& option) {
+  struct stat st = {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const std::lock_guard<std::mutex> lock(g_inputs_mutex);
+  const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+  if (std::find(g_inputs.begin(), g_inputs.end(), id) != g_inputs.end()) {
+    throw InputError(option, path,
+                     "is a file this command read as an input (a model, hardware, profile, plan "
+                     "or report it names); writing it would replace that input: give another "
+                     "file name");
+  }
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -477,11 +504,12 @@ OutputSet::~OutputSet() {
 // The content goes to an unnamed file in the output's folder (O_TMPFILE: a run killed before
 // commit leaves nothing behind), or, where the file system cannot do that, to a named
 // temporary beside the output.
-void OutputSet::add(const std::string& given, const std::string& content,
-                    const std::string& option) {
+void OutputSet::add(const std::string& given, const std::string& content, const std::string& option,
+                    bool replaces_input) {
   if (given.empty()) return;
   const OutputTarget target = output_target(given, option);
   check_target_writable(target, given, option);
+  if (!replaces_input && !target.direct) refuse_output_over_read_input(target.path, option);
   if (target.direct) {  // written at commit, before any rename
     pending_.push_back(Pending{target.path, "", option, -1, true, content, target.fd});
     return;

@@ -61,6 +61,10 @@ class JsonObject {
 }  // namespace tpo
 
 namespace tpo {
+// Every regular file read through read_input_file is remembered (device and inode); an output
+// that is one of them is refused: writing it would replace an input of the same command (a
+// plan's model, a report read back). Throws InputError naming `option`.
+void refuse_output_over_read_input(const std::string& path, const std::string& option);
 // Writes `content` to `path` through a temporary file and a rename, so a failed run never
 // leaves a half-written output. `option` names the command-line option for error messages.
 void write_file_atomic(const std::string& path, const std::string& content,
@@ -86,8 +90,11 @@ class OutputSet {
   OutputSet(const OutputSet&) = delete;
   OutputSet& operator=(const OutputSet&) = delete;
   ~OutputSet();
-  // Empty paths are skipped. Throws InputError naming `option` when the write fails.
-  void add(const std::string& path, const std::string& content, const std::string& option);
+  // Empty paths are skipped. Throws InputError naming `option` when the write fails, or when
+  // `path` is a file this process has read as an input (refuse_output_over_read_input) unless
+  // `replaces_input` (an update in place: a profile's comm section, a fitted contention block).
+  void add(const std::string& path, const std::string& content, const std::string& option,
+           bool replaces_input = false);
   void commit();
 
  private:

@@ -357,6 +357,12 @@ ValidateReport run_validate(const ValidateOptions& o) {
   for (const auto& rc : runs) {
     ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
   }
+  // Every input is read by now (a plan's models, hardware and profiles too): an output that is
+  // one of them is refused before the run, not after it.
+  if (reporter) {
+    refuse_output_over_read_input(o.json_path, "--json");
+    refuse_output_over_read_input(o.trace_path, "--trace");
+  }
   rep.measured_on = measured_on(
       o, emulated, ctas.size() == 1 ? std::to_string(*ctas.begin()) : std::string("per-case"));
   std::vector<sim::Workload> ws;

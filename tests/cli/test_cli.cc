@@ -562,8 +562,48 @@ TEST_CASE("an output that names one of the command's own inputs is refused, the 
   r = tpo("profile import-nccl-tests " + plan.string() + " --hardware " + h + " --out " +
           plan.string());
   CHECK(r.code == 2);
-  CHECK(r.out.find("is also the input given to file") != std::string::npos);
+  CHECK(r.out.find("is also the input file (" + plan.string() + ")") != std::string::npos);
   CHECK(slurp(plan) == plan_before);
+  // A file the plan names (not the command line): refused before the run.
+  {
+    const fs::path rel = dir / "rel";
+    fs::create_directories(rel);
+    fs::copy_file(data + "/tiny_model.json", rel / "tiny.json",
+                  fs::copy_options::overwrite_existing);
+    const std::string in_rel = "cd " + rel.string() + " &&";
+    REQUIRE(tpo("plan --model ./tiny.json --hardware cpu-host --tp 2 --seq 128 --quiet --json "
+                "p2.json",
+                in_rel)
+                .code == 0);
+    const std::string before = slurp(rel / "tiny.json");
+    r = tpo("validate --plan p2.json --json tiny.json", in_rel);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--json tiny.json: is a file this command read as an input") !=
+          std::string::npos);
+    CHECK(r.out.find("validating") == std::string::npos);  // nothing ran
+    CHECK(slurp(rel / "tiny.json") == before);
+  }
+  // --model and --hardware left at their defaults still read the shipped files.
+  {
+    const fs::path cfg = dir / "configs";
+    fs::remove_all(cfg);
+    fs::copy(fs::path(data) / "../../configs", cfg, fs::copy_options::recursive);
+    const fs::path shipped = cfg / "models" / "llama2-70b.json";
+    const std::string before = slurp(shipped);
+    r = tpo("simulate --json " + shipped.string(), "TPO_CONFIG_DIR=" + cfg.string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find("is also the input given to --model") != std::string::npos);
+    CHECK(slurp(shipped) == before);
+  }
+  // A hardware file updated in place by an import is meant (a second import adds its table).
+  {
+    const fs::path mine = dir / "mine.json";
+    fs::copy_file(hw, mine, fs::copy_options::overwrite_existing);
+    r = tpo("profile import-nccl-tests " + data + "/all_reduce_perf_sample.txt --hardware " +
+            mine.string() + " --hardware-out " + mine.string());
+    CHECK(r.code == 0);
+    CHECK(slurp(mine) != hw_before);
+  }
   // Another name is fine.
   CHECK(tpo(run + "--json " + (dir / "r.json").string()).code == 0);
 }
