@@ -163,6 +163,23 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
   if (j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()) {
     m.max_positions = std::max<std::int64_t>(
         0, static_cast<std::int64_t>(j.at("max_position_embeddings").get<double>()));
+    // rope_scaling stretches the positions by its factor (from original_max_position_embeddings
+    // where given: Llama 3.1's 8192 x 8 stays within its 131072; Qwen's YaRN 32768 x 4 = 131072).
+    if (j.contains("rope_scaling") && j.at("rope_scaling").is_object()) {
+      const auto& r = j.at("rope_scaling");
+      const double factor = r.contains("factor") && r.at("factor").is_number()
+                                ? r.at("factor").get<double>()
+                                : 1.0;
+      const double base =
+          r.contains("original_max_position_embeddings") &&
+                  r.at("original_max_position_embeddings").is_number()
+              ? r.at("original_max_position_embeddings").get<double>()
+              : static_cast<double>(m.max_positions);
+      if (factor > 1 && std::isfinite(factor) && factor * base < 1e12) {
+        m.max_positions = std::max(m.max_positions, static_cast<std::int64_t>(factor * base));
+        m.positions_scaled = true;
+      }
+    }
   }
   const std::string file = fs::path(path).filename().string();
   for (const char* key : {"torch_dtype", "dtype"}) {
@@ -201,9 +218,13 @@ std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t position
   std::vector<std::string> out = m.notes;
   if (m.max_positions > 0 && positions > m.max_positions) {
     out.push_back(std::to_string(positions) + " positions (prompt + context) exceed " +
-                  fs::path(m.origin).filename().string() + "'s max_position_embeddings " +
+                  fs::path(m.origin).filename().string() + "'s " +
+                  (m.positions_scaled ? "max_position_embeddings with rope_scaling's factor, "
+                                      : "max_position_embeddings ") +
                   std::to_string(m.max_positions) +
-                  ": the model needs rope scaling or a longer-context variant for them");
+                  (m.positions_scaled
+                       ? ": the model was not made for them"
+                       : ": the model needs rope scaling or a longer-context variant for them"));
   }
   return out;
 }
@@ -224,6 +245,7 @@ ModelConfig load_model(const std::string& spec) {
     // The folder's name; in a Hugging Face hub cache (models--ORG--NAME/snapshots/HASH/) the
     // repository's, not the snapshot hash.
     const fs::path dir = fs::absolute(path).parent_path();
+    m.folder_name = dir.filename().string();
     const std::string repo = dir.parent_path().parent_path().filename().string();
     if (dir.parent_path().filename() == "snapshots" && repo.starts_with("models--")) {
       m.name.clear();  // ORG--NAME: "--" separates the parts of the repository's id

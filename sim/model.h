@@ -13,6 +13,10 @@ namespace tpo::sim {
 struct ModelConfig {
   std::string name;
   std::string origin;  // the file it came from
+  // A config.json without a name: its folder's name, which tpo named such a model by before it
+  // read hub caches (models--ORG--NAME/snapshots/HASH: the hash); a profile made under it
+  // still matches. Empty otherwise.
+  std::string folder_name;
   std::int64_t num_layers = 0;
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
@@ -33,6 +37,7 @@ struct ModelConfig {
   // The config's max_position_embeddings (0: not given): a prompt and context past it is
   // simulated, with a note (rope scaling or a longer-context variant would be needed).
   std::int64_t max_positions = 0;
+  bool positions_scaled = false;  // max_positions includes rope_scaling's factor
   // What the config has that tpo does not time, or reads differently (a float32 torch_dtype
   // modelled as bf16, Gemma-2's extra norms, ...): said with every prediction.
   std::vector<std::string> notes;

@@ -310,7 +310,8 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
                          " were measured at its GPU's own clock: drop --sm-clock (0: as quoted), "
                          "or the profile");
   }
-  if (!p.model.empty() && p.model != w.model.name) {
+  if (!p.model.empty() && p.model != w.model.name &&
+      (w.model.folder_name.empty() || p.model != w.model.folder_name)) {
     throw FieldError("profile", profile_path,
                      "was measured for model '" + p.model + "', not '" + w.model.name +
                          "'; profile this model (tpo profile --model ...)");

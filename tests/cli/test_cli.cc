@@ -840,6 +840,35 @@ TEST_CASE("plan: bad ranges and impossible settings exit 2 and write nothing") {
   }
 }
 
+TEST_CASE("a profile made under a hub-cache snapshot's old name still matches its model") {
+  const fs::path snap = scratch() / "hub" / "models--Org--Tiny" / "snapshots" / "abc123";
+  fs::create_directories(snap);
+  std::ofstream(snap / "config.json")
+      << R"({"model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+             "vocab_size": 1000})";
+  const fs::path prof = scratch() / "hub.profile.json";
+  auto r =
+      tpo("profile --backend cpu --model " + snap.string() +
+          " --tp 2 --quick --max-tokens 64 --reps 1 --warmup 0 --quiet --out " + prof.string());
+  REQUIRE(r.code == 0);
+  auto pj = nlohmann::json::parse(slurp(prof));
+  CHECK(pj.at("model") == "Org/Tiny");
+  const std::string sim = "simulate --model " + snap.string() +
+                          " --hardware cpu-host --tp 2 --seq 64 --profile " + prof.string();
+  CHECK(tpo(sim).code == 0);
+  // Made before hub caches were read, it carries the snapshot's hash: still this model.
+  pj["model"] = "abc123";
+  std::ofstream(prof) << pj.dump(1);
+  CHECK(tpo(sim).code == 0);
+  // Any other name is another model.
+  pj["model"] = "xyz";
+  std::ofstream(prof) << pj.dump(1);
+  r = tpo(sim);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("was measured for model 'xyz', not 'Org/Tiny'") != std::string::npos);
+}
+
 TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
   const fs::path prof = scratch() / "tiny.profile.json", rep = scratch() / "tiny.sim.json";
   fs::remove(prof);

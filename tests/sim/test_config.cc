@@ -66,6 +66,37 @@ TEST_CASE("a Hugging Face config.json is read, with defaults for optional keys")
   CHECK(n.head_dim == 80);  // explicit head_dim wins
 }
 
+TEST_CASE("the position limit: max_position_embeddings, stretched by rope_scaling's factor") {
+  namespace fs = std::filesystem;
+  const std::string p =
+      (fs::temp_directory_path() / ("tpo_test_rope_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  auto cfg = tpo::read_json_file(data + "/hf_llama_config.json");
+  const auto notes_at = [&](std::int64_t positions) {
+    std::ofstream(p) << cfg.dump();
+    std::string all;
+    for (const auto& n : model_notes(load_model(p), positions)) all += n + "\n";
+    return all;
+  };
+  cfg["max_position_embeddings"] = 32768;
+  CHECK(notes_at(32768).empty());
+  CHECK(notes_at(32769).find("32769 positions (prompt + context) exceed") != std::string::npos);
+  // Qwen's YaRN: 32768 x 4.
+  cfg["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+  CHECK(notes_at(131072).empty());
+  CHECK(notes_at(131073).find("max_position_embeddings with rope_scaling's factor, 131072") !=
+        std::string::npos);
+  // Llama 3.1: 8192 x 8 from original_max_position_embeddings, within its own 131072.
+  cfg["max_position_embeddings"] = 131072;
+  cfg["rope_scaling"] = {
+      {"rope_type", "llama3"}, {"factor", 8.0}, {"original_max_position_embeddings", 8192}};
+  CHECK(notes_at(131072).empty());
+  CHECK_FALSE(notes_at(131073).empty());
+  cfg["rope_scaling"] = nullptr;
+  CHECK(notes_at(131072).empty());
+  fs::remove(p);
+}
+
 TEST_CASE("a config.json without a name is named by its folder, or by its hub cache repository") {
   namespace fs = std::filesystem;
   const fs::path root =
@@ -80,6 +111,7 @@ TEST_CASE("a config.json without a name is named by its folder, or by its hub ca
   }
   CHECK(load_model((plain / "config.json").string()).name == "my-llama");
   CHECK(load_model((cached / "config.json").string()).name == "Org/Some-Model");
+  CHECK(load_model((cached / "config.json").string()).folder_name == "453ed1575b739b5b03ce3758");
   // The folder itself reads its config.json.
   CHECK(load_model(cached.string()).name == "Org/Some-Model");
   CHECK(load_model(plain.string() + "/").hidden == 2048);
