@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
-  tpo::cli::summary_to_stderr_if_report_on_stdout(app);
   try {
+    tpo::cli::summary_to_stderr_if_report_on_stdout(app);
     tpo::cli::refuse_output_over_input(app);
     if (app.got_subcommand("simulate")) return run_simulate();
     if (app.got_subcommand("plan")) return run_plan();

@@ -100,7 +100,7 @@ int run_plan_cli(PlanCli& c) {
     planner::print_generate(std::cout, r);
     if (!g.plan.json_path.empty()) {
       write_file_atomic(g.plan.json_path, planner::generate_json(r).dump(1) + "\n", "--json");
-      std::cout << "\nwrote " << g.plan.json_path << "\n";
+      std::cout << "\nwrote " << output_name(g.plan.json_path) << "\n";
     }
     return 0;
   }
@@ -128,7 +128,7 @@ int run_plan_cli(PlanCli& c) {
   if (!c.plan.svg_path.empty()) out.add(c.plan.svg_path, planner::plan_svg(plan), "--svg");
   out.commit();
   for (const auto& p : {c.plan.json_path, c.plan.csv_path, c.plan.svg_path}) {
-    if (!p.empty()) std::cout << "wrote " << p << "\n";
+    if (!p.empty()) std::cout << "wrote " << output_name(p) << "\n";
   }
   return 0;
 }

@@ -114,7 +114,10 @@ std::string hardware_with_table(const std::string& spec, const sim::HardwareConf
   }
   auto j = nlohmann::ordered_json::parse(
       read_input_file(sim::resolve_config("hardware", spec, "hardware"), "--hardware"));
-  j["name"] = std::filesystem::path(c.hardware_out).stem().string();
+  // Named by the file; written to a stream, by the machine it extends.
+  j["name"] = output_name(c.hardware_out) == c.hardware_out
+                  ? std::filesystem::path(c.hardware_out).stem().string()
+                  : hw.name + "-imported";
   std::string source = what_was_imported(c, column) + ", " + std::to_string(ranks) +
                        " ranks, imported by tpo profile " +
                        (c.csv ? "import-allreduce" : "import-nccl-tests") + " on " +
@@ -243,17 +246,19 @@ int run_import(ImportCli c) {
   }
   outputs.commit();
   if (!c.hardware_out.empty()) {
-    std::cout << "wrote " << c.hardware_out << " (" << hw.name << " with these times as its "
-              << pts.front().ranks << "-rank all-reduce table; tables for " << held
-              << " ranks; use with --hardware " << c.hardware_out << ")\n";
+    std::cout << "wrote " << output_name(c.hardware_out) << " (" << hw.name
+              << " with these times as its " << pts.front().ranks
+              << "-rank all-reduce table; tables for " << held << " ranks; use with --hardware "
+              << output_for_hint(c.hardware_out) << ")\n";
   }
   if (!c.out.empty()) {
     for (const auto& f : p.allreduce_fit) {
       std::cout << "  fit " << f.lo_bytes << ".." << f.hi_bytes << " B: " << f.alpha_us << " us + "
                 << f.beta_us_per_byte * 1e3 << " us/KB\n";
     }
-    std::cout << "wrote " << c.out << " (" << (c.csv ? "from " + c.file : "measured by nccl-tests")
-              << "; use with --profile " << c.out << " --hardware " << spec << ")\n";
+    std::cout << "wrote " << output_name(c.out) << " ("
+              << (c.csv ? "from " + c.file : "measured by nccl-tests") << "; use with --profile "
+              << output_for_hint(c.out) << " --hardware " << spec << ")\n";
   }
   return 0;
 }

@@ -89,9 +89,9 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
   }
   if (!c.trace_path.empty()) out.add(c.trace_path, chrome_trace(w, r), "--trace");
   out.commit();
-  if (!c.json_path.empty()) std::cout << "\nwrote " << c.json_path << "\n";
+  if (!c.json_path.empty()) std::cout << "\nwrote " << output_name(c.json_path) << "\n";
   if (!c.trace_path.empty()) {
-    std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
+    std::cout << "wrote " << output_name(c.trace_path) << " (open in https://ui.perfetto.dev)\n";
   }
 }
 
@@ -152,9 +152,9 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     out.add(c.trace_path, j.dump() + "\n", "--trace");
   }
   out.commit();
-  if (!c.json_path.empty()) std::cout << "wrote " << c.json_path << "\n";
+  if (!c.json_path.empty()) std::cout << "wrote " << output_name(c.json_path) << "\n";
   if (!c.trace_path.empty()) {
-    std::cout << "wrote " << c.trace_path << " (open in https://ui.perfetto.dev)\n";
+    std::cout << "wrote " << output_name(c.trace_path) << " (open in https://ui.perfetto.dev)\n";
   }
 }
 

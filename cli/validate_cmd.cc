@@ -22,9 +22,10 @@ bool report(const validate::ValidateOptions& o, const validate::ValidateReport& 
     out.add(o.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
   if (!o.trace_path.empty()) out.add(o.trace_path, validate::validate_trace(r), "--trace");
   out.commit();
-  if (!o.json_path.empty()) std::cout << "wrote " << o.json_path << "\n";
+  if (!o.json_path.empty()) std::cout << "wrote " << output_name(o.json_path) << "\n";
   if (!o.trace_path.empty()) {
-    std::cout << "wrote " << o.trace_path << " (predicted and measured, side by side)\n";
+    std::cout << "wrote " << output_name(o.trace_path)
+              << " (predicted and measured, side by side)\n";
   }
   return r.all_correct();
 }

@@ -154,21 +154,29 @@ void refuse_output_over_input(const CLI::App& app) {
 bool summary_to_stderr_if_report_on_stdout(const CLI::App& app) {
   // The command the arguments were given to, and its output options that go to descriptor 1.
   const CLI::App* at = parsed_command(app);
-  for (const char* name : kOutputOptions) {
+  // The descriptor an output option writes to (-1: a file, or a path the command reports).
+  const auto fd_of = [&](const char* name) {
     const CLI::Option* opt = at->get_option_no_throw(name);
-    if (opt == nullptr || opt->count() == 0) continue;
-    const std::string value = opt->as<std::string>();
-    OutputTarget target;
+    if (opt == nullptr || opt->count() == 0) return -1;
     try {
-      target = output_target(value, name);
+      return output_target(opt->as<std::string>(), name).fd;
     } catch (const InputError&) {
-      continue;  // the command itself reports it
+      return -1;
     }
-    if (target.fd == 1) {
-      std::cout.flush();
-      std::cout.rdbuf(std::cerr.rdbuf());
-      return true;
+  };
+  for (const char* name : kOutputOptions) {
+    if (fd_of(name) != 1) continue;
+    // The summary then goes to standard error: an output there would be mixed with it.
+    for (const char* other : kOutputOptions) {
+      if (fd_of(other) == 2) {
+        throw InputError(other, at->get_option(other)->as<std::string>(),
+                         std::string("goes to standard error, where the text summary goes while ") +
+                             name + " writes to standard output: give a file name");
+      }
     }
+    std::cout.flush();
+    std::cout.rdbuf(std::cerr.rdbuf());
+    return true;
   }
   return false;
 }

@@ -27,7 +27,6 @@ std::string length_label(std::int64_t n) {
   if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
   return std::to_string(n);
 }
-// Only the parameters that mean something for the strategy.
 const char* length_name(const Plan& p) {
   return p.workload.phase == sim::Phase::Prefill ? "prompt" : "context";
 }

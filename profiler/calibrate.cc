@@ -435,6 +435,12 @@ CopyFit fit_copy(const std::vector<AlonePoint>& pts) {
 }
 
 ojson summary_json(const ErrorSummary& s) {
+  if (s.cases == 0) {  // no error to report: null, not 0
+    return ojson{{"cases", 0},
+                 {"median_abs_error", nullptr},
+                 {"mean_signed_error", nullptr},
+                 {"worst_abs_error", nullptr}};
+  }
   return ojson{{"cases", s.cases},
                {"median_abs_error", s.median_abs},
                {"mean_signed_error", s.mean_signed},
@@ -977,7 +983,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     }
   }
   out.commit();
-  if (!o.out.empty()) os << "\nwrote " << o.out << "\n";
+  if (!o.out.empty()) os << "\nwrote " << output_name(o.out) << "\n";
   if (o.update_profiles) {
     for (const auto& path : o.profiles) os << "updated " << path << " (contention block)\n";
   }

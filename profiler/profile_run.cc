@@ -473,8 +473,8 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   p.analytical_vs_measured = analytical_vs_measured(w.hardware, w.tp, ms, os);
   write_file_atomic(o.out, sim::profile_to_json(p).dump(1) + "\n", "--out");
   if (!h.resume_path.empty()) std::filesystem::remove(h.resume_path);
-  os << "\nwrote " << o.out << " (measured on this " << o.backend
-     << "; use it with tpo simulate/plan --profile " << o.out << ")\n";
+  os << "\nwrote " << output_name(o.out) << " (measured on this " << o.backend
+     << "; use it with tpo simulate/plan --profile " << output_for_hint(o.out) << ")\n";
   return 0;
 }
 

@@ -333,7 +333,9 @@ std::string AnalyticalCostModel::overlap_model() const {
   const SlowdownByKind& m = hw_.comm_under_compute;
   return "fixed slowdown factors, from " + hw_.name + "'s interference block: beside comm, GEMMs " +
          fmt("x%.2f", c.gemm) + ", attention " + fmt("x%.2f", c.attention) + ", memory-bound ops " +
-         fmt("x%.2f", c.memory) + "; comm " + fmt("x%.2f", m.gemm) + " beside a GEMM";
+         fmt("x%.2f", c.memory) + "; comm " + fmt("x%.2f", m.gemm) + " beside a GEMM, " +
+         fmt("x%.2f", m.attention) + " beside attention, " + fmt("x%.2f", m.memory) +
+         " beside a memory-bound op";
 }
 
 }  // namespace tpo::sim

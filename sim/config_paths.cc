@@ -65,9 +65,12 @@ std::string resolve_config(const std::string& sub, const std::string& spec,
                                       : "") +
                          "; or pass a path to a JSON file");
   }
+  std::error_code ec;
+  const std::string here =
+      fs::exists(spec, ec) ? "; '" + spec + "' here is read as a path when written ./" + spec : "";
   throw FieldError(field, spec,
                    "no shipped " + sub + " config of that name (shipped: " + names +
-                       "); or pass a path to a JSON file");
+                       "); or pass a path to a JSON file" + here);
 }
 
 }  // namespace tpo::sim

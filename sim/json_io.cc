@@ -396,6 +396,21 @@ OutputTarget output_target(const std::string& path, const std::string& option) {
   throw InputError(option, path, "too many levels of symbolic links");
 }
 
+std::string output_name(const std::string& path) {
+  try {
+    const OutputTarget t = output_target(path, "");
+    if (t.fd == 1) return "standard output";
+    if (t.fd == 2) return "standard error";
+  } catch (const InputError&) {
+  }
+  return path;
+}
+
+std::string output_for_hint(const std::string& path) {
+  const std::string name = output_name(path);
+  return name == path ? path : "FILE (what went to " + name + ", saved)";
+}
+
 namespace {
 // check_writable for a target already resolved (`given` is what the user wrote).
 void check_target_writable(const OutputTarget& target, const std::string& given,

@@ -80,6 +80,11 @@ struct OutputTarget {
   int fd = -1;  // /dev/stdout, /dev/stderr, /dev/fd/N: this process's descriptor N
 };
 OutputTarget output_target(const std::string& path, const std::string& option);
+// How an output is named to the user: "standard output" (or "standard error") for a stream of
+// this process, else the path as given.
+std::string output_name(const std::string& path);
+// Where a hint names the file to use next: the path, or "FILE (saved from standard output)".
+std::string output_for_hint(const std::string& path);
 // All outputs of one command, written as a set: each goes to a temporary beside it, flushed
 // to disk (fsync), and all are renamed into place only once every one was written. A failure
 // before that removes the temporaries and changes no output; so does destroying the set

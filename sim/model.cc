@@ -167,14 +167,12 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
     // where given: Llama 3.1's 8192 x 8 stays within its 131072; Qwen's YaRN 32768 x 4 = 131072).
     if (j.contains("rope_scaling") && j.at("rope_scaling").is_object()) {
       const auto& r = j.at("rope_scaling");
-      const double factor = r.contains("factor") && r.at("factor").is_number()
-                                ? r.at("factor").get<double>()
-                                : 1.0;
-      const double base =
-          r.contains("original_max_position_embeddings") &&
-                  r.at("original_max_position_embeddings").is_number()
-              ? r.at("original_max_position_embeddings").get<double>()
-              : static_cast<double>(m.max_positions);
+      const double factor =
+          r.contains("factor") && r.at("factor").is_number() ? r.at("factor").get<double>() : 1.0;
+      const double base = r.contains("original_max_position_embeddings") &&
+                                  r.at("original_max_position_embeddings").is_number()
+                              ? r.at("original_max_position_embeddings").get<double>()
+                              : static_cast<double>(m.max_positions);
       if (factor > 1 && std::isfinite(factor) && factor * base < 1e12) {
         m.max_positions = std::max(m.max_positions, static_cast<std::int64_t>(factor * base));
         m.positions_scaled = true;

@@ -316,6 +316,19 @@ TEST_CASE(
   CHECK(slurp(err).find("--trace /dev/stdout: is also given to --json; both would be written to "
                         "the same standard output") != std::string::npos);
   CHECK(slurp(out).empty());
+  // ...and so would one on standard error, where the summary then goes.
+  CHECK(run("simulate --layers 1 --seq 256 --trace - --json /dev/stderr") == 2);
+  CHECK(slurp(err).find("--json /dev/stderr: goes to standard error, where the text summary "
+                        "goes") != std::string::npos);
+  // What went to standard output is called that, and a hardware file written there is named
+  // after the machine it extends (not "-").
+  REQUIRE(run("simulate --layers 1 --seq 256 --json -") == 0);
+  CHECK(slurp(err).find("wrote standard output") != std::string::npos);
+  REQUIRE(run("profile import-nccl-tests " + data +
+              "/all_reduce_perf_sample.txt --hardware h100x8 --hardware-out -") == 0);
+  CHECK(nlohmann::json::parse(slurp(out)).at("name") == "h100x8-imported");
+  CHECK(slurp(err).find("use with --hardware FILE (what went to standard output, saved)") !=
+        std::string::npos);
   // A file output leaves the summary on standard output.
   REQUIRE(run("simulate --layers 1 --seq 256 --json r.json") == 0);
   CHECK(slurp(out).find("tpo simulate") != std::string::npos);
@@ -867,6 +880,14 @@ TEST_CASE("a profile made under a hub-cache snapshot's old name still matches it
   r = tpo(sim);
   CHECK(r.code == 2);
   CHECK(r.out.find("was measured for model 'xyz', not 'Org/Tiny'") != std::string::npos);
+  // A folder named without a '/' reads as a shipped name: the error says how to name it.
+  r = tpo("simulate --model abc123 --hardware cpu-host --tp 2",
+          "cd " + snap.parent_path().string() + " &&");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("'abc123' here is read as a path when written ./abc123") != std::string::npos);
+  CHECK(tpo("simulate --model ./abc123 --hardware cpu-host --tp 2 --seq 64",
+            "cd " + snap.parent_path().string() + " &&")
+            .code == 0);
 }
 
 TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
@@ -926,8 +947,15 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
   }
   // calibrate on CPU reports says the GPU notions it fits describe no GPU, and with nothing held
   // out reports no held-out error (it printed 0.0%).
-  r = tpo("calibrate --reports " + vj.string() + " --profile " + prof.string() + " --fit-on tiny");
+  const fs::path cal = scratch() / "tiny.calibration.json";
+  r = tpo("calibrate --reports " + vj.string() + " --profile " + prof.string() +
+          " --fit-on tiny --out " + cal.string());
   CHECK(r.code == 0);
+  CHECK(nlohmann::json::parse(slurp(cal))
+            .at("held_out")
+            .at("contention")
+            .at("median_abs_error")
+            .is_null());
   CHECK(r.out.find("note: some reports were measured on a CPU") != std::string::npos);
   CHECK(r.out.find("held out, contention model: 0 cases   (none: no error to report)") !=
         std::string::npos);
