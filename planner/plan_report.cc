@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/config_paths.h"
 #include "sim/cost_model.h"
 #include "sim/error.h"
 #include "sim/format.h"
@@ -229,6 +230,16 @@ ojson plan_json(const Plan& plan) {
   if (std::error_code ec;
       !o.workload.profile.empty() && std::filesystem::is_regular_file(o.workload.profile, ec)) {
     j["profile_digest"] = file_digest(o.workload.profile, "--profile");
+  }
+  // Where relative paths in it are read from: recorded only where the plan has one, so that
+  // validate --plan finds them from any folder.
+  for (const std::string& spec :
+       {o.workload.model, o.workload.hardware, o.workload.profile, o.workload.emulate}) {
+    if (sim::is_config_path(spec) && std::filesystem::path(spec).is_relative()) {
+      std::error_code ec;
+      j["made_in"] = std::filesystem::current_path(ec).string();
+      break;
+    }
   }
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);

@@ -207,7 +207,8 @@ std::vector<CalibrationCase> read_cases(const std::vector<std::string>& reports)
       CalibrationCase k;
       k.file = path;
       k.model = c.string("model");
-      k.run = c.has("run") ? sim::planned_run_from_json(c.raw().at("run"), path, c.field("run"))
+      k.run = c.has("run") ? sim::planned_run_from_json(c.raw().at("run"), path, c.field("run"),
+                                                        rep.string_or("made_in", ""))
                            : legacy_case_run(rep, c);
       if (!rep.string_or("emulated_links", "").empty() && k.run.workload.comm_ctas == 0) {
         k.run.workload.comm_ctas = 16;  // the copy kernel's CTAs in every emulated run so far

@@ -72,30 +72,34 @@ StrategySpec spec_from_json(const JsonObject& o) {
 }
 
 // A file a plan names (model, hardware, profile) is kept as it was typed when planning,
-// relative to the folder tpo ran in then. Read from another folder, a relative path that is
-// not there but is beside the plan file is taken from there. Returns the path to read; `found`
-// says whether it names a file at all (shipped names are not paths and are left alone).
-std::string beside_file(const std::string& spec, const std::string& file, bool* found) {
+// relative to the folder tpo ran in then (the file's `made_in`, where it records it). Read
+// from another folder, a relative path that is not there is taken from that folder, else from
+// beside the plan file. Returns the path to read; `found` says whether it names a file at all
+// (shipped names are not paths and are left alone).
+std::string beside_file(const std::string& spec, const std::string& file,
+                        const std::string& made_in, bool* found) {
   namespace fs = std::filesystem;
   *found = true;
   std::error_code ec;
   if (!is_config_path(spec) || fs::path(spec).is_absolute() || fs::exists(spec, ec)) return spec;
+  if (!made_in.empty() && fs::exists(fs::path(made_in) / spec, ec)) {
+    return (fs::path(made_in) / spec).string();
+  }
   const fs::path there = fs::path(file).parent_path() / spec;
   if (!fs::path(file).parent_path().empty() && fs::exists(there, ec)) return there.string();
   *found = false;
   return spec;
 }
 
-WorkloadOptions workload_from_json(const JsonObject& o) {
+WorkloadOptions workload_from_json(const JsonObject& o, const std::string& made_in) {
   WorkloadOptions w;
   w.model = o.string("model");
   bool found = true;
-  w.model = beside_file(w.model, o.file(), &found);
+  w.model = beside_file(w.model, o.file(), made_in, &found);
   if (!found) {
     throw InputError(o.file(), o.field("model"),
-                     "'" + w.model +
-                         "': no such file, from the current folder or beside the plan (a plan "
-                         "keeps paths as typed when it was made: run from that folder)");
+                     "'" + w.model + "': " + missing_file_text(made_in) +
+                         " (a plan keeps paths as typed when it was made: run from that folder)");
   }
   // Resolved now, so that an unknown name is reported against this file and field (later it
   // would read as a --model option nobody gave). The model is the one thing no option of
@@ -119,9 +123,10 @@ WorkloadOptions workload_from_json(const JsonObject& o) {
     }
     w.embed_head = o.raw().at("embed_head").get<bool>();
   }
-  w.hardware = beside_file(w.hardware, o.file(), &found);  // else an error names it later
-  w.profile = beside_file(o.string_or("profile", ""), o.file(), &found);
-  w.emulate = beside_file(o.string_or("emulate", ""), o.file(), &found);
+  // Else an error names it later.
+  w.hardware = beside_file(w.hardware, o.file(), made_in, &found);
+  w.profile = beside_file(o.string_or("profile", ""), o.file(), made_in, &found);
+  w.emulate = beside_file(o.string_or("emulate", ""), o.file(), made_in, &found);
   w.comm_ctas = o.count_or("comm_ctas", 0);
   w.sm_clock = o.count_or("sm_clock", 0);  // plans before --sm-clock: the quoted clock
   // Plans written before the execution modes were predicted for queued execution.
@@ -210,11 +215,17 @@ std::vector<std::pair<PlannedRun, double>> alternatives_of(const nlohmann::json&
 
 }  // namespace
 
+std::string missing_file_text(const std::string& made_in) {
+  return "no such file, from the current folder, " +
+         (made_in.empty() ? std::string() : "the folder the file was made in (" + made_in + "), ") +
+         "or beside the file";
+}
+
 PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& file,
-                                 const std::string& path) {
+                                 const std::string& path, const std::string& made_in) {
   const JsonObject o(j, file, path);
   PlannedRun r;
-  r.workload = workload_from_json(o.object("workload"));
+  r.workload = workload_from_json(o.object("workload"), made_in);
   r.spec = spec_from_json(o.object("strategy"));
   if (strategy(r.spec.kind).uses_chunks() && r.workload.phase == "prefill") {
     std::int64_t sum = 0;
@@ -286,6 +297,7 @@ PlanFile load_plan(const std::string& path) {
   const JsonObject opts = o.object("options");
   p.align = opts.integer_or("align", 64);
   p.profile_digest = o.string_or("profile_digest", "");
+  p.made_in = o.string_or("made_in", "");
   if (!o.has("lookup") || !j.at("lookup").is_array() || j.at("lookup").empty()) {
     throw InputError(path, "lookup", "must be a non-empty array");
   }
@@ -295,8 +307,9 @@ PlanFile load_plan(const std::string& path) {
     PlanEntry pe;
     pe.where = where;
     pe.seq = e.integer("seq_len");
-    pe.run = e.has("run") ? planned_run_from_json(e.raw().at("run"), path, e.field("run"))
-                          : legacy_run(o, e, pe.seq);
+    pe.run = e.has("run")
+                 ? planned_run_from_json(e.raw().at("run"), path, e.field("run"), p.made_in)
+                 : legacy_run(o, e, pe.seq);
     const bool decode = pe.run.workload.phase == "decode";
     const std::int64_t planned_at = decode ? pe.run.workload.context : pe.run.workload.seq;
     if (planned_at != pe.seq) {

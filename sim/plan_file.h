@@ -30,9 +30,13 @@ nlohmann::ordered_json strategy_params_json(const StrategySpec& s);
 // {"workload": {...every WorkloadOptions field...}, "strategy": strategy_spec_json}.
 nlohmann::ordered_json planned_run_json(const PlannedRun& r);
 // The inverse of planned_run_json. `path` is the JSON path of the object inside `file`, for
-// errors (InputError naming the file and the field).
+// errors (InputError naming the file and the field). `made_in`: the folder the file was
+// written from (its "made_in"), where relative paths in it are also looked for.
 PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& file,
-                                 const std::string& path);
+                                 const std::string& path, const std::string& made_in = "");
+// "no such file, from the current folder, the folder the file was made in (...), or beside
+// the file", for a relative path a plan or report names that is found nowhere.
+std::string missing_file_text(const std::string& made_in);
 
 struct PlanEntry {
   std::int64_t seq = 0;  // prompt length (decode: context length) this entry was planned for
@@ -50,6 +54,7 @@ struct PlanFile {
   std::string path;
   std::int64_t align = 64;
   std::string profile_digest;      // of the profile planned with (file_digest); empty: none/old
+  std::string made_in;             // the folder tpo was run in to make it ("" in older plans)
   std::vector<PlanEntry> entries;  // sorted by seq
   // What to run for a prompt of `seq` tokens: the entry of the largest planned length <= seq,
   // its chunk fractions scaled to seq with boundaries on the align grid. Shorter than every

@@ -114,10 +114,9 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
         std::error_code ec;
         if (!replaced && sim::is_config_path(spec) && !std::filesystem::exists(spec, ec)) {
           throw InputError(o.plan_path, e.where + ".run.workload." + field,
-                           "'" + spec +
-                               "': no such file, from the current folder or beside the plan (a "
-                               "plan keeps paths as typed when it was made: run from that folder, "
-                               "or replace it with --" +
+                           "'" + spec + "': " + sim::missing_file_text(plan.made_in) +
+                               " (a plan keeps paths as typed when it was made: run from that "
+                               "folder, or replace it with --" +
                                field + ")");
         }
       }
@@ -633,6 +632,20 @@ ojson validate_json(const ValidateReport& r) {
   }
   j["cost_model"] = r.cost_model;
   j["notes"] = validate_notes(r);
+  // Where the cases' relative paths are read from (tpo calibrate reads the runs back).
+  for (const auto& c : r.cases) {
+    const auto& w = c.run.workload;
+    bool relative = false;
+    for (const std::string& spec : {w.model, w.hardware, w.profile, w.emulate}) {
+      relative =
+          relative || (sim::is_config_path(spec) && std::filesystem::path(spec).is_relative());
+    }
+    if (relative) {
+      std::error_code ec;
+      j["made_in"] = std::filesystem::current_path(ec).string();
+      break;
+    }
+  }
   j["execution"] = r.execution;
   // The runtimes read Q in place in the qkv rows (since 2026-12-02; before, the CUDA runtime
   // gathered it with an untimed strided copy, which tpo calibrate adds back for older reports).

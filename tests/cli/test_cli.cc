@@ -1949,7 +1949,26 @@ TEST_CASE("a plan that names its model by a relative path is read from another f
   r = tpo("validate --plan " + (dir / "p.json").string() + " --repeat 1 --warmup 0", "cd / &&");
   CHECK(r.code == 2);
   CHECK(r.out.find("field 'lookup[0].run.workload.model'") != std::string::npos);
-  CHECK(r.out.find("beside the plan") != std::string::npos);
+  CHECK(r.out.find("no such file, from the current folder, the folder the file was made in (" +
+                   dir.string() + "), or beside the file") != std::string::npos);
+  // A plan written to another folder than its model's: read from the folder it was made in.
+  fs::create_directories(dir / "models");
+  fs::create_directories(dir / "plans");
+  fs::copy_file(data + "/tiny_model.json", dir / "models" / "t.json",
+                fs::copy_options::overwrite_existing);
+  REQUIRE(tpo("plan --model models/t.json --hardware cpu-host --tp 2 --seq 128 --layers 1 "
+              "--quiet --json plans/q.json",
+              "cd " + dir.string() + " &&")
+              .code == 0);
+  CHECK(nlohmann::json::parse(slurp(dir / "plans" / "q.json")).at("made_in") == dir.string());
+  r = tpo("validate --plan " + (dir / "plans" / "q.json").string() + " --repeat 1 --warmup 0",
+          "cd / &&");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("correct") != std::string::npos);
+  // Shipped names only: nothing to record.
+  REQUIRE(tpo("plan --seq 1024 --quiet --json plans/s.json", "cd " + dir.string() + " &&").code ==
+          0);
+  CHECK_FALSE(nlohmann::json::parse(slurp(dir / "plans" / "s.json")).contains("made_in"));
 }
 
 TEST_CASE("profile accuracy: the analytical model against a committed profile's measurements") {
