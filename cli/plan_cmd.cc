@@ -55,6 +55,11 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
                          "--json (tpo.generate/1); the CSV and chart are of prompt-length sweeps");
       }
     }
+    if (given("--comm-ctas")) {
+      throw InputError("--comm-ctas", "",
+                       "is searched by the prompt-length sweep only; the generate scenario runs "
+                       "at the hardware's default comm budget");
+    }
     for (const char* opt : {"--seq", "--phase", "--context", "--threshold", "--allow-arch-change",
                             "--interpolation-risk"}) {
       if (given(opt)) {

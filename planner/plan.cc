@@ -472,14 +472,18 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     }
     point.gemm_rows_interpolated.assign(rows.begin(), rows.end());
   }
-  if (searched) {  // the best at the default budget, for what the chosen budget gains
+  if (searched) {
+    // What the plan would pick at the default budget alone (ranked, and held to the threshold,
+    // as above), for what the chosen budget gains: none where no overlap beat it there.
     const std::int64_t def = budgets[1].ctas;
-    point.best_at_default_budget_ns = point.none_ns();
+    const Candidate* pick = nullptr;
     for (const auto& c : point.candidates) {
-      if (c.allowed && c.comm_ctas == def) {
-        point.best_at_default_budget_ns = std::min(point.best_at_default_budget_ns, c.total_ns);
-      }
+      if (c.allowed && c.comm_ctas == def && (!pick || ranked(c) < ranked(*pick))) pick = &c;
     }
+    point.best_at_default_budget_ns =
+        !pick || sim::keeps_none(ranked(point.candidates.front()), ranked(*pick), o.threshold)
+            ? point.none_ns()
+            : pick->total_ns;
   }
   // The run a plan file records: the point's workload at the chosen budget.
   if (point.candidates[point.best].comm_ctas > 0) {

@@ -1771,6 +1771,31 @@ TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and reco
     const auto& best = pt.at("candidates").at(pt.at("best").get<std::size_t>());
     CHECK(best.at("total_us").get<double>() <= pt.at("best_at_default_budget_us").get<double>());
   }
+  // Where no budget makes overlap pay, the pick is none at every budget: no gain (it read
+  // -0.7%, against an ISO candidate the plan without the search did not pick either); a plan
+  // without the search has no default-budget figure.
+  r =
+      tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 4,8,16,32 "
+          "--quiet --json " +
+          p.string());
+  REQUIRE(r.code == 0);
+  {
+    const auto k = nlohmann::json::parse(slurp(p));
+    const auto& pt = k.at("points").at(0);
+    REQUIRE(pt.at("best") == 0);
+    CHECK(pt.at("best_at_default_budget_us") == pt.at("none_us"));
+    CHECK(r.out.find("gain over the best at the default budget: 1024: 0.0%") != std::string::npos);
+  }
+  REQUIRE(tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --quiet --json " +
+              p.string())
+              .code == 0);
+  CHECK_FALSE(
+      nlohmann::json::parse(slurp(p)).at("points").at(0).contains("best_at_default_budget_us"));
+  // generate does not search budgets: refused (it was ignored).
+  r = tpo("plan --scenario generate --model llama2-70b --hardware h200x8 --tp 8 --comm-ctas 4");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--comm-ctas: is searched by the prompt-length sweep only") !=
+        std::string::npos);
   // Without a contention model a budget changes nothing: refused, not silently ignored.
   r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --comm-ctas 8 --quiet");
   CHECK(r.code == 2);
