@@ -67,7 +67,7 @@ void run_one(const SimulateCli& c, const Workload& w, const CostModel& cm, const
                           ? base
                           : simulate(w, make_spec(so, w, kind), cm);
   print_summary(std::cout, w, r, baseline_ns, model_and_exec_of(wo, cm, r.schedule),
-                cm.overlap_model());
+                cm.overlap_model(), cm.allreduce_text(w));
   print_budget(wo);
   if (!wo.profile.empty()) {
     auto sources = [&](const char* label, const Schedule& sch) {
@@ -136,7 +136,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     }
   }
   print_compare(std::cout, w, rows, baseline_ns, model_and_exec_of(wo, cm, base.schedule),
-                cm.overlap_model());
+                cm.overlap_model(), cm.allreduce_text(w));
   print_budget(wo);
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {

@@ -200,9 +200,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
   rep.overlap_model = cm.overlap_model();
   rep.notes = sim::model_notes(ws.front().model, o.prompt + o.new_tokens);
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
+  rep.allreduce_note = cm.allreduce_text(ws.front());
   if (rep.cost_model == "analytical") {
-    rep.allreduce_note =
-        sim::allreduce_cost_line(ws.front().hardware, o.plan.workload.tp, ws.front().links_of);
     if (!rep.allreduce_note.empty())
       rep.allreduce_note +=
           "; decode's small all-reduces are latency-bound, and the latency "

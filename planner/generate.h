@@ -49,9 +49,9 @@ struct GenerateReport {
   std::vector<std::string> notes;    // sim::model_notes at prompt + new tokens
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::int64_t layers = 0;
-  // Analytical model only: the all-reduce cost it charges (the hardware file's links), stated
-  // because decode's small all-reduces are latency-bound and that latency depends on the
-  // all-reduce implementation. Empty with a profile.
+  // What priced the all-reduces (CostModel::allreduce_text); with the analytical model, also
+  // that decode's small all-reduces are latency-bound and that latency depends on the
+  // all-reduce implementation.
   std::string allreduce_note;
   std::vector<GenerateBatch> batches;
 };

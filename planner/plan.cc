@@ -498,6 +498,7 @@ void run_plan(Plan& plan, const sim::CostModel* override_cm) {
   const sim::CostModel& cm = override_cm ? *override_cm : *own;
   plan.cost_model = cm.name();
   plan.overlap_model = cm.overlap_model();
+  plan.allreduce_text = cm.allreduce_text(plan.workload);
   plan.execution = sim::execution_json(cm.exec(), cm.launch());
   // Budgets: the default first (none's baseline), then each one searched.
   std::vector<Budget> budgets{{0, &cm}};

@@ -88,6 +88,7 @@ struct Plan {
   sim::Workload workload;  // of the first point (seq and context differ per point)
   std::string cost_model;
   std::string overlap_model;         // sim::CostModel::overlap_model of the plan's cost model
+  std::string allreduce_text;        // sim::CostModel::allreduce_text of the first point
   nlohmann::ordered_json execution;  // the execution mode and its launch costs
   std::vector<PlanPoint> points;
 };

@@ -62,10 +62,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
-  if (const auto ar = sim::allreduce_cost_line(w.hardware, w.tp, w.links_of);
-      plan.cost_model == "analytical" && !ar.empty()) {
-    os << ar << "\n";
-  }
+  if (!plan.allreduce_text.empty()) os << plan.allreduce_text << "\n";
   if (const auto ov = sim::overlap_line(w, plan.overlap_model); !ov.empty()) os << ov << "\n";
   sim::print_notes(os, plan_notes(plan));
   os << "\n";

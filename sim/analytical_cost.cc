@@ -16,6 +16,7 @@
 
 #include "sim/error.h"
 #include "sim/format.h"
+#include "sim/workload.h"
 
 namespace tpo::sim {
 
@@ -336,6 +337,10 @@ std::string AnalyticalCostModel::overlap_model() const {
          fmt("x%.2f", c.memory) + "; comm " + fmt("x%.2f", m.gemm) + " beside a GEMM, " +
          fmt("x%.2f", m.attention) + " beside attention, " + fmt("x%.2f", m.memory) +
          " beside a memory-bound op";
+}
+
+std::string CostModel::allreduce_text(const Workload& w) const {
+  return allreduce_cost_line(w.hardware, w.tp, w.links_of);
 }
 
 }  // namespace tpo::sim

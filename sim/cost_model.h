@@ -18,6 +18,8 @@
 
 namespace tpo::sim {
 
+struct Workload;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -34,6 +36,9 @@ class CostModel {
   // What prices overlap, in words, for the reports: the contention model and where its
   // parameters come from, or the fixed slowdown factors and theirs ("" where neither applies).
   virtual std::string overlap_model() const { return ""; }
+  // What prices the all-reduces of `w`, as a console line ("all-reduce: ..."; "" at TP 1):
+  // the hardware file's links (allreduce_cost_line), or a profile's measured times.
+  virtual std::string allreduce_text(const Workload& w) const;
   // Whether every GEMM of the model was timed at `m` rows (a measured profile); a model
   // that prices every size alike (the analytical one) answers true.
   virtual bool gemm_rows_measured(std::int64_t /*m*/) const { return true; }

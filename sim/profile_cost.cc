@@ -245,6 +245,16 @@ std::string ProfileCostModel::origin(const Op& op) const {
   return estimate(op).origin;
 }
 
+std::string ProfileCostModel::allreduce_text(const Workload& w) const {
+  if (w.tp <= 1) return "";
+  if (const auto it = allreduce_.find(tp_); it != allreduce_.end()) {
+    return "all-reduce: the profile's measured times at " + std::to_string(tp_) + " ranks (" +
+           std::to_string(it->second.size()) + " sizes)";
+  }
+  return CostModel::allreduce_text(w) + " (the profile has no all-reduce times at " +
+         std::to_string(tp_) + " ranks)";
+}
+
 std::string ProfileCostModel::overlap_model() const {
   if (contention_.enabled) {
     const bool own = p_.contention.is_object() && p_.contention.contains("params");

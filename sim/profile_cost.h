@@ -32,6 +32,7 @@ class ProfileCostModel final : public CostModel {
   const ContentionParams* contention() const override { return &contention_; }
   void set_contention(const ContentionParams& p) { contention_ = p; }
   std::string overlap_model() const override;
+  std::string allreduce_text(const Workload& w) const override;
   const LaunchCosts& launch() const override { return launch_; }
   const Profile& profile() const { return p_; }
   // Rows at which every GEMM curve of the profile has a point.

@@ -290,7 +290,7 @@ std::string overlap_line(const Workload& w, const std::string& overlap) {
 
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap) {
+                   const std::string& overlap, const std::string& allreduce) {
   const Timeline& tl = r.timeline;
   os << "tpo simulate — " << workload_line(w) << "\n";
   os << "strategy " << r.schedule.strategy;
@@ -298,10 +298,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   if (c != "-") os << " (" << c << ")";
   if (!r.schedule.preserves_function) os << "  [changes the model: needs retraining]";
   os << "\npredicted by the " << cost_model << " (not measured)\n";
-  if (const auto ar = allreduce_cost_line(w.hardware, w.tp, w.links_of);
-      cost_model.starts_with("analytical") && !ar.empty()) {
-    os << ar << "\n";
-  }
+  if (!allreduce.empty()) os << allreduce << "\n";
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   print_notes(os, workload_notes(w));
   os << "\n";
@@ -328,13 +325,10 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
 
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap) {
+                   const std::string& overlap, const std::string& allreduce) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
   os << "predicted by the " << cost_model << " (not measured)\n";
-  if (const auto ar = allreduce_cost_line(w.hardware, w.tp, w.links_of);
-      cost_model.starts_with("analytical") && !ar.empty()) {
-    os << ar << "\n";
-  }
+  if (!allreduce.empty()) os << allreduce << "\n";
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   print_notes(os, workload_notes(w));
   os << "\n";

@@ -370,6 +370,22 @@ TEST_CASE(
           std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama3.1-8b-tp2.json");
   CHECK(r.out.find("overlap: the contention model, from the profile's fitted contention block") !=
         std::string::npos);
+  // With a profile, the all-reduce line says what priced them: the profile's measured times,
+  // or (where it has none at the TP) the links of the hardware file or of --emulate's machine.
+  r = tpo("simulate --model llama2-70b --hardware h200x8 --tp 8 --seq 4096 --compare --profile " +
+          std::string(TPO_TEST_DATA) +
+          "/../../configs/profiles/h200-llama2-70b-tp8.json --emulate rtx4090x8");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("inside a node from rtx4090x8 (--emulate) (the profile has no all-reduce "
+                   "times at 8 ranks)") != std::string::npos);
+  const fs::path ar = scratch() / "ar.profile.json";
+  REQUIRE(tpo("profile import-nccl-tests " + data +
+              "/all_reduce_perf_sample.txt --hardware h100x8 --out " + ar.string())
+              .code == 0);
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --quiet --profile " +
+          ar.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("all-reduce: the profile's measured times at 8 ranks (") != std::string::npos);
   // One GPU: nothing overlaps, nothing said.
   CHECK(tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 1 --seq 1024")
             .out.find("overlap:") == std::string::npos);
