@@ -290,7 +290,8 @@ std::string overlap_line(const Workload& w, const std::string& overlap) {
 
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap, const std::string& allreduce) {
+                   const std::string& overlap, const std::string& allreduce,
+                   const std::string& baseline_note) {
   const Timeline& tl = r.timeline;
   os << "tpo simulate — " << workload_line(w) << "\n";
   os << "strategy " << r.schedule.strategy;
@@ -301,6 +302,7 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
   if (!allreduce.empty()) os << allreduce << "\n";
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   print_notes(os, workload_notes(w));
+  if (!baseline_note.empty()) os << baseline_note << "\n";
   os << "\n";
   auto line = [&](const char* label, const std::string& v) {
     os << "  " << std::left << std::setw(22) << label << v << "\n";
@@ -325,12 +327,14 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
 
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap, const std::string& allreduce) {
+                   const std::string& overlap, const std::string& allreduce,
+                   const std::string& baseline_note) {
   os << "tpo simulate --compare — " << workload_line(w) << "\n";
   os << "predicted by the " << cost_model << " (not measured)\n";
   if (!allreduce.empty()) os << allreduce << "\n";
   if (const auto ov = overlap_line(w, overlap); !ov.empty()) os << ov << "\n";
   print_notes(os, workload_notes(w));
+  if (!baseline_note.empty()) os << baseline_note << "\n";
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(16) << "chunks" << std::right
      << std::setw(12) << "total_ms" << std::setw(10) << "speedup" << std::setw(17)

@@ -40,10 +40,12 @@ std::string chrome_trace(const Workload& w, const SimResult& r);
 // "analytical cost model, eager execution": what made a prediction, for console output.
 std::string model_and_exec(const CostModel& cm);
 // `overlap`: what prices overlap (CostModel::overlap_model), printed at TP > 1 where given.
-// `allreduce`: what priced the all-reduces (CostModel::allreduce_text), printed where given.
+// `allreduce`: what priced the all-reduces (CostModel::allreduce_text), printed where given;
+// `baseline_note`: what the speedups are over where that is not plain none (--comm-ctas).
 void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap = "", const std::string& allreduce = "");
+                   const std::string& overlap = "", const std::string& allreduce = "",
+                   const std::string& baseline_note = "");
 
 struct CompareRow {
   std::string strategy;
@@ -56,7 +58,8 @@ struct CompareRow {
 };
 void print_compare(std::ostream& os, const Workload& w, const std::vector<CompareRow>& rows,
                    std::int64_t baseline_ns, const std::string& cost_model,
-                   const std::string& overlap = "", const std::string& allreduce = "");
+                   const std::string& overlap = "", const std::string& allreduce = "",
+                   const std::string& baseline_note = "");
 // The model's notes for this workload (sim::model_notes at its prompt + context).
 std::vector<std::string> workload_notes(const Workload& w);
 // Each as a "note: ..." line.
