@@ -66,7 +66,8 @@ void print_plan(std::ostream& os, const Plan& plan) {
   if (const auto ov = sim::overlap_line(w, plan.overlap_model); !ov.empty()) os << ov << "\n";
   sim::print_notes(os, plan_notes(plan));
   os << "\n";
-  os << std::left << std::setw(9) << length_name(plan) << std::setw(12) << "best" << std::setw(20)
+  // Wide enough for the longest strategy name (parallel-block), and a space after it.
+  os << std::left << std::setw(9) << length_name(plan) << std::setw(16) << "best" << std::setw(20)
      << "chunks / variant" << std::right << std::setw(13) << "predicted_ms"
      << " " << std::setw(9) << "none_ms"
      << " " << std::setw(8) << "speedup"
@@ -80,7 +81,7 @@ void print_plan(std::ostream& os, const Plan& plan) {
   os << "\n";
   for (const auto& p : plan.points) {
     const Candidate& b = p.candidates[p.best];
-    os << std::left << std::setw(9) << p.seq << std::setw(12) << b.strategy() << std::setw(20)
+    os << std::left << std::setw(9) << p.seq << std::setw(16) << b.strategy() << std::setw(20)
        << (p.best == 0 ? "(don't overlap)" : b.detail) << std::right << std::setw(13)
        << fmt("%.3f", to_us(b.total_ns) / 1e3) << " " << std::setw(9)
        << fmt("%.3f", to_us(p.none_ns()) / 1e3) << " " << std::setw(8) << fmt("%.3fx", b.speedup)

@@ -251,6 +251,10 @@ TEST_CASE("a misspelt option is named with its command and the nearest option") 
 TEST_CASE("plan says how to use it between planned lengths, and where iso was not tried") {
   auto r = tpo("plan --seq 4096,1024 --quiet");
   REQUIRE(r.code == 0);
+  // The longest strategy name keeps its column (it ran into the next: "parallel-block-").
+  CHECK(tpo("plan --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 1024 "
+            "--allow-arch-change --quiet")
+            .out.find("1024     parallel-block  -  ") != std::string::npos);
   // Lengths in any order are planned shortest first: the lookup sorted, the chart finite.
   {
     const fs::path j = scratch() / "unsorted.json", svg = scratch() / "unsorted.svg";
