@@ -192,6 +192,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   }
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
+  rep.hardware_label = sim::hardware_label(ws.front().hardware);
   rep.clock = sim::sm_clock_text(ws.front().hardware);
   rep.layers = ws.front().layers;
   const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
@@ -224,7 +225,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
 
 void print_generate(std::ostream& os, const GenerateReport& r) {
   const auto& o = r.options;
-  os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_name << ", TP "
+  os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_label << ", TP "
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
      << r.layers << " layers" << r.clock
      << "; with the embedding, final norm and LM head (a sweep's prefill leaves them out)\n";

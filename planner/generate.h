@@ -43,7 +43,8 @@ struct GenerateBatch {
 struct GenerateReport {
   GenerateOptions options;
   std::string model_name, hardware_name;
-  std::string clock;  // sim::sm_clock_text of the hardware ("" at the quoted clock)
+  std::string hardware_label;  // sim::hardware_label: the name, and the file where it differs
+  std::string clock;           // sim::sm_clock_text of the hardware ("" at the quoted clock)
   std::string cost_model = "analytical";
   std::string overlap_model;         // sim::CostModel::overlap_model
   std::vector<std::string> notes;    // sim::model_notes at prompt + new tokens

@@ -53,8 +53,8 @@ std::vector<std::string> plan_notes(const Plan& plan) {
 
 void print_plan(std::ostream& os, const Plan& plan) {
   const auto& w = plan.workload;
-  os << "tpo plan — " << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", "
-     << sim::phase_name(w.phase) << ", batch " << w.batch
+  os << "tpo plan — " << w.model.name << " on " << sim::hardware_label(w.hardware) << ", TP "
+     << w.tp << ", " << sim::phase_name(w.phase) << ", batch " << w.batch
      << (w.phase == sim::Phase::Prefill && w.context > 0
              ? ", after " + std::to_string(w.context) + " cached tokens"
              : "")

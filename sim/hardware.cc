@@ -203,6 +203,12 @@ std::vector<std::string> missing_required(const nlohmann::json& j, std::int64_t 
 
 }  // namespace
 
+std::string hardware_label(const HardwareConfig& h) {
+  const fs::path file(h.origin);
+  if (h.origin.empty() || file.stem().string() == h.name) return h.name;
+  return h.name + " (from " + file.filename().string() + ")";
+}
+
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {
   const std::string path = resolve_config("hardware", spec, field);
   return hardware_from_json(read_json_file(path), path);

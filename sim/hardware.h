@@ -126,5 +126,8 @@ HardwareConfig load_hardware(const std::string& spec, const std::string& field =
 // before it is).
 HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& path);
 std::vector<std::string> shipped_hardware();
+// The machine's name for headers: its `name`, and the file it came from where that file is
+// named otherwise (a copied file keeps the name inside: "h100x8 (from my-machine.json)").
+std::string hardware_label(const HardwareConfig& h);
 
 }  // namespace tpo::sim

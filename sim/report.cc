@@ -101,8 +101,8 @@ std::string sm_clock_text(const HardwareConfig& h) {
 
 std::string workload_line(const Workload& w) {
   std::ostringstream os;
-  os << w.model.name << " on " << w.hardware.name << ", TP " << w.tp << ", " << phase_name(w.phase)
-     << ", batch " << w.batch;
+  os << w.model.name << " on " << hardware_label(w.hardware) << ", TP " << w.tp << ", "
+     << phase_name(w.phase) << ", batch " << w.batch;
   if (w.phase == Phase::Prefill) {
     os << " x " << w.seq << " tokens";
     if (w.context > 0) os << " after " << w.context << " cached";

@@ -644,8 +644,13 @@ TEST_CASE("an output that names one of the command's own inputs is refused, the 
     CHECK(r.code == 0);
     CHECK(slurp(mine) != hw_before);
   }
-  // Another name is fine.
-  CHECK(tpo(run + "--json " + (dir / "r.json").string()).code == 0);
+  // Another name is fine. A copied hardware file keeps the name inside it: the header says
+  // which file it came from.
+  r = tpo(run + "--json " + (dir / "r.json").string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("llama3.1-8b on h100x8 (from hw.json), TP 8") != std::string::npos);
+  CHECK(tpo("simulate --hardware h100x8 --tp 8 --seq 1024").out.find("(from ") ==
+        std::string::npos);
 }
 
 TEST_CASE("outputs through links, devices and long names, and inputs that are not files") {
