@@ -59,7 +59,7 @@ int run_accuracy(const AccuracyCli& c) {
                 << "'; this compares it with " << hw.name << "'s analytical model\n";
     }
     std::cout << f << " (" << (p.model.empty() ? std::string("links only") : p.model) << ", TP "
-              << p.tp << ", measured by " << device << ")";
+              << p.tp << ", measured on " << device << ")";
     nlohmann::json t =
         profiler::analytical_vs_measured(hw, p.tp, profiler::measurements_of(p), std::cout);
     report["profiles"].push_back({{"profile", f},
@@ -70,7 +70,10 @@ int run_accuracy(const AccuracyCli& c) {
                                   {"summary", t.at("summary")},
                                   {"points", t.at("points")}});
   }
-  if (!c.json.empty()) write_file_atomic(c.json, report.dump(1) + "\n", "--json");
+  if (!c.json.empty()) {
+    write_file_atomic(c.json, report.dump(1) + "\n", "--json");
+    std::cout << "wrote " << output_name(c.json) << "\n";
+  }
   return 0;
 }
 
