@@ -60,8 +60,8 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
                        "is searched by the prompt-length sweep only; the generate scenario runs "
                        "at the hardware's default comm budget");
     }
-    for (const char* opt : {"--seq", "--phase", "--context", "--threshold", "--allow-arch-change",
-                            "--interpolation-risk"}) {
+    for (const char* opt :
+         {"--seq", "--phase", "--context", "--allow-arch-change", "--interpolation-risk"}) {
       if (given(opt)) {
         throw InputError(opt, "",
                          "does not apply to --scenario generate (it uses --prompt, "

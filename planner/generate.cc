@@ -39,12 +39,12 @@ std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim
   return engine.run(s, sim::cost_schedule(s, cm)).total_ns;
 }
 
-// The fastest variant in this phase; a function-preserving strategy that cannot beat `none`
-// falls back to `none` (what the planner would answer). A model-changing one has no fallback:
-// its model is different in every phase.
+// The fastest variant in this phase; a function-preserving strategy that cannot beat `none` by
+// more than `threshold` falls back to `none` (what the planner would answer). A model-changing one
+// has no fallback: its model is different in every phase.
 StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t align,
-                    std::int64_t max_chunks, const sim::CostModel& cm, sim::Engine& engine,
-                    bool* fell_back) {
+                    std::int64_t max_chunks, double threshold, const sim::CostModel& cm,
+                    sim::Engine& engine, bool* fell_back) {
   const StrategySpec none(StrategyKind::None);
   const std::int64_t none_ns = time_of(w, none, cm, engine);
   StrategySpec best = none;
@@ -70,7 +70,9 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   // not beat none: marked as a fallback either way.
   *fell_back = kind != StrategyKind::None && best.kind == StrategyKind::None;
   if (best.kind == StrategyKind::None) return none;
-  if (sim::preserves_function(kind) && best_ns >= none_ns) {
+  // As plan answers: it must beat none by more than the threshold.
+  if (sim::preserves_function(kind) &&
+      sim::keeps_none(static_cast<double>(none_ns), static_cast<double>(best_ns), threshold)) {
     *fell_back = true;
     return none;
   }
@@ -96,13 +98,14 @@ std::string phase_label(const StrategySpec& s, bool fell_back, StrategyKind aske
 }
 
 GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::int64_t new_tokens,
-                       std::int64_t align, std::int64_t max_chunks, const sim::CostModel& cm) {
+                       std::int64_t align, std::int64_t max_chunks, double threshold,
+                       const sim::CostModel& cm) {
   sim::Engine engine;
   GenerateResult r;
   r.strategy = sim::strategy_name(kind);
   r.preserves_function = sim::preserves_function(kind);
   bool fb = false;
-  const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, cm, engine, &fb);
+  const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, threshold, cm, engine, &fb);
   r.prefill_strategy = phase_label(pre, fb, kind);
   if (sim::strategy(pre.kind).uses_chunks()) {
     r.detail = join_tokens(pre.chunk_tokens);
@@ -116,7 +119,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   dw.seq = 1;
   dw.context = prefill_w.seq + std::max<std::int64_t>(steps, 1) / 2;
   const StrategyKind dkind = sim::strategy(kind).decode_as;
-  const StrategySpec dec = choose(dw, dkind, align, max_chunks, cm, engine, &fb);
+  const StrategySpec dec = choose(dw, dkind, align, max_chunks, threshold, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb, dkind);
   double sum_us = 0;
   if (steps > 0) {
@@ -156,6 +159,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   if (o.new_tokens < 1) {
     throw InputError("--new-tokens", std::to_string(o.new_tokens), "must be >= 1");
   }
+  sim::check_threshold(p.threshold, "--threshold");
   if (!p.json_path.empty()) check_writable(p.json_path, "--json");
   const auto batches = parse_batches(o.batches);
   const auto kinds = parse_strategy_list(p.strategies);
@@ -214,7 +218,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
   run_jobs(batches.size() * kinds.size(), p.threads, [&](std::size_t j) {
     const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
     rep.batches[bi].results[ki] =
-        run_one(ws[bi], kinds[ki], o.new_tokens, p.align, p.max_chunks, cm);
+        run_one(ws[bi], kinds[ki], o.new_tokens, p.align, p.max_chunks, p.threshold, cm);
   });
   for (auto& b : rep.batches) {
     const double base = b.results[0].tokens_per_s;
@@ -243,10 +247,12 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
     os << "overlap: " << r.overlap_model << "\n";
   }
   sim::print_notes(os, r.notes);
-  os << "each strategy runs its best variant in each phase; * = it could not beat none there, or "
-        "is not applicable (microbatch needs 2 requests), so none ran; (uncut) = iso+ladder with "
-        "the prompt in one chunk, i.e. ladder; ISO cuts prompts only, so iso+ladder decodes as "
-        "ladder\n";
+  os << "each strategy runs its best variant in each phase; * = it could not beat none there by "
+        "more than "
+     << fmt("%.1f%%", 100 * o.plan.threshold)
+     << " (--threshold), or is not applicable (microbatch needs 2 requests), so none ran; "
+        "(uncut) = iso+ladder with the prompt in one chunk, i.e. ladder; ISO cuts prompts only, "
+        "so iso+ladder decodes as ladder\n";
   const auto& f = fmt;
   for (const auto& b : r.batches) {
     os << "\nbatch " << b.batch << "\n";
@@ -283,7 +289,8 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"align", o.plan.align},
                        {"layers", o.plan.workload.layers},
                        {"profile", o.plan.workload.profile},
-                       {"sm_clock", o.plan.workload.sm_clock}};
+                       {"sm_clock", o.plan.workload.sm_clock},
+                       {"threshold", o.plan.threshold}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

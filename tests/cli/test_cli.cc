@@ -1823,6 +1823,15 @@ TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and reco
               .code == 0);
   CHECK_FALSE(
       nlohmann::json::parse(slurp(p)).at("points").at(0).contains("best_at_default_budget_us"));
+  // generate holds overlap to plan's threshold: ISO's 0.7% prefill gain here runs none (it ran
+  // ISO for any gain); --threshold 0 takes it.
+  {
+    const std::string gen =
+        "plan --scenario generate --model llama2-70b --hardware h200x8 --tp 8 --prompt 1024 "
+        "--new-tokens 256 --batch 1 --strategies iso --quiet";
+    CHECK(tpo(gen).out.find("iso             none* / none*") != std::string::npos);
+    CHECK(tpo(gen + " --threshold 0").out.find("iso             iso (") != std::string::npos);
+  }
   // generate does not search budgets: refused (it was ignored).
   r = tpo("plan --scenario generate --model llama2-70b --hardware h200x8 --tp 8 --comm-ctas 4");
   CHECK(r.code == 2);
