@@ -37,21 +37,28 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-}  // namespace
-
-std::string unknown_option_hint(const CLI::App& app) {
-  // The command the arguments were given to: the deepest subcommand parsed.
+// The command the arguments were given to: the deepest subcommand parsed; `path` gets its
+// name as typed ("tpo profile import-nccl-tests").
+const CLI::App* parsed_command(const CLI::App& app, std::string* path = nullptr) {
   const CLI::App* at = &app;
-  std::string path = at->get_name();
+  if (path) *path = at->get_name();
   for (bool deeper = true; deeper;) {
     deeper = false;
     for (const CLI::App* sub : at->get_subcommands()) {
       at = sub;
-      path += " " + sub->get_name();
+      if (path) *path += " " + sub->get_name();
       deeper = true;
       break;
     }
   }
+  return at;
+}
+
+}  // namespace
+
+std::string unknown_option_hint(const CLI::App& app) {
+  std::string path;
+  const CLI::App* at = parsed_command(app, &path);
   std::string unknown;
   for (const std::string& arg : at->remaining()) {
     if (arg.rfind("--", 0) == 0 && arg.substr(0, arg.find('=')).size() > 2) {
@@ -83,18 +90,6 @@ std::string unknown_option_hint(const CLI::App& app) {
 }
 
 namespace {
-const CLI::App* parsed_command(const CLI::App& app) {
-  const CLI::App* at = &app;
-  for (bool deeper = true; deeper;) {
-    deeper = false;
-    for (const CLI::App* sub : at->get_subcommands()) {
-      at = sub;
-      deeper = true;
-      break;
-    }
-  }
-  return at;
-}
 constexpr const char* kOutputOptions[] = {"--json", "--trace", "--csv",
                                           "--svg",  "--out",   "--hardware-out"};
 }  // namespace
