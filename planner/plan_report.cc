@@ -232,13 +232,8 @@ ojson plan_json(const Plan& plan) {
   }
   // Where relative paths in it are read from: recorded only where the plan has one, so that
   // validate --plan finds them from any folder.
-  for (const std::string& spec :
-       {o.workload.model, o.workload.hardware, o.workload.profile, o.workload.emulate}) {
-    if (sim::is_config_path(spec) && std::filesystem::path(spec).is_relative()) {
-      std::error_code ec;
-      j["made_in"] = std::filesystem::current_path(ec).string();
-      break;
-    }
+  if (const std::string made_in = sim::made_in_for(o.workload); !made_in.empty()) {
+    j["made_in"] = made_in;
   }
   j["model"] = sim::model_json(w.model);
   j["hardware"] = sim::hardware_json(w.hardware);

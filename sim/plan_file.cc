@@ -215,6 +215,16 @@ std::vector<std::pair<PlannedRun, double>> alternatives_of(const nlohmann::json&
 
 }  // namespace
 
+std::string made_in_for(const WorkloadOptions& w) {
+  for (const std::string& spec : {w.model, w.hardware, w.profile, w.emulate}) {
+    if (is_config_path(spec) && std::filesystem::path(spec).is_relative()) {
+      std::error_code ec;
+      return std::filesystem::current_path(ec).string();
+    }
+  }
+  return "";
+}
+
 std::string missing_file_text(const std::string& made_in) {
   return "no such file, from the current folder, " +
          (made_in.empty() ? std::string() : "the folder the file was made in (" + made_in + "), ") +

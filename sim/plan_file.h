@@ -37,6 +37,9 @@ PlannedRun planned_run_from_json(const nlohmann::json& j, const std::string& fil
 // "no such file, from the current folder, the folder the file was made in (...), or beside
 // the file", for a relative path a plan or report names that is found nowhere.
 std::string missing_file_text(const std::string& made_in);
+// The folder tpo runs in, where `w` names a file by a relative path (a plan or report then
+// records it as "made_in"); "" where every file is a shipped name or an absolute path.
+std::string made_in_for(const WorkloadOptions& w);
 
 struct PlanEntry {
   std::int64_t seq = 0;  // prompt length (decode: context length) this entry was planned for

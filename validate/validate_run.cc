@@ -634,15 +634,8 @@ ojson validate_json(const ValidateReport& r) {
   j["notes"] = validate_notes(r);
   // Where the cases' relative paths are read from (tpo calibrate reads the runs back).
   for (const auto& c : r.cases) {
-    const auto& w = c.run.workload;
-    bool relative = false;
-    for (const std::string& spec : {w.model, w.hardware, w.profile, w.emulate}) {
-      relative =
-          relative || (sim::is_config_path(spec) && std::filesystem::path(spec).is_relative());
-    }
-    if (relative) {
-      std::error_code ec;
-      j["made_in"] = std::filesystem::current_path(ec).string();
+    if (const std::string made_in = sim::made_in_for(c.run.workload); !made_in.empty()) {
+      j["made_in"] = made_in;
       break;
     }
   }
