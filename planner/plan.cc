@@ -158,7 +158,8 @@ std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec
   constexpr std::int64_t kShort = 8;
   // Only where every layer is built alike (a ladder on the last N layers is not), and where
   // the engine can skip at all (it does not with launch release times: eager or graph).
-  const bool alike = spec.ladder_layers == 0 || !sim::strategy(spec.kind).uses_ladder_layers();
+  const bool alike = (spec.ladder_layers == 0 || !sim::strategy(spec.kind).uses_ladder_layers()) &&
+                     sim::layers_alike(w.model, w.layers, w.seq + w.context);
   if (alike && cm_.exec() == sim::ExecMode::Queued && w.layers > 2 * kShort + 2) {
     sim::Workload a = w;
     a.layers = kShort;
@@ -195,7 +196,10 @@ Candidate Evaluator::full_unshortened(const StrategySpec& spec) {
 }
 
 double Evaluator::surrogate_ns(const StrategySpec& spec) {
-  if (w_.layers <= 3) return static_cast<double>(time_ns(w_, spec, nullptr));
+  // Layers that attend differently (sliding-window and full) do not repeat: timed in full.
+  if (w_.layers <= 3 || !sim::layers_alike(w_.model, w_.layers, w_.seq + w_.context)) {
+    return static_cast<double>(time_ns(w_, spec, nullptr));
+  }
   // Three layers; every further layer repeats the steady-state step between the starts of
   // layers 1 and 2 (the first op of each layer).
   sim::Workload w = w_;

@@ -16,7 +16,10 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     : cm_(cm), layers_(w.layers), context_(w.context) {
   if (const sim::ContentionParams* p = cm.contention(); p && p->enabled) contention_ = p;
   sim::Workload t = w;
-  t.layers = std::min<std::int64_t>(w.layers, 3);
+  // Layers that attend differently (sliding-window and full) do not repeat: the template is
+  // every layer, and the score its whole run (as Evaluator::surrogate_ns).
+  if (!sim::layers_alike(w.model, w.layers, w.seq + w.context)) layers_ = 0;
+  t.layers = layers_ == 0 ? w.layers : std::min<std::int64_t>(w.layers, 3);
   std::vector<std::int64_t> even;
   for (std::int64_t j = 0; j < k; ++j) even.push_back(w.seq * (j + 1) / k - w.seq * j / k);
   template_ = sim::build_schedule(t, StrategySpec(kind, even));

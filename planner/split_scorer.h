@@ -108,7 +108,9 @@ class SplitScorer {
 
   const sim::CostModel& cm_;
   const sim::ContentionParams* contention_ = nullptr;  // null: fixed factors
-  std::int64_t layers_ = 0;  // of the workload (the surrogate extrapolates beyond 3)
+  // Of the workload (the surrogate extrapolates beyond 3); 0 where layers differ and the
+  // template holds all of them.
+  std::int64_t layers_ = 0;
   std::int64_t context_ = 0;
   sim::Schedule template_;
   sim::OpCosts costs_;         // the template's, rewritten per split

@@ -147,8 +147,11 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
   double eff = hw_.attention_max_efficiency;
   if (hw_.attention_kv_half > 0) {
     // Causal with the diagonal bottom-right: a query block streams the prefix and, on average,
-    // half the chunk; short streams pay the kernel's prologue and epilogue per block.
-    const double kv = static_cast<double>(op.kv_prefix()) + 0.5 * static_cast<double>(q + 1);
+    // half the chunk (with a sliding window, the keys in its window); short streams pay the
+    // kernel's prologue and epilogue per block.
+    const double kv = op.window > 0
+                          ? attention_keys_per_query(op)
+                          : static_cast<double>(op.kv_prefix()) + 0.5 * static_cast<double>(q + 1);
     eff *= kv / (kv + hw_.attention_kv_half);
   }
   const double peak = hw_.bf16_dense_tflops * 1e3 * eff;  // flops/ns

@@ -84,6 +84,15 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                        "tpo times (Llama-style attention only)");
     }
   }
+  // Layers of two attention shapes (Gemma-4's global layers: their own head_dim and KV heads):
+  // tpo times every layer's attention with one shape.
+  for (const char* key : {"global_head_dim", "num_global_key_value_heads"}) {
+    if (j.contains(key) && !j.at(key).is_null()) {
+      throw InputError(path, key,
+                       "layers whose attention has another shape (head_dim or KV heads) than "
+                       "the rest are not modelled: tpo times one attention shape for all layers");
+    }
+  }
   const std::string type = o.string_or("model_type", "");
   // Attention and MLP side by side from one norm: the model's own layout is what tpo times as
   // the parallel-block strategy (a change to a Llama model), not its baseline.
@@ -108,8 +117,7 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
 }
 
 // The sliding window a config's attention uses (0: none, turned off as Qwen2's
-// use_sliding_window does, or covering every position). Attention over a window is not
-// modelled: a workload past it is refused (validate_workload); within it, it is full attention.
+// use_sliding_window does, or covering every position).
 std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path) {
   const bool off = j.contains("use_sliding_window") && j.at("use_sliding_window").is_boolean() &&
                    !j.at("use_sliding_window").get<bool>();
@@ -123,6 +131,50 @@ std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path)
           ? j.at("max_position_embeddings").get<double>()
           : 0;
   return positions > 0 && window >= positions ? 0 : static_cast<std::int64_t>(window);
+}
+
+// Which layers use the sliding window (m.windowed_layers; m.num_layers read), as Hugging Face
+// transformers decides it: the config's layer_types where it has them (written by
+// transformers since 4.53); else Gemma-2's every other layer from the first, Gemma-3's all
+// but every sliding_window_pattern-th (6 by default), Qwen2's layers from max_window_layers
+// on; else every layer (Mistral).
+void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const std::string& path,
+                          ModelConfig& m) {
+  if (m.sliding_window <= 0) return;
+  const auto n = static_cast<std::size_t>(m.num_layers);
+  std::vector<bool> w(n, true);
+  const std::string type = o.string_or("model_type", "");
+  if (j.contains("layer_types") && !j.at("layer_types").is_null()) {
+    const auto& t = j.at("layer_types");
+    if (!t.is_array() || t.size() != n) {
+      throw InputError(
+          path, "layer_types",
+          "must be a list of " + std::to_string(n) + " entries (one per layer, num_hidden_layers)");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string kind = t[i].is_string() ? t[i].get<std::string>() : t[i].dump();
+      if (kind != "sliding_attention" && kind != "full_attention") {
+        throw InputError(path, "layer_types",
+                         "entry " + std::to_string(i) + " is '" + kind +
+                             "': only sliding_attention and full_attention layers are modelled");
+      }
+      w[i] = kind == "sliding_attention";
+    }
+  } else if (type == "gemma2") {
+    for (std::size_t i = 0; i < n; ++i) w[i] = i % 2 == 0;
+  } else if (type.starts_with("gemma3")) {
+    const std::int64_t pattern = o.integer_or("sliding_window_pattern", 6);
+    if (pattern < 1) throw InputError(path, "sliding_window_pattern", "must be at least 1");
+    for (std::size_t i = 0; i < n; ++i) w[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
+  } else if (o.has("max_window_layers")) {
+    const std::int64_t first = o.count_or("max_window_layers", 0);
+    for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<std::int64_t>(i) >= first;
+  }
+  if (std::find(w.begin(), w.end(), true) == w.end()) {
+    m.sliding_window = 0;  // no layer uses it
+  } else if (std::find(w.begin(), w.end(), false) != w.end()) {
+    m.windowed_layers = std::move(w);
+  }
 }
 
 // Activation, biases and tied embeddings, from HF keys (also accepted in tpo.model/1 files).
@@ -212,8 +264,36 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
 
 }  // namespace
 
+std::int64_t ModelConfig::windowed_count() const {
+  if (sliding_window <= 0) return 0;
+  if (windowed_layers.empty()) return num_layers;
+  return static_cast<std::int64_t>(
+      std::count(windowed_layers.begin(), windowed_layers.end(), true));
+}
+
+bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions) {
+  if (m.sliding_window <= 0 || positions <= m.sliding_window || m.windowed_layers.empty()) {
+    return true;
+  }
+  for (std::int64_t l = 1; l < layers; ++l) {
+    if (m.window_of(l) != m.window_of(0)) return false;
+  }
+  return true;
+}
+
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions) {
   std::vector<std::string> out = m.notes;
+  if (m.sliding_window > 0 && positions > m.sliding_window) {
+    const std::int64_t k = m.windowed_count();
+    out.push_back((k == m.num_layers ? std::string("every layer attends")
+                                     : std::to_string(k) + " of the " +
+                                           std::to_string(m.num_layers) + " layers attend") +
+                  " over a sliding window of " + std::to_string(m.sliding_window) + " positions (" +
+                  fs::path(m.origin).filename().string() +
+                  "'s sliding_window): their attention is timed over the keys in the window; "
+                  "a profile's attention (measured without a window) is read at the same keys "
+                  "per query");
+  }
   if (m.max_positions > 0 && positions > m.max_positions) {
     out.push_back(std::to_string(positions) + " positions (prompt + context) exceed " +
                   fs::path(m.origin).filename().string() + "'s " +
@@ -271,12 +351,21 @@ ModelConfig load_model(const std::string& spec) {
                                   "qkv_bias",
                                   "mlp_bias",
                                   "tie_word_embeddings",
+                                  "sliding_window",
+                                  "layer_types",
                                   "source",
                                   "note"};
     for (const auto& [key, value] : j.items()) {
       if (std::find(std::begin(known), std::end(known), key) == std::end(known)) {
         throw InputError(path, key, "unknown key in a tpo.model/1 file (misspelt?)");
       }
+    }
+    if (j.contains("sliding_window") && !j.at("sliding_window").is_null()) {
+      if (!j.at("sliding_window").is_number()) {
+        throw InputError(path, "sliding_window",
+                         "must be a number, not " + j.at("sliding_window").dump());
+      }
+      m.sliding_window = sliding_window_of(j, path);
     }
   } else {  // Hugging Face: dense Llama-style decoders with a gated MLP
     refuse_unmodelled(j, o, path);
@@ -299,6 +388,7 @@ ModelConfig load_model(const std::string& spec) {
     }
     m.head_dim = m.hidden / m.heads;
   }
+  read_windowed_layers(j, o, path, m);
   if (m.heads % m.kv_heads != 0) {
     throw InputError(path, "num_key_value_heads",
                      "must divide num_attention_heads (" + std::to_string(m.heads) + ")");

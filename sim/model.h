@@ -31,9 +31,22 @@ struct ModelConfig {
   bool o_bias = false;           // bias on the attention output projection (Llama's attention_bias)
   bool mlp_bias = false;         // biases on the MLP projections (Llama's mlp_bias)
   bool tied_embeddings = false;  // the LM head is the embedding matrix (Gemma)
-  // Attention over the last sliding_window positions only (Mistral v0.1); 0: full attention.
-  // Not modelled past the window: a workload beyond it is refused.
+  // Sliding-window attention: a windowed layer's query sees the last sliding_window
+  // positions, itself included (Mistral v0.1: every layer; Gemma-2: every other layer;
+  // Gemma-3: five of every six). 0: full attention in every layer.
   std::int64_t sliding_window = 0;
+  // Which layers use the window, one entry per layer; empty (with a window): all of them.
+  std::vector<bool> windowed_layers;
+  // Layer `layer`'s window (0: full attention).
+  std::int64_t window_of(std::int64_t layer) const {
+    if (sliding_window <= 0) return 0;
+    const auto l = static_cast<std::size_t>(layer);
+    return windowed_layers.empty() || (l < windowed_layers.size() && windowed_layers[l])
+               ? sliding_window
+               : 0;
+  }
+  // How many of the model's layers use the window.
+  std::int64_t windowed_count() const;
   // The config's max_position_embeddings (0: not given): a prompt and context past it is
   // simulated, with a note (rope scaling or a longer-context variant would be needed).
   std::int64_t max_positions = 0;
@@ -42,6 +55,10 @@ struct ModelConfig {
   // modelled as bf16, Gemma-2's extra norms, ...): said with every prediction.
   std::vector<std::string> notes;
 };
+// Whether every one of the first `layers` layers attends alike over `positions` (prompt +
+// context): false where some use a sliding window the positions reach past and some do not.
+// Where true, the planner extrapolates a few layers' timeline to all of them.
+bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
 // The model's notes, and one on `positions` (prompt + context) past max_position_embeddings.
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions);
 const char* activation_name(ModelConfig::Activation a);

@@ -2,6 +2,8 @@
 // builder and for the profiler's analytical-vs-measured comparison.
 #include "sim/schedule.h"
 
+#include <algorithm>
+
 namespace tpo::sim {
 
 void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
@@ -49,20 +51,48 @@ void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {
   }
 }
 
+double attention_pairs(std::int64_t q, std::int64_t prefix, std::int64_t window) {
+  // Causal, bottom-right aligned: query i of the chunk (position prefix + i) sees prefix + i + 1
+  // keys, or the window's where that is fewer.
+  const double qq = static_cast<double>(q), p = static_cast<double>(prefix);
+  if (window <= 0 || window >= prefix + q) return qq * p + qq * (qq + 1) / 2;
+  const double w = static_cast<double>(window);
+  if (window <= prefix + 1) return qq * w;  // every query sees a full window
+  // Queries up to position window - 1 see all earlier keys (prefix + 1 .. window), the rest
+  // the window's.
+  const double a = p + 1;
+  return (a + w) * (w - a + 1) / 2 + w * (p + qq - w);
+}
+
 void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int64_t prefix,
-                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim) {
+                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim,
+                        std::int64_t window) {
   const double r = static_cast<double>(requests), qq = static_cast<double>(q),
-               p = static_cast<double>(prefix), hq = static_cast<double>(q_heads),
-               hkv = static_cast<double>(kv_heads), hd = static_cast<double>(head_dim);
-  // Causal, bottom-right aligned: query i of the chunk sees the prefix and queries 0..i.
-  const double pairs = qq * p + qq * (qq + 1) / 2;
+               hq = static_cast<double>(q_heads), hkv = static_cast<double>(kv_heads),
+               hd = static_cast<double>(head_dim);
   op.m = requests * q;
   op.n = q_heads;
   op.k = head_dim;
   op.kv_heads = static_cast<std::int32_t>(kv_heads);
-  op.flops = 4.0 * r * hq * hd * pairs;  // QK^T and PV, 2 FLOPs per multiply-add each
-  // Q read + O write, K/V of prefix and chunk read, K/V of the chunk written to the cache.
-  op.bytes = 2.0 * r * (2.0 * qq * hq * hd + 2.0 * (p + qq) * hkv * hd + 2.0 * qq * hkv * hd);
+  op.window = window;
+  // QK^T and PV, 2 FLOPs per multiply-add each.
+  op.flops = 4.0 * r * hq * hd * attention_pairs(q, prefix, window);
+  // Keys read: from the first query's window start (position 0 without a window) to the end.
+  const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, prefix - window + 1) : 0;
+  const double keys = static_cast<double>(prefix + q - first);
+  // Q read + O write, K/V of those keys read, K/V of the chunk written to the cache.
+  op.bytes = 2.0 * r * (2.0 * qq * hq * hd + 2.0 * keys * hkv * hd + 2.0 * qq * hkv * hd);
+}
+
+double attention_keys_per_query(const Op& op) {
+  const std::int64_t q = op.seq_end - op.seq_begin;
+  return q <= 0 ? 0.0 : attention_pairs(q, op.seq_begin, op.window) / static_cast<double>(q);
+}
+
+double attention_equivalent_prefix(const Op& op) {
+  const std::int64_t q = op.seq_end - op.seq_begin;
+  if (op.window <= 0 || op.window >= op.seq_end) return static_cast<double>(op.seq_begin);
+  return std::max(0.0, attention_keys_per_query(op) - 0.5 * static_cast<double>(q + 1));
 }
 
 void set_allreduce_work(Op& op, std::int64_t elements) {
@@ -84,7 +114,8 @@ void resegment(Op& op, std::int64_t seq_begin, std::int64_t seq_end) {
       set_rowwise_work(op, rows, op.n);
       break;
     case OpKind::Attention:
-      set_attention_work(op, requests, seq_end - seq_begin, seq_begin, op.n, op.kv_heads, op.k);
+      set_attention_work(op, requests, seq_end - seq_begin, seq_begin, op.n, op.kv_heads, op.k,
+                         op.window);
       break;
     case OpKind::AllReduce:  // a message of `width` values per row
       if (old_rows > 0) {

@@ -194,8 +194,10 @@ ProfileCostModel::Estimate ProfileCostModel::attention(const Op& op) const {
     return it != attn_.end() ? on_curve(it->second, op.flops, op) : Estimate{-1, ""};
   }
   // The op's own ratio of prefix to chunk, in eighths (not rounded: an op near a measured
-  // ratio is read between it and the next, so its time has no step there).
-  const double ratio = 8.0 * static_cast<double>(op.kv_prefix()) / static_cast<double>(q);
+  // ratio is read between it and the next, so its time has no step there). A sliding-window
+  // op (not profiled) is read as the full causal attention of its queries with the same keys
+  // per query (an assumption: the same rate per FLOP at the same stream length per query).
+  const double ratio = 8.0 * attention_equivalent_prefix(op) / static_cast<double>(q);
   // The curves of the ratios around it (each with two points or more), in ratio order.
   const Curve *lo = nullptr, *hi = nullptr;
   int r_lo = 0, r_hi = 0, curves = 0;

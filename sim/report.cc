@@ -176,6 +176,7 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
     if (op.kind == OpKind::Attention) {
       e["q_tokens"] = op.seq_end - op.seq_begin;
       e["kv_prefix"] = op.kv_prefix();
+      if (op.window > 0) e["window"] = op.window;
     }
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
@@ -237,6 +238,7 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
     if (op.kind == OpKind::Attention) {
       args["q_tokens"] = op.seq_end - op.seq_begin;
       args["kv_prefix"] = op.kv_prefix();
+      if (op.window > 0) args["window"] = op.window;
     }
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;

@@ -86,6 +86,9 @@ struct Op {
   // heads, k = head dim. Norms and elementwise ops: m = rows, n = width.
   std::int64_t m = 0, n = 0, k = 0;
   std::int32_t kv_heads = 0;  // attention: local KV heads
+  // Attention: each query sees at most this many keys, itself included (a sliding-window
+  // layer's window, set where the workload reaches past it); 0: every earlier position.
+  std::int64_t window = 0;
   double flops = 0;
   double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
   std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
@@ -106,8 +109,8 @@ struct Op {
 // the same under the analytical and the profile cost model, which read none of those.
 inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
-                         o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.flops, o.bytes,
-                         o.accumulate, o.bias, o.kv_width);
+                         o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
+                         o.bytes, o.accumulate, o.bias, o.kv_width);
 }
 
 struct Schedule {
@@ -132,9 +135,20 @@ void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool 
                    bool bias = false);
 // Norms and elementwise ops (by op.code) over `width` columns of `rows` rows.
 void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width);
-// Causal attention of `q` new tokens after `prefix` cached ones, per request.
+// Causal attention of `q` new tokens after `prefix` cached ones, per request; with a
+// `window` (> 0), each query sees only the last `window` positions, itself included.
 void set_attention_work(Op& op, std::int64_t requests, std::int64_t q, std::int64_t prefix,
-                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim);
+                        std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim,
+                        std::int64_t window = 0);
+// (query, key) pairs per request and head of that attention: sum over its queries of the
+// keys each sees.
+double attention_pairs(std::int64_t q, std::int64_t prefix, std::int64_t window);
+// An attention op's keys per query, on average (prefix + (q + 1) / 2 without a window), and
+// the prefix a full causal attention of its queries would have for the same average: its own
+// prefix where its window changes nothing, less where it does (never below 0). The profile
+// model reads a windowed op off the full-attention curves there.
+double attention_keys_per_query(const Op& op);
+double attention_equivalent_prefix(const Op& op);
 // An all-reduce of `elements` bf16 values.
 void set_allreduce_work(Op& op, std::int64_t elements);
 // Bytes a qkv op's KV-cache write moves (op.kv_width: K and V of each of its op.m rows read

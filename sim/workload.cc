@@ -74,16 +74,6 @@ void check_sizes(const Workload& w) {
       throw FieldError(field, std::to_string(v), "exceeds 2^31; nothing that large fits a GPU");
     }
   }
-  if (m.sliding_window > 0 && w.seq + w.context > m.sliding_window) {
-    const bool decode = w.phase == Phase::Decode;
-    throw FieldError(decode ? "context" : "seq", std::to_string(decode ? w.context : w.seq),
-                     m.name + " attends over a sliding window of " +
-                         std::to_string(m.sliding_window) + " tokens (" + m.origin +
-                         ", field 'sliding_window'), which is not modelled: up to " +
-                         std::to_string(m.sliding_window) +
-                         " tokens of prompt and context it is full attention, as simulated; "
-                         "beyond, not");
-  }
   if (w.batch * (w.seq + w.context) > kMaxTokens) {
     // Blame the largest of the three: the one a user most likely mistyped.
     const auto [field, v] =

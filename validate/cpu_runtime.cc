@@ -132,7 +132,7 @@ class CpuKernels final : public RankKernels {
     const auto L = static_cast<std::size_t>(layer);
     // Q read in place in the fused qkv rows (no copy, as the CUDA runtime); K and V from the
     // cache.
-    AttentionShape a = chunk_attention(m_, len, pos);
+    AttentionShape a = chunk_attention(m_, layer, len, pos);
     a.requests = requests;
     a.q_row_stride = d.qkv_n();
     cpu::attention(s_.qkv.data() + row * d.qkv_n(), s_.k[L].data() + request * m_.cap * kvd,

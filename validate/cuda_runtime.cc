@@ -112,7 +112,7 @@ class CudaKernels final : public RankKernels {
     // one call for every request. (Until 2026-12-02 a strided cudaMemcpy2DAsync gathered Q
     // first, which the profiler never timed: the suspect of the H200 runs' attention running
     // 1.05-1.22x its profile, results/h200/inschedule-attention-2026-12-02.txt.)
-    AttentionShape a = chunk_attention(m_, len, pos);
+    AttentionShape a = chunk_attention(m_, layer, len, pos);
     a.requests = requests;
     a.q_row_stride = d.qkv_n();
     const auto L = std::size_t(layer);
@@ -173,6 +173,15 @@ class CudaRun {
       throw InputError(m.model_file, "hidden_act",
                        "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
                        "activation is SiLU");
+    }
+    for (const std::int64_t win : m.window) {
+      if (win > 0) {
+        throw InputError(m.model_file, "sliding_window",
+                         "attention over a sliding window of " + std::to_string(win) +
+                             " positions runs on --backend cpu only (the CUDA kernels attend "
+                             "over every earlier position); within the window, up to " +
+                             std::to_string(win) + " positions of prompt and context, it runs");
+      }
     }
     const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
     first_ = mpi ? mpi::rank() : 0;
@@ -538,9 +547,9 @@ class AttentionShapes final : public RankKernels {
   void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool) override {}
   void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                 std::int64_t) override {}
-  void attention(std::int64_t, std::int64_t, std::int64_t requests, std::int64_t, std::int64_t len,
-                 std::int64_t pos) override {
-    cu::AttentionShape a = chunk_attention(m_, len, pos);
+  void attention(std::int64_t layer, std::int64_t, std::int64_t requests, std::int64_t,
+                 std::int64_t len, std::int64_t pos) override {
+    cu::AttentionShape a = chunk_attention(m_, layer, len, pos);
     a.requests = requests;
     a.q_row_stride = m_.d.qkv_n();
     shapes.push_back(a);

@@ -67,13 +67,15 @@ Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
   return y;
 }
 
-// Causal attention of one rank's heads over the cached prefix and all new tokens.
+// Causal attention of one rank's heads over the cached prefix and all new tokens (over the
+// layer's sliding window where it has one).
 Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const Mat& qkv) {
   const auto& d = m.d;
   const std::int64_t hq = d.q_heads, hk = d.kv_heads, D = d.head_dim, group = hq / hk;
   const std::int64_t qd = hq * D, kvd = hk * D;
   const auto& k0 = m.k0[static_cast<std::size_t>(rank)][static_cast<std::size_t>(layer)];
   const auto& v0 = m.v0[static_cast<std::size_t>(rank)][static_cast<std::size_t>(layer)];
+  const std::int64_t window = m.window.at(static_cast<std::size_t>(layer));
   Mat out = Mat::Zero(m.tokens, qd);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   // Keys and values of each request at every position: the cached prefix, then the new tokens.
@@ -108,11 +110,13 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
       Mat sc = qkv.block(b * m.seq + i0, h * D, len, D) *
                keys[bi].block(0, g * D, seen, D).transpose() * scale;
       for (std::int64_t r = 0; r < len; ++r) {
+        // Keys first..visible - 1: all earlier positions, or the layer's sliding window.
         const std::int64_t visible = m.context + i0 + r + 1;
-        const double mx = sc.row(r).head(visible).maxCoeff();
+        const std::int64_t first = window > 0 && visible > window ? visible - window : 0;
+        const double mx = sc.row(r).segment(first, visible - first).maxCoeff();
         double sum = 0;
         for (std::int64_t j = 0; j < seen; ++j) {
-          sc(r, j) = j < visible ? std::exp(sc(r, j) - mx) : 0.0;
+          sc(r, j) = j >= first && j < visible ? std::exp(sc(r, j) - mx) : 0.0;
           sum += sc(r, j);
         }
         sc.row(r) /= sum;

@@ -226,6 +226,43 @@ TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget"
   CHECK(out0.find("comm budget") == std::string::npos);
 }
 
+TEST_CASE("sliding-window models past the window: simulated, planned and validated on the CPU") {
+  // Gemma-2 windows every other layer at 4096 positions; refused past it before 2026-12-03.
+  const std::string g2 = data + "/hf_gemma2_config.json";
+  const fs::path j = scratch() / "window.json";
+  auto r = tpo("simulate --model " + g2 +
+               " --hardware h200x8 --tp 8 --seq 8192 --strategy none "
+               "--json " +
+               j.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: 21 of the 42 layers attend over a sliding window of 4096 positions") !=
+        std::string::npos);
+  const auto rep = nlohmann::json::parse(slurp(j));
+  int windowed = 0;
+  for (const auto& layer : rep.at("layers")) {
+    for (const auto& op : layer.at("ops")) windowed += op.value("window", 0) == 4096;
+  }
+  CHECK(windowed == 21);  // one attention op per windowed layer
+  // Within the window: no note, no windowed op.
+  r = tpo("simulate --model " + g2 + " --hardware h200x8 --tp 8 --seq 4096");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("sliding window") == std::string::npos);
+  r = tpo("plan --model " + g2 + " --hardware h200x8 --tp 8 --seq 4096,8192 --quiet");
+  CHECK(r.code == 0);
+  // A tiny model of our schema with a window on its first layer, run on the CPU past it.
+  auto cfg = nlohmann::json::parse(slurp(data + "/tiny_model.json"));
+  cfg["sliding_window"] = 40;
+  cfg["layer_types"] = {"sliding_attention", "full_attention"};
+  const fs::path tiny = scratch() / "tiny-window.json";
+  std::ofstream(tiny) << cfg.dump();
+  r = tpo("validate --backend cpu --model " + tiny.string() +
+          " --hardware cpu-host --tp 2 --seq 128 --repeat 1 --strategy iso");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("correct") != std::string::npos);
+  CHECK(r.out.find("note: 1 of the 2 layers attend over a sliding window of 40") !=
+        std::string::npos);
+}
+
 TEST_CASE("a misspelt option is named with its command and the nearest option") {
   auto r = tpo("simulate --stratgy iso");
   CHECK(r.code == 2);

@@ -79,6 +79,7 @@ std::pair<Plan, Plan> plan_with_and_without(const char* model, const char* hw, s
 }  // namespace
 
 TEST_CASE("the split scorer gives the surrogate's number, and its bound never exceeds it") {
+  static const std::string gemma2 = std::string(TPO_TEST_DATA) + "/hf_gemma2_config.json";
   const Case cases[] = {
       // The contention model (H200), fixed factors (A100, RTX 4090), a measured profile with
       // contention, one with a factor below 1, eager and graph launches, a cached prefix,
@@ -93,6 +94,8 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
       {"llama3.1-8b", "h200x8", 8, 1500, 0, 0, 1, "", sim::ExecMode::Graph},
       {"llama3-70b", "a800x8", 8, 1024, 0, 3000, 2, "", sim::ExecMode::Queued},
       {"llama3-70b", "h100x8-nop2p", 8, 900, 2, 0, 1, "", sim::ExecMode::Queued},
+      // Layers that attend differently past Gemma-2's window: the whole run, no step term.
+      {gemma2.c_str(), "h200x8", 8, 6000, 5, 0, 1, "", sim::ExecMode::Queued},
   };
   std::mt19937 rng(7);
   int bounded = 0, checked = 0, stopped = 0;
@@ -252,4 +255,38 @@ TEST_CASE(
           << " candidates; simulations " << coarse_sims << " against " << fine_sims);
   CHECK(sum / n < 0.001);
   CHECK(coarse_sims < fine_sims);
+}
+
+TEST_CASE("layers that attend differently (sliding window past its end) are timed in full") {
+  // Gemma-2 windows every other layer: past the window, its layers do not repeat, and a
+  // 3-layer extrapolation would be wrong. The surrogate is then the full run, and the plan
+  // the one the unpruned search makes.
+  const std::string gemma2 = std::string(TPO_TEST_DATA) + "/hf_gemma2_config.json";
+  sim::WorkloadOptions o;
+  o.model = gemma2;
+  o.hardware = "h200x8";
+  o.tp = 8;
+  o.seq = 8192;
+  o.layers = 7;
+  o.embed_head = false;
+  const sim::Workload w = sim::make_workload(o);
+  auto cm = sim::make_cost_model(w, "");
+  Evaluator ev(w, *cm);
+  const sim::StrategySpec spec(StrategyKind::Iso, {3000, 5192});
+  const double full = static_cast<double>(ev.full_unshortened(spec).total_ns);
+  CHECK(ev.surrogate_ns(spec) == full);
+  SplitScorer scorer(w, *cm, StrategyKind::Iso, 2);
+  CHECK(scorer.score_ns({3000, 5192}) == full);
+  CHECK(scorer.lower_bound_ns({3000, 5192}) <= full);
+
+  const auto [a, b] = plan_with_and_without(gemma2.c_str(), "h200x8", 8, "6000,8192", 3, "iso",
+                                            &PlanOptions::prune);
+  REQUIRE(a.points.size() == b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    CHECK(a.points[i].best == b.points[i].best);
+    CHECK(a.points[i].candidates.size() == b.points[i].candidates.size());
+    for (std::size_t j = 0; j < a.points[i].candidates.size(); ++j) {
+      CHECK(a.points[i].candidates[j].total_ns == b.points[i].candidates[j].total_ns);
+    }
+  }
 }

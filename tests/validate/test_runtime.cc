@@ -152,6 +152,38 @@ TEST_CASE("a GeGLU model runs on the CPU and matches its reference, which is not
   CHECK(validate::relative_error(r.output, silu_out) > 1e-3);  // the gelu path really ran
 }
 
+TEST_CASE("sliding-window layers run on the CPU past the window and match their reference") {
+  // Layers 0 and 2 attend over the last 24 positions, layer 1 over all (Gemma-2's pattern);
+  // prompts and contexts reach past the window, in prefill and decode, cut into ISO chunks.
+  validate::RunOptions o;
+  o.repeat = 1;
+  o.warmup = 0;
+  for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
+    auto w = phase == sim::Phase::Prefill ? tiny(phase, 2, 64, 16) : tiny(phase, 3, 1, 40);
+    CAPTURE(sim::phase_name(phase));
+    const auto full_out =
+        validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+    w.model.sliding_window = 24;
+    w.model.windowed_layers = {true, false, true};
+    for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder}) {
+      StrategySpec spec(k);
+      if (k == StrategyKind::Iso) spec.chunk_tokens = {20, 44};
+      if (!sim::not_applicable_reason(w, spec).empty()) continue;
+      CAPTURE(sim::strategy_name(k));
+      const sim::Schedule s = sim::build_schedule(w, spec);
+      for (const auto& op : s.ops) {
+        if (op.kind == sim::OpKind::Attention) CHECK(op.window == (op.layer == 1 ? 0 : 24));
+      }
+      const auto r = validate::run_cpu(w, s, o);
+      const auto ref = validate::reference_forward(w, spec, o.seed);
+      CHECK(validate::relative_error(r.output, ref) < 1e-5);
+      // The window really changed what was computed.
+      if (k == StrategyKind::None) CHECK(validate::relative_error(r.output, full_out) > 1e-4);
+      check_timeline(s, r);
+    }
+  }
+}
+
 namespace {
 // Counts the interpreter's kernel calls, and the requests of each store_kv and attention.
 struct CountingKernels : validate::RankKernels {

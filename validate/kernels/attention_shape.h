@@ -12,6 +12,14 @@ struct AttentionShape {
   std::int64_t prefix = 0;    // KV tokens before them
   std::int64_t q_heads = 1, kv_heads = 1, head_dim = 1;
   std::int64_t kv_capacity = 0;  // KV cache rows per request (>= prefix + q_tokens)
+  // A sliding window: each query sees only the last `window` positions, itself included
+  // (0: every earlier position).
+  std::int64_t window = 0;
+  // The first key position query `i` of the chunk sees.
+  std::int64_t first_key(std::int64_t i) const {
+    const std::int64_t last = prefix + i;
+    return window > 0 && last + 1 > window ? last + 1 - window : 0;
+  }
   // Values from one query token's Q to the next: 0 for packed rows (q_heads * head_dim); the
   // runtimes read Q in place in the fused qkv rows, (q_heads + 2 kv_heads) * head_dim apart,
   // as serving engines do; at least q_heads * head_dim. The output is always packed.

@@ -73,12 +73,12 @@ void attention(const float* q, const float* k, const float* v, float* out,
     const float* kr = k + r * s.kv_capacity * s.kv_heads * d;
     const float* vr = v + r * s.kv_capacity * s.kv_heads * d;
     for (std::int64_t i = 0; i < s.q_tokens; ++i) {
-      const std::int64_t keys = s.prefix + i + 1;
+      const std::int64_t first = s.first_key(i), keys = s.prefix + i + 1;
       for (std::int64_t h = 0; h < s.q_heads; ++h) {
         const std::int64_t kvh = h / group;
         const float* qv = q + (r * s.q_tokens + i) * s.q_stride() + h * d;
         float mx = -std::numeric_limits<float>::infinity();
-        for (std::int64_t j = 0; j < keys; ++j) {
+        for (std::int64_t j = first; j < keys; ++j) {
           const float* kv = kr + (j * s.kv_heads + kvh) * d;
           float dot = 0;
           for (std::int64_t e = 0; e < d; ++e) dot += qv[e] * kv[e];
@@ -86,7 +86,7 @@ void attention(const float* q, const float* k, const float* v, float* out,
           mx = std::max(mx, dot * scale);
         }
         double sum = 0;
-        for (std::int64_t j = 0; j < keys; ++j) {
+        for (std::int64_t j = first; j < keys; ++j) {
           const float p = std::exp(score[static_cast<std::size_t>(j)] - mx);
           score[static_cast<std::size_t>(j)] = p;
           sum += p;
@@ -94,7 +94,7 @@ void attention(const float* q, const float* k, const float* v, float* out,
         float* o = out + ((r * s.q_tokens + i) * s.q_heads + h) * d;
         std::fill(o, o + d, 0.0f);
         const float inv = static_cast<float>(1.0 / sum);
-        for (std::int64_t j = 0; j < keys; ++j) {
+        for (std::int64_t j = first; j < keys; ++j) {
           const float p = score[static_cast<std::size_t>(j)] * inv;
           const float* vv = vr + (j * s.kv_heads + kvh) * d;
           for (std::int64_t e = 0; e < d; ++e) o[e] += p * vv[e];

@@ -33,6 +33,17 @@ std::vector<float> uniform(std::int64_t n, float scale, std::uint64_t seed, std:
   return v;
 }
 
+// Each layer's sliding window where prompt + context reach past it (0: full attention), as the
+// graph builder sets it on the layer's attention ops.
+std::vector<std::int64_t> layer_windows(const sim::Workload& w) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t l = 0; l < w.layers; ++l) {
+    const std::int64_t win = w.model.window_of(l);
+    out.push_back(win > 0 && w.context + w.seq > win ? win : 0);
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks,
@@ -48,6 +59,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   m.context = w.context;
   m.cap = w.context + w.seq;
   m.tokens = w.batch * w.seq;
+  m.window = layer_windows(w);
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const std::int64_t made =
@@ -94,7 +106,7 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
   const auto key = std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp,
                                    w.layers, w.batch, w.seq, w.context, seed, made, only_rank,
-                                   static_cast<int>(w.model.activation));
+                                   static_cast<int>(w.model.activation), layer_windows(w));
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;
@@ -107,8 +119,10 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
   return cached;
 }
 
-AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos) {
+AttentionShape chunk_attention(const ModelData& m, std::int64_t layer, std::int64_t len,
+                               std::int64_t pos) {
   AttentionShape a;
+  a.window = m.window.at(static_cast<std::size_t>(layer));
   a.requests = 1;
   a.q_tokens = len;
   a.prefix = pos;

@@ -22,6 +22,9 @@ struct ModelData {
   bool gelu = false;       // GeGLU MLP (Gemma) instead of SwiGLU
   std::string model_file;  // the model config, for messages
   std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
+  // Per layer: the sliding window its attention uses (0: full attention), as the simulator
+  // builds it (set only where prompt + context reach past it).
+  std::vector<std::int64_t> window;
   std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
@@ -55,9 +58,10 @@ struct RowBlock {
 };
 std::vector<RowBlock> row_blocks(const RowLayout& l, std::int64_t context, const sim::Op& op);
 
-// Attention for `len` new tokens of one request starting at position `pos`, with the
-// model's shard heads and KV cache capacity.
-AttentionShape chunk_attention(const ModelData& m, std::int64_t len, std::int64_t pos);
+// Attention for `len` new tokens of one request starting at position `pos` in layer `layer`,
+// with the model's shard heads, KV cache capacity and the layer's sliding window.
+AttentionShape chunk_attention(const ModelData& m, std::int64_t layer, std::int64_t len,
+                               std::int64_t pos);
 
 // `only_rank` >= 0: that rank's shard alone (the others' entries left empty), for a process
 // that runs one rank (--mpi).

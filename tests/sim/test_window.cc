@@ -1,0 +1,259 @@
+// Sliding-window attention: which layers a config windows (as Hugging Face transformers does),
+// the (query, key) pairs and bytes of a windowed attention op, its cost under the analytical
+// and the profile model, and the graph the builder makes past the window.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/config_paths.h"
+#include "sim/error.h"
+#include "sim/json_io.h"
+#include "sim/model.h"
+#include "sim/profile_cost.h"
+#include "sim/simulate.h"
+
+using namespace tpo::sim;
+
+namespace {
+const std::string data = TPO_TEST_DATA;
+
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const tpo::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A copy of a test config with `edit` applied, written to a temporary file.
+std::string edited(const std::string& file, auto&& edit) {
+  auto j = tpo::read_json_file(data + "/" + file);
+  edit(j);
+  static int n = 0;
+  const std::string p =
+      (std::filesystem::temp_directory_path() /
+       ("tpo_window_" + std::to_string(::getpid()) + "_" + std::to_string(++n) + ".json"))
+          .string();
+  std::ofstream(p) << j.dump();
+  return p;
+}
+
+// Pairs counted one query at a time.
+double pairs_by_hand(std::int64_t q, std::int64_t prefix, std::int64_t window) {
+  double n = 0;
+  for (std::int64_t t = prefix; t < prefix + q; ++t) {
+    const std::int64_t keys = t + 1;
+    n += static_cast<double>(window > 0 ? std::min(keys, window) : keys);
+  }
+  return n;
+}
+
+std::vector<Op> attention_ops(const Workload& w) {
+  std::vector<Op> out;
+  for (const Op& op :
+       build_schedule(w, StrategySpec(StrategyKind::Iso, {w.seq / 2, w.seq / 2})).ops) {
+    if (op.kind == OpKind::Attention) out.push_back(op);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("windowed attention: pairs and bytes count the keys in each query's window") {
+  for (const std::int64_t q : {1, 7, 100, 513}) {
+    for (const std::int64_t prefix : {0, 1, 50, 99, 1000}) {
+      for (const std::int64_t window : {0, 1, 2, 64, 100, 101, 600, 5000}) {
+        CAPTURE(q);
+        CAPTURE(prefix);
+        CAPTURE(window);
+        CHECK(attention_pairs(q, prefix, window) == pairs_by_hand(q, prefix, window));
+        Op op;
+        op.kind = OpKind::Attention;
+        op.req_begin = 0;
+        op.req_end = 1;
+        op.seq_begin = prefix;
+        op.seq_end = prefix + q;
+        set_attention_work(op, 1, q, prefix, 4, 2, 8, window);
+        CHECK(op.window == window);
+        CHECK(attention_keys_per_query(op) ==
+              doctest::Approx(pairs_by_hand(q, prefix, window) / static_cast<double>(q)));
+        Op full = op;
+        set_attention_work(full, 1, q, prefix, 4, 2, 8, 0);
+        const bool restricts = window > 0 && window < prefix + q;
+        CHECK((op.flops < full.flops) == restricts);
+        CHECK((op.bytes < full.bytes) == (window > 0 && window < prefix + 1));
+        // The full attention of the same queries with the equivalent prefix has the same keys
+        // per query; without a restriction it is the op's own prefix, exactly.
+        const double eq = attention_equivalent_prefix(op);
+        if (!restricts) CHECK(eq == static_cast<double>(prefix));
+        if (restricts && eq > 0) {
+          CHECK(eq + 0.5 * static_cast<double>(q + 1) ==
+                doctest::Approx(attention_keys_per_query(op)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("which layers a config windows: layer_types, Gemma-2, Gemma-3, Qwen2, Mistral") {
+  const ModelConfig mistral = load_model(data + "/hf_sliding_config.json");
+  CHECK(mistral.sliding_window == 4096);
+  CHECK(mistral.windowed_count() == 32);
+  CHECK(mistral.window_of(0) == 4096);
+  CHECK(mistral.window_of(31) == 4096);
+
+  // Gemma-2: every other layer from the first (transformers: not layer_idx % 2).
+  const ModelConfig g2 = load_model(data + "/hf_gemma2_config.json");
+  CHECK(g2.windowed_count() == 21);
+  CHECK(g2.window_of(0) == 4096);
+  CHECK(g2.window_of(1) == 0);
+  CHECK(g2.window_of(40) == 4096);
+  CHECK(g2.window_of(41) == 0);
+
+  // Gemma-3: all but every sliding_window_pattern-th layer.
+  const ModelConfig g3 = load_model(data + "/hf_gemma3_text_config.json");
+  CHECK(g3.sliding_window == 1024);
+  CHECK(g3.windowed_count() == 52);  // layers 5, 11, ..., 59 are full
+  CHECK(g3.window_of(4) == 1024);
+  CHECK(g3.window_of(5) == 0);
+  CHECK(g3.window_of(6) == 1024);
+  const ModelConfig g3p = load_model(
+      edited("hf_gemma3_text_config.json", [](auto& j) { j["sliding_window_pattern"] = 2; }));
+  CHECK(g3p.windowed_count() == 31);
+
+  // layer_types wins over the family's rule.
+  const ModelConfig lt = load_model(edited("hf_gemma2_config.json", [](auto& j) {
+    j["layer_types"] = nlohmann::json::array();
+    for (int i = 0; i < 42; ++i)
+      j["layer_types"].push_back(i < 40 ? "full_attention" : "sliding_attention");
+  }));
+  CHECK(lt.windowed_count() == 2);
+  CHECK(lt.window_of(0) == 0);
+  CHECK(lt.window_of(41) == 4096);
+  // A layer_types of full layers only: no window at all.
+  const ModelConfig none = load_model(edited("hf_sliding_config.json", [](auto& j) {
+    j["layer_types"] = std::vector<std::string>(32, "full_attention");
+  }));
+  CHECK(none.sliding_window == 0);
+  CHECK(none.window_of(3) == 0);
+
+  // Qwen2: layers from max_window_layers on, where use_sliding_window is on.
+  const ModelConfig q2 = load_model(edited("hf_qwen2_config.json", [](auto& j) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = 4096;
+    j["max_window_layers"] = 20;
+  }));
+  CHECK(q2.window_of(19) == 0);
+  CHECK(q2.window_of(20) == 4096);
+  const ModelConfig q2off = load_model(edited("hf_qwen2_config.json", [](auto& j) {
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = 4096;
+    j["max_window_layers"] = 20;
+  }));
+  CHECK(q2off.sliding_window == 0);
+
+  // What is not modelled is refused, naming the file and the field.
+  auto e = error_of([] {
+    load_model(edited("hf_gemma2_config.json", [](auto& j) {
+      j["layer_types"] = std::vector<std::string>(42, "chunked_attention");
+    }));
+  });
+  CHECK(e.find("field 'layer_types'") != std::string::npos);
+  CHECK(e.find("chunked_attention") != std::string::npos);
+  e = error_of([] {
+    load_model(edited("hf_gemma2_config.json", [](auto& j) {
+      j["layer_types"] = std::vector<std::string>(41, "full_attention");
+    }));
+  });
+  CHECK(e.find("must be a list of 42 entries") != std::string::npos);
+  // Gemma-4's global layers have their own attention shape: refused.
+  e = error_of([] {
+    load_model(edited("hf_gemma2_config.json", [](auto& j) { j["global_head_dim"] = 512; }));
+  });
+  CHECK(e.find("field 'global_head_dim'") != std::string::npos);
+  // Our own model schema takes a window too (every layer, or by layer_types).
+  const ModelConfig ours = load_model(edited("tiny_model.json", [](auto& j) {
+    j["sliding_window"] = 16;
+    j["layer_types"] = {"sliding_attention", "full_attention"};
+  }));
+  CHECK(ours.window_of(0) == 16);
+  CHECK(ours.window_of(1) == 0);
+  CHECK(error_of([] {
+          load_model(edited("tiny_model.json", [](auto& j) { j["sliding_window"] = "16"; }));
+        }).find("field 'sliding_window': must be a number") != std::string::npos);
+}
+
+TEST_CASE("past the window: windowed layers' attention counts the window's keys, others all") {
+  WorkloadOptions o;
+  o.model = data + "/hf_gemma2_config.json";
+  o.hardware = "h200x8";
+  o.tp = 8;
+  o.layers = 4;
+  o.seq = 4096;  // within the window: every layer's attention is the same op, no window set
+  Workload w = make_workload(o);
+  CHECK(layers_alike(w.model, w.layers, w.seq + w.context));
+  for (const Op& op : attention_ops(w)) CHECK(op.window == 0);
+
+  o.seq = 8192;  // past it (refused before 2026-12-03)
+  w = make_workload(o);
+  CHECK_FALSE(layers_alike(w.model, w.layers, w.seq + w.context));
+  const AnalyticalCostModel cm(w.hardware, w.tp);
+  const auto ops = attention_ops(w);
+  REQUIRE(ops.size() == 8);  // 2 chunks x 4 layers
+  for (const Op& op : ops) {
+    CAPTURE(op.layer);
+    CHECK(op.window == (op.layer % 2 == 0 ? 4096 : 0));
+  }
+  // Layer 0 (windowed) against layer 1 (full), second chunk: positions 4096..8191.
+  const Op& local = ops[1];
+  const Op& global = ops[3];
+  REQUIRE(local.layer == 0);
+  REQUIRE(global.layer == 1);
+  REQUIRE(local.seq_begin == 4096);
+  CHECK(local.flops / global.flops == doctest::Approx(4096.0 / (4096 + 2048.5)));
+  CHECK(cm.standalone_ns(local) < cm.standalone_ns(global));
+  // The first chunk is within the window for every layer: the same work either way.
+  CHECK(ops[0].flops == ops[2].flops);
+
+  // Every layer windowed (Mistral): the layers are alike, and the planner's extrapolation holds.
+  o.model = data + "/hf_sliding_config.json";
+  w = make_workload(o);
+  CHECK(layers_alike(w.model, w.layers, w.seq + w.context));
+  for (const Op& op : attention_ops(w)) CHECK(op.window == 4096);
+}
+
+TEST_CASE("a profile reads a windowed op at the full attention with the same keys per query") {
+  WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = "h200x8";
+  o.tp = 2;
+  o.seq = 512;
+  o.context = 4096;
+  o.layers = 1;
+  const std::string profile = config_dir() + "/profiles/h200-llama3.1-8b-tp2.json";
+  o.profile = profile;
+  Workload w = make_workload(o);
+  const auto cm = make_cost_model(w, profile);
+  Op op;
+  for (const Op& x : build_schedule(w, StrategySpec(StrategyKind::None)).ops) {
+    if (x.kind == OpKind::Attention) op = x;
+  }
+  REQUIRE(op.seq_begin == 4096);
+  // A window of 2048: every query sees 2048 keys, as a full attention of 512 queries after a
+  // prefix of 1791.5 would on average. Its time lies between those after 1791 and 1792.
+  Op windowed = op;
+  set_attention_work(windowed, 1, 512, 4096, op.n, op.kv_heads, op.k, 2048);
+  CHECK(attention_equivalent_prefix(windowed) == doctest::Approx(1791.5));
+  Op lo = op, hi = op;
+  resegment(lo, 1791, 1791 + 512);
+  resegment(hi, 1792, 1792 + 512);
+  const auto t = cm->standalone_ns(windowed), t_lo = cm->standalone_ns(lo),
+             t_hi = cm->standalone_ns(hi), t_full = cm->standalone_ns(op);
+  CHECK(t_lo <= t);
+  CHECK(t <= t_hi);
+  CHECK(t_hi < t_full);
+}
