@@ -1,6 +1,7 @@
 // Workload validation: every impossible combination is reported with the field to fix.
 #include "sim/workload.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -107,8 +108,16 @@ ShardDims validate_workload(const Workload& w) {
   const double embeddings =
       (m.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(d.vocab * d.hidden);
   const double weights = 2.0 * (static_cast<double>(m.num_layers) * per_layer + embeddings);
-  const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) *
-                    static_cast<double>(w.seq + w.context) * static_cast<double>(m.num_layers) *
+  // Positions cached over all layers: every one in a full-attention layer; in a sliding-window
+  // layer the new tokens and the window before them (a cache that drops what no query can see
+  // any more: vLLM V1's hybrid KV-cache manager, transformers' hybrid cache).
+  double positions = 0;
+  for (std::int64_t l = 0; l < m.num_layers; ++l) {
+    const std::int64_t win = m.window_of(l);
+    positions +=
+        static_cast<double>(win > 0 ? std::min(w.context, win - 1) + w.seq : w.context + w.seq);
+  }
+  const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) * positions *
                     static_cast<double>(d.kv_heads * d.head_dim);
   if (weights + kv > w.hardware.memory_gib * gib) {
     char msg[256];

@@ -257,3 +257,26 @@ TEST_CASE("a profile reads a windowed op at the full attention with the same key
   CHECK(t <= t_hi);
   CHECK(t_hi < t_full);
 }
+
+TEST_CASE("the KV cache of a windowed layer holds the new tokens and the window before them") {
+  // Gemma-3-27B at TP 8 on H200s, decoding after 128k tokens: 62 layers of every position
+  // (8.3 GB per request per GPU) would fit 16 requests; 10 full layers and 52 of 1024
+  // positions (1.4 GB) fit 32 easily, and 128 not.
+  WorkloadOptions o;
+  o.model = data + "/hf_gemma3_text_config.json";
+  o.hardware = "h200x8";
+  o.tp = 8;
+  o.phase = "decode";
+  o.seq = 1;
+  o.context = 131071;
+  o.batch = 32;
+  CHECK_NOTHROW(make_workload(o));
+  o.batch = 128;
+  const std::string e = error_of([&] { make_workload(o); });
+  CHECK(e.find("field 'context' = 131071") != std::string::npos);
+  CHECK(e.find("KV cache") != std::string::npos);
+  // Without the window, 32 requests do not fit.
+  o.model = edited("hf_gemma3_text_config.json", [](auto& j) { j.erase("sliding_window"); });
+  o.batch = 32;
+  CHECK(error_of([&] { make_workload(o); }).find("KV cache") != std::string::npos);
+}
