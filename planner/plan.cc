@@ -282,7 +282,7 @@ Plan make_plan(const PlanOptions& o) {
     }
   }
   // Every point validated up front, and recorded with every field explicit. A length that
-  // does not fit (memory, a sliding window) is refused with the lengths that do.
+  // does not fit (memory) is refused with the lengths that do.
   std::optional<FieldError> first_error;
   std::vector<std::int64_t> fit;
   for (auto s : seqs) {

@@ -116,11 +116,22 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
   }
 }
 
+// Qwen2 and Qwen3 configs (and their MoE variants): a window only with use_sliding_window,
+// which transformers' config classes default to false, on layers from max_window_layers (28 by
+// default) on.
+bool qwen_family(const std::string& type) {
+  return type.starts_with("qwen2") || type.starts_with("qwen3");
+}
+
 // The sliding window a config's attention uses (0: none, turned off as Qwen2's
 // use_sliding_window does, or covering every position).
 std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path) {
-  const bool off = j.contains("use_sliding_window") && j.at("use_sliding_window").is_boolean() &&
-                   !j.at("use_sliding_window").get<bool>();
+  const bool on = j.contains("use_sliding_window") && j.at("use_sliding_window").is_boolean() &&
+                  j.at("use_sliding_window").get<bool>();
+  const std::string type = j.contains("model_type") && j.at("model_type").is_string()
+                               ? j.at("model_type").get<std::string>()
+                               : "";
+  const bool off = (j.contains("use_sliding_window") && !on) || (qwen_family(type) && !on);
   if (off || !j.contains("sliding_window") || !j.at("sliding_window").is_number()) return 0;
   const double window = j.at("sliding_window").get<double>();
   if (!(window >= 1) || window > 2147483648.0 || window != std::floor(window)) {
@@ -137,14 +148,17 @@ std::int64_t sliding_window_of(const nlohmann::json& j, const std::string& path)
 // transformers decides it: the config's layer_types where it has them (written by
 // transformers since 4.53); else Gemma-2's every other layer from the first, Gemma-3's all
 // but every sliding_window_pattern-th (6 by default), Qwen2's layers from max_window_layers
-// on; else every layer (Mistral).
+// on (vLLM's Qwen2 windows the layers below it instead; tpo follows transformers); else every
+// layer (Mistral).
 void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const std::string& path,
                           ModelConfig& m) {
-  if (m.sliding_window <= 0) return;
   const auto n = static_cast<std::size_t>(m.num_layers);
   std::vector<bool> w(n, true);
   const std::string type = o.string_or("model_type", "");
-  if (j.contains("layer_types") && !j.at("layer_types").is_null()) {
+  // layer_types is checked with or without a window: a kind of layer tpo does not time is
+  // refused either way.
+  const bool typed = j.contains("layer_types") && !j.at("layer_types").is_null();
+  if (typed) {
     const auto& t = j.at("layer_types");
     if (!t.is_array() || t.size() != n) {
       throw InputError(
@@ -160,14 +174,18 @@ void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const st
       }
       w[i] = kind == "sliding_attention";
     }
+  }
+  if (m.sliding_window <= 0) return;
+  if (typed) {
+    // as read above
   } else if (type == "gemma2") {
     for (std::size_t i = 0; i < n; ++i) w[i] = i % 2 == 0;
   } else if (type.starts_with("gemma3")) {
     const std::int64_t pattern = o.integer_or("sliding_window_pattern", 6);
     if (pattern < 1) throw InputError(path, "sliding_window_pattern", "must be at least 1");
     for (std::size_t i = 0; i < n; ++i) w[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
-  } else if (o.has("max_window_layers")) {
-    const std::int64_t first = o.count_or("max_window_layers", 0);
+  } else if (o.has("max_window_layers") || qwen_family(type)) {
+    const std::int64_t first = o.count_or("max_window_layers", 28);
     for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<std::int64_t>(i) >= first;
   }
   if (std::find(w.begin(), w.end(), true) == w.end()) {
@@ -264,11 +282,11 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
 
 }  // namespace
 
-std::int64_t ModelConfig::windowed_count() const {
-  if (sliding_window <= 0) return 0;
-  if (windowed_layers.empty()) return num_layers;
-  return static_cast<std::int64_t>(
-      std::count(windowed_layers.begin(), windowed_layers.end(), true));
+std::int64_t ModelConfig::windowed_count(std::int64_t layers) const {
+  const std::int64_t n = layers > 0 ? std::min(layers, num_layers) : num_layers;
+  std::int64_t k = 0;
+  for (std::int64_t l = 0; l < n; ++l) k += window_of(l) > 0;
+  return k;
 }
 
 bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions) {
@@ -281,18 +299,20 @@ bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positi
   return true;
 }
 
-std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions) {
+std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
+                                     std::int64_t layers) {
   std::vector<std::string> out = m.notes;
-  if (m.sliding_window > 0 && positions > m.sliding_window) {
-    const std::int64_t k = m.windowed_count();
-    out.push_back((k == m.num_layers ? std::string("every layer attends")
-                                     : std::to_string(k) + " of the " +
-                                           std::to_string(m.num_layers) + " layers attend") +
+  const std::int64_t n = layers > 0 ? std::min(layers, m.num_layers) : m.num_layers;
+  const std::int64_t k = m.windowed_count(n);
+  if (k > 0 && positions > m.sliding_window) {
+    out.push_back((k == n ? std::string(n == 1 ? "the layer attends" : "every layer attends")
+                          : std::to_string(k) + " of the " + std::to_string(n) + " layers " +
+                                (k == 1 ? "attends" : "attend")) +
                   " over a sliding window of " + std::to_string(m.sliding_window) + " positions (" +
                   fs::path(m.origin).filename().string() +
-                  "'s sliding_window): their attention is timed over the keys in the window; "
-                  "a profile's attention (measured without a window) is read at the same keys "
-                  "per query");
+                  "'s sliding_window): their attention is timed over the keys in the window (with "
+                  "--profile, read off the profile's attention, measured without a window, at the "
+                  "same keys per query)");
   }
   if (m.max_positions > 0 && positions > m.max_positions) {
     out.push_back(std::to_string(positions) + " positions (prompt + context) exceed " +

@@ -45,8 +45,8 @@ struct ModelConfig {
                ? sliding_window
                : 0;
   }
-  // How many of the model's layers use the window.
-  std::int64_t windowed_count() const;
+  // How many of the model's first `layers` layers (0: all) use the window.
+  std::int64_t windowed_count(std::int64_t layers = 0) const;
   // The config's max_position_embeddings (0: not given): a prompt and context past it is
   // simulated, with a note (rope scaling or a longer-context variant would be needed).
   std::int64_t max_positions = 0;
@@ -59,8 +59,11 @@ struct ModelConfig {
 // context): false where some use a sliding window the positions reach past and some do not.
 // Where true, the planner extrapolates a few layers' timeline to all of them.
 bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
-// The model's notes, and one on `positions` (prompt + context) past max_position_embeddings.
-std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions);
+// The model's notes, one on the layers that attend over a sliding window `positions` (prompt +
+// context) reach past, and one on `positions` past max_position_embeddings.
+// `layers`: the layers simulated (0: all), of which a note counts those that use a window.
+std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
+                                     std::int64_t layers = 0);
 const char* activation_name(ModelConfig::Activation a);
 
 // `spec` is a shipped name ("llama2-70b"), or a path to a JSON file (ours or HF config.json).

@@ -189,6 +189,26 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
 // Attention from the profile's curves (see attn_), or us < 0 where it has none for the op.
 ProfileCostModel::Estimate ProfileCostModel::attention(const Op& op) const {
   const std::int64_t q = op.seq_end - op.seq_begin;
+  // A window shorter than about half the chunk: no full causal attention of these q queries
+  // sees as few keys per query. Read the one of 2 x keys-per-query - 1 queries without a
+  // prefix (the same keys per query), at its rate per FLOP: extrapolated.
+  if (q > 1 && op.window > 0 && op.window < op.seq_end) {
+    const double kpq = attention_keys_per_query(op);
+    if (kpq < 0.5 * static_cast<double>(q + 1)) {
+      const auto q2 = std::max<std::int64_t>(2, std::llround(2.0 * kpq - 1.0));
+      Op proxy = op;
+      proxy.window = 0;
+      proxy.seq_begin = 0;
+      proxy.seq_end = q2;
+      set_attention_work(proxy, op.req_end - op.req_begin, q2, 0, op.n, op.kv_heads, op.k);
+      Estimate e = attention(proxy);
+      if (e.us >= 0) {
+        e.us *= op.flops / proxy.flops;
+        e.origin = "extrapolated";
+      }
+      return e;
+    }
+  }
   if (attn_class(q, op.kv_prefix()) == kDecode) {
     auto it = attn_.find({op.n, op.kv_heads, op.k, kDecode});
     return it != attn_.end() ? on_curve(it->second, op.flops, op) : Estimate{-1, ""};

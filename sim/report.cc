@@ -43,20 +43,29 @@ ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
 }
 
 ojson model_json(const ModelConfig& m) {
-  return ojson{{"name", m.name},
-               {"file", m.origin},
-               {"num_layers", m.num_layers},
-               {"hidden_size", m.hidden},
-               {"num_attention_heads", m.heads},
-               {"num_key_value_heads", m.kv_heads},
-               {"head_dim", m.head_dim},
-               {"intermediate_size", m.ffn},
-               {"vocab_size", m.vocab},
-               {"hidden_act", activation_name(m.activation)},
-               {"qkv_bias", m.qkv_bias},
-               {"o_bias", m.o_bias},
-               {"mlp_bias", m.mlp_bias},
-               {"tie_word_embeddings", m.tied_embeddings}};
+  ojson j{{"name", m.name},
+          {"file", m.origin},
+          {"num_layers", m.num_layers},
+          {"hidden_size", m.hidden},
+          {"num_attention_heads", m.heads},
+          {"num_key_value_heads", m.kv_heads},
+          {"head_dim", m.head_dim},
+          {"intermediate_size", m.ffn},
+          {"vocab_size", m.vocab},
+          {"hidden_act", activation_name(m.activation)},
+          {"qkv_bias", m.qkv_bias},
+          {"o_bias", m.o_bias},
+          {"mlp_bias", m.mlp_bias},
+          {"tie_word_embeddings", m.tied_embeddings}};
+  if (m.sliding_window > 0) {
+    j["sliding_window"] = m.sliding_window;
+    ojson layers = ojson::array();
+    for (std::int64_t l = 0; l < m.num_layers; ++l) {
+      if (m.window_of(l) > 0) layers.push_back(l);
+    }
+    j["windowed_layers"] = std::move(layers);
+  }
+  return j;
 }
 
 ojson hardware_json(const HardwareConfig& h) {
@@ -279,7 +288,7 @@ std::string unaligned_chunks_note(const Schedule& s) {
 }
 
 std::vector<std::string> workload_notes(const Workload& w) {
-  return model_notes(w.model, w.seq + w.context);
+  return model_notes(w.model, w.seq + w.context, w.layers);
 }
 
 void print_notes(std::ostream& os, const std::vector<std::string>& notes) {

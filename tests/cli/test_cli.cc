@@ -249,6 +249,22 @@ TEST_CASE("sliding-window models past the window: simulated, planned and validat
   CHECK(r.out.find("sliding window") == std::string::npos);
   r = tpo("plan --model " + g2 + " --hardware h200x8 --tp 8 --seq 4096,8192 --quiet");
   CHECK(r.code == 0);
+  CHECK(r.out.find("note: 21 of the 42 layers attend over a sliding window") != std::string::npos);
+  CHECK(r.out.find("\n8192 ") != std::string::npos);  // both lengths planned
+  CHECK(r.out.find("\n4096 ") != std::string::npos);
+  // With --layers, the note counts the layers simulated.
+  r = tpo("simulate --model " + g2 + " --hardware h200x8 --tp 8 --seq 8192 --layers 3");
+  CHECK(r.out.find("note: 2 of the 3 layers attend over a sliding window") != std::string::npos);
+  // Generation past the window.
+  r = tpo("plan --scenario generate --model " + g2 +
+          " --hardware h200x8 --tp 8 --prompt 6000 "
+          "--quiet");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("sliding window of 4096") != std::string::npos);
+  // The CUDA runtime refuses what it would not run, before looking for a GPU.
+  r = tpo("validate --backend cuda --model " + g2 + " --hardware h200x8 --tp 8 --seq 8192");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("hidden_act") != std::string::npos);
   // A tiny model of our schema with a window on its first layer, run on the CPU past it.
   auto cfg = nlohmann::json::parse(slurp(data + "/tiny_model.json"));
   cfg["sliding_window"] = 40;
@@ -259,8 +275,13 @@ TEST_CASE("sliding-window models past the window: simulated, planned and validat
           " --hardware cpu-host --tp 2 --seq 128 --repeat 1 --strategy iso");
   CHECK(r.code == 0);
   CHECK(r.out.find("correct") != std::string::npos);
-  CHECK(r.out.find("note: 1 of the 2 layers attend over a sliding window of 40") !=
+  CHECK(r.out.find("note: 1 of the 2 layers attends over a sliding window of 40") !=
         std::string::npos);
+  r = tpo("validate --backend cuda --comm emulated --model " + tiny.string() +
+          " --hardware h200x8 --tp 2 --seq 128");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("tiny-window.json: field 'sliding_window'") != std::string::npos);
+  CHECK(r.out.find("runs on --backend cpu only") != std::string::npos);
 }
 
 TEST_CASE("a misspelt option is named with its command and the nearest option") {

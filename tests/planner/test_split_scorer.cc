@@ -3,12 +3,17 @@
 // exceeds it, and the pruned search plans exactly what the unpruned one does.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <tuple>
 
 #include "planner/plan.h"
 #include "planner/split_scorer.h"
 #include "sim/config_paths.h"
+#include "sim/json_io.h"
 #include "sim/profile_cost.h"
 
 using namespace tpo;
@@ -279,6 +284,34 @@ TEST_CASE("layers that attend differently (sliding window past its end) are time
   CHECK(scorer.score_ns({3000, 5192}) == full);
   CHECK(scorer.lower_bound_ns({3000, 5192}) <= full);
 
+  // A deep model whose layers differ (Qwen2's layout: the window from max_window_layers on) is
+  // not timed from two shorter graphs, which would extrapolate the last layer's step.
+  {
+    auto cfg = tpo::read_json_file(std::string(TPO_TEST_DATA) + "/hf_qwen2_config.json");
+    cfg["use_sliding_window"] = true;
+    cfg["sliding_window"] = 4096;
+    cfg["max_window_layers"] = 10;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("tpo_qwen_window_" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+    std::ofstream(path) << cfg.dump();
+    sim::WorkloadOptions q;
+    q.model = path;
+    q.hardware = "h200x8";
+    q.tp = 4;
+    q.seq = 16384;
+    q.layers = 24;
+    q.embed_head = false;
+    const sim::Workload qw = sim::make_workload(q);
+    auto qcm = sim::make_cost_model(qw, "");
+    Evaluator qev(qw, *qcm);
+    for (auto kind : {StrategyKind::None, StrategyKind::Ladder}) {
+      const sim::StrategySpec s(kind);
+      CHECK(qev.full(s).total_ns == qev.full_unshortened(s).total_ns);
+      CHECK(qev.surrogate_ns(s) == static_cast<double>(qev.full_unshortened(s).total_ns));
+    }
+    CHECK(qev.shortened() == 0);
+  }
   const auto [a, b] = plan_with_and_without(gemma2.c_str(), "h200x8", 8, "6000,8192", 3, "iso",
                                             &PlanOptions::prune);
   REQUIRE(a.points.size() == b.points.size());

@@ -86,6 +86,19 @@ TEST_CASE("windowed attention: pairs and bytes count the keys in each query's wi
         const bool restricts = window > 0 && window < prefix + q;
         CHECK((op.flops < full.flops) == restricts);
         CHECK((op.bytes < full.bytes) == (window > 0 && window < prefix + 1));
+        // Bytes: Q read and O written, K and V of every position some query sees, the chunk's
+        // K and V written; positions counted one by one.
+        std::int64_t seen = 0;
+        for (std::int64_t pos = 0; pos < prefix + q; ++pos) {
+          bool any = false;
+          for (std::int64_t t = std::max(pos, prefix); t < prefix + q && !any; ++t) {
+            any = window <= 0 || t - pos < window;
+          }
+          seen += any;
+        }
+        const double d = 8, hq = 4, hkv = 2, qq = static_cast<double>(q);
+        CHECK(op.bytes == 2.0 * (2.0 * qq * hq * d + 2.0 * static_cast<double>(seen) * hkv * d +
+                                 2.0 * qq * hkv * d));
         // The full attention of the same queries with the equivalent prefix has the same keys
         // per query; without a restriction it is the op's own prefix, exactly.
         const double eq = attention_equivalent_prefix(op);
@@ -155,6 +168,30 @@ TEST_CASE("which layers a config windows: layer_types, Gemma-2, Gemma-3, Qwen2, 
     j["max_window_layers"] = 20;
   }));
   CHECK(q2off.sliding_window == 0);
+  // transformers' Qwen2 defaults: no window without use_sliding_window; max_window_layers 28.
+  CHECK(load_model(edited("hf_qwen2_config.json", [](auto& j) {
+          j.erase("use_sliding_window");
+          j["sliding_window"] = 4096;
+        })).sliding_window == 0);
+  const ModelConfig q2d = load_model(edited("hf_qwen2_config.json", [](auto& j) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = 4096;
+    j["num_hidden_layers"] = 32;
+  }));
+  CHECK(q2d.windowed_count() == 4);  // layers 28..31
+  CHECK(q2d.window_of(27) == 0);
+  CHECK(q2d.window_of(28) == 4096);
+  // layer_types of a kind tpo does not time is refused with no window too.
+  CHECK(error_of([] {
+          load_model(edited("hf_llama_config.json", [](auto& j) {
+            j["layer_types"] = std::vector<std::string>(22, "linear_attention");
+          }));
+        }).find("field 'layer_types'") != std::string::npos);
+  CHECK(error_of([] {
+          load_model(edited("tiny_model.json", [](auto& j) {
+            j["layer_types"] = {"full_attention", "full_attention", "full_attention"};
+          }));
+        }).find("must be a list of 2 entries") != std::string::npos);
 
   // What is not modelled is refused, naming the file and the field.
   auto e = error_of([] {
@@ -279,4 +316,34 @@ TEST_CASE("the KV cache of a windowed layer holds the new tokens and the window 
   o.model = edited("hf_gemma3_text_config.json", [](auto& j) { j.erase("sliding_window"); });
   o.batch = 32;
   CHECK(error_of([&] { make_workload(o); }).find("KV cache") != std::string::npos);
+}
+
+TEST_CASE("a window much shorter than its chunk: read at the same keys per query, extrapolated") {
+  WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = "h200x8";
+  o.tp = 2;
+  o.seq = 8192;
+  o.layers = 1;
+  const std::string profile = config_dir() + "/profiles/h200-llama3.1-8b-tp2.json";
+  o.profile = profile;
+  const Workload w = make_workload(o);
+  const auto cm = make_cost_model(w, profile);
+  Op op;
+  for (const Op& x : build_schedule(w, StrategySpec(StrategyKind::None)).ops) {
+    if (x.kind == OpKind::Attention) op = x;
+  }
+  // 8192 queries over a window of 1024: about 960 keys per query, fewer than any full causal
+  // attention of 8192 queries sees (4096.5). The same keys per query: 1919 queries, no prefix.
+  Op windowed = op;
+  set_attention_work(windowed, 1, 8192, 0, op.n, op.kv_heads, op.k, 1024);
+  CHECK(attention_keys_per_query(windowed) == doctest::Approx(960.06).epsilon(1e-4));
+  Op proxy = op;
+  resegment(proxy, 0, 1919);
+  const double per_flop = static_cast<double>(cm->standalone_ns(proxy)) / proxy.flops;
+  CHECK(static_cast<double>(cm->standalone_ns(windowed)) / windowed.flops ==
+        doctest::Approx(per_flop).epsilon(1e-3));
+  CHECK(cm->origin(windowed) == "extrapolated");
+  // Fewer keys per query than the full op: a lower rate per FLOP.
+  CHECK(per_flop > static_cast<double>(cm->standalone_ns(op)) / op.flops);
 }
