@@ -12,7 +12,11 @@ file; unchanged otherwise), with
 - "no comm": every all-reduce priced at zero (no table, no latency, no bandwidth limit), against
   their `no_ar` run (all-reduces removed): the compute model alone;
 - "multimem": at TP 8 the all-reduce read from their published multimem times (8 ranks) at the
-  CTA count their baseline used (16 up to 4096 tokens, 32 above), imported as a user would
+  CTA count their baseline ran with, 8 (artifact/llama_src_files/pl_baseline_multimem.py reads
+  MAX_CTAS_ATTN and MAX_CTAS_MLP from the environment, default 8, and figure_2_11/run.sh sets
+  neither; until 2026-12-03 this check used 16 up to 4096 tokens and 32 above, the
+  baseline_ctas of prefill_configs/llama_config_8.json, which no model file reads; at these
+  sizes the columns differ by at most 1%), imported as a user would
   import their stack's times (`tpo profile import-allreduce`, a CSV of bytes and time_us); at TP 4 (no 4-rank multimem times published)
   the file's own 4-rank table (NCCL), so the comm columns at TP 4 compare different kernels;
 - `none` (`tpo simulate --embed-head`) against `baseline_multimem`, and the time communication
@@ -61,12 +65,11 @@ def hardware_files(tpo, tmp, base, allreduce_rows):
     csv_path, mm = os.path.join(tmp, "multimem.csv"), os.path.join(tmp, "multimem.json")
     with open(csv_path, "w") as f:
         f.write("# TokenWeave's published multimem all-reduce on 8x H100 "
-                "(tokenweave-h100-allreduce.csv), 16 CTAs up to 64 MiB, 32 above\n"
+                "(tokenweave-h100-allreduce.csv) on 8 CTAs, as their baseline_multimem runs\n"
                 "bytes,time_us\n")
         for r in allreduce_rows:
             tokens = int(r["BL"])
-            ctas = 16 if tokens <= 4096 else 32
-            f.write(f"{tokens * BYTES_PER_TOKEN},{r[f'multimem_ar_us_ctas_{ctas}']}\n")
+            f.write(f"{tokens * BYTES_PER_TOKEN},{r['multimem_ar_us_ctas_8']}\n")
     run_tpo([tpo, "profile", "import-allreduce", csv_path, "--ranks", "8", "--hardware", paths[1],
          "--hardware-out", mm])
     return paths[0], mm, paths[1]
