@@ -129,7 +129,7 @@ class CudaKernels final : public RankKernels {
 
   void gated_act(std::int64_t row, std::int64_t len) override {
     const std::int64_t f = m_.d.ffn;
-    cu::silu_mul_bf16(at(r_.gu, row * 2 * f), at(r_.act, row * f), len, f, st_);
+    cu::silu_mul_bf16(at(r_.gu, row * 2 * f), at(r_.act, row * f), len, f, st_, m_.gelu);
   }
 
   void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) override {
@@ -169,20 +169,6 @@ class CudaRun {
         ctas_(ctas),
         fused_(fused),
         exec_(exec) {
-    if (m.gelu) {
-      throw InputError(m.model_file, "hidden_act",
-                       "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
-                       "activation is SiLU");
-    }
-    for (const std::int64_t win : m.window) {
-      if (win > 0) {
-        throw InputError(m.model_file, "sliding_window",
-                         "attention over a sliding window of " + std::to_string(win) +
-                             " positions runs on --backend cpu only (the CUDA kernels attend "
-                             "over every earlier position); within the window, up to " +
-                             std::to_string(win) + " positions of prompt and context, it runs");
-      }
-    }
     const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
     first_ = mpi ? mpi::rank() : 0;
     mpi_ = mpi;

@@ -338,26 +338,6 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   return c;
 }
 
-// What the CUDA runtime does not run, refused before any case runs (and before a device is
-// looked for): a GeGLU MLP, and attention over a sliding window the workload reaches past.
-void refuse_on_cuda(const sim::Workload& w) {
-  if (w.model.activation == sim::ModelConfig::Activation::Gelu) {
-    throw InputError(w.model.origin, "hidden_act",
-                     "gelu (GeGLU) runs on --backend cpu only; the CUDA runtime's gated "
-                     "activation is SiLU");
-  }
-  const std::int64_t k = w.model.windowed_count(w.layers);
-  if (k > 0 && w.seq + w.context > w.model.sliding_window) {
-    const std::string win = std::to_string(w.model.sliding_window);
-    throw InputError(w.model.origin, "sliding_window",
-                     "attention over a sliding window of " + win + " positions (" +
-                         std::to_string(k) + " of the " + std::to_string(w.layers) +
-                         " layers validated) runs on --backend cpu only: the CUDA kernels attend "
-                         "over every earlier position. Within the window (up to " +
-                         win + " positions of prompt and context) it runs");
-  }
-}
-
 }  // namespace
 
 ValidateReport run_validate(const ValidateOptions& o) {
@@ -376,7 +356,6 @@ ValidateReport run_validate(const ValidateOptions& o) {
   for (const auto& rc : runs) {
     const sim::Workload w = sim::make_workload(rc.run.workload);
     ctas.insert(w.hardware.contention.comm_ctas);
-    if (o.backend == "cuda") refuse_on_cuda(w);
   }
   // Every input is read by now (a plan's models, hardware and profiles too): an output that is
   // one of them is refused before the run, not after it.

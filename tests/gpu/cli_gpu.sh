@@ -26,6 +26,20 @@ check "validate cuda emulated: prefill after a cached prefix" "$TPO" validate --
   --comm emulated --model "$M" --hardware h100x8 --tp 2 --seq 128 --context 64 --layers 2 \
   --repeat 2 --strategy iso --json "$TMP/v.json"
 check "validate json says emulated" grep -q "EMULATED COMMUNICATION" "$TMP/v.json"
+# Gemma's shape of layer on the GPU: GeGLU, and a sliding window of 48 on the first layer that
+# the prompt and context reach past (both ran on the CPU only before 2026-12-03).
+W="$TMP/tiny-gelu-window.json"
+sed -e 's/"vocab_size": 1000,/"vocab_size": 1000, "hidden_act": "gelu", "sliding_window": 48, "layer_types": ["sliding_attention", "full_attention"],/' \
+  "$M" > "$W"
+check "validate cuda emulated: GeGLU and a sliding window, iso after a prefix" "$TPO" validate \
+  --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
+  --layers 2 --repeat 2 --strategy iso
+check "validate cuda emulated: GeGLU and a sliding window, decode" "$TPO" validate --backend cuda \
+  --comm emulated --model "$W" --hardware h100x8 --tp 2 --phase decode --batch 3 --seq 100 \
+  --layers 2 --repeat 2 --strategy none
+check "validate cuda emulated: GeGLU and a sliding window, cuBLAS attention" "$TPO" validate \
+  --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
+  --layers 2 --repeat 2 --strategy iso --attention cublas
 check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
   --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
 # More ranks than GPUs: exit 1 with a message saying what to do, not a crash.

@@ -46,8 +46,10 @@ cu::Buffer upload(const std::vector<float>& v) {
 // `prefix` cached ones, `hq` query heads on `hkv` KV heads; with `in_place`, Q read from
 // qkv-wide rows ((hq + 2 hkv) x d apart) as the runtimes read it.
 void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::int64_t prefix,
-                 std::int64_t hq, std::int64_t hkv, std::int64_t d, bool in_place = false) {
+                 std::int64_t hq, std::int64_t hkv, std::int64_t d, bool in_place = false,
+                 std::int64_t window = 0) {
   cu::AttentionShape sh;
+  sh.window = window;
   sh.requests = requests;
   sh.q_tokens = q;
   sh.prefix = prefix;
@@ -69,9 +71,9 @@ void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::i
                      hv = device_values(vb, kvn), ho(qn);
   cpu::attention(hq_.data(), hk.data(), hv.data(), ho.data(), sh);
   char name[160];
-  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld%s",
+  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld%s w%lld",
                 (long long)requests, (long long)q, (long long)prefix, (long long)hq, (long long)hkv,
-                (long long)d, in_place ? " Q in qkv" : "");
+                (long long)d, in_place ? " Q in qkv" : "", (long long)window);
   expect_close(name, device_values(ob, qn), ho);
 }
 }  // namespace
@@ -185,6 +187,22 @@ int main() {
     cpu::attention(hqkv.data(), hk.data(), hv.data(), ho2.data(), in);
     expect_close("attn Q@qkv", device_values(o2, qn), ho2);
   }
+  // Sliding windows: 20 keys per query after the 41-token prefix (the first query's window
+  // starts at key 22: the GEMMs skip the keys before it), and 16 with no prefix.
+  for (const auto& [prefix, window] : {std::pair<std::int64_t, std::int64_t>{41, 20}, {0, 16}}) {
+    cu::AttentionShape w = sh;
+    w.prefix = prefix;
+    w.window = window;
+    cu::Buffer ow(qn * 2), sw(cu::attention_scratch_bytes(w));
+    cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), ow.get(), sw.get(), w, s);
+    ctx.synchronize();
+    std::vector<float> hw(qn);
+    cpu::attention(hq.data(), hk.data(), hv.data(), hw.data(), w);
+    char name[48];
+    std::snprintf(name, sizeof name, "attn window %lld after %lld", (long long)window,
+                  (long long)prefix);
+    expect_close(name, device_values(ow, qn), hw);
+  }
   // cuDNN's fused attention: prefix 0 and > 0, GQA ratios 1 and 8, odd lengths, decode.
   // TPO_REQUIRE_CUDNN=1 (device-check.sh, where the build found cuDNN): a skip is a failure.
   std::string no_cudnn;
@@ -213,6 +231,11 @@ int main() {
     }
     fused(1, 4097, 0, 8, 1, 64);   // a long odd chunk (smaller head dim: CPU time)
     fused(16, 1, 777, 8, 1, 128);  // decode: one query per request
+    // Sliding windows (Mistral, Gemma-2/3): a chunk after a prefix, one longer than its window,
+    // and decode past the window.
+    fused(2, 48, 41, 4, 2, 64, true, 20);
+    fused(1, 1000, 0, 8, 1, 128, true, 256);
+    fused(16, 1, 777, 8, 1, 128, false, 512);
   }
   // rmsnorm, SiLU*mul and the residual add: 200 columns (the 8-wide vector paths) and 203
   // (the scalar ones).
@@ -236,6 +259,13 @@ int main() {
     cpu::silu_mul(hgu.data(), hy.data(), rows, cols);
     std::snprintf(name, sizeof name, "silu_mul/%d", int(cols));
     expect_close(name, device_values(y, rows * cols), hy);
+    cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s, /*gelu=*/true);  // GeGLU (Gemma)
+    ctx.synchronize();
+    cpu::silu_mul(hgu.data(), hy.data(), rows, cols, /*gelu=*/true);
+    std::snprintf(name, sizeof name, "gelu_mul/%d", int(cols));
+    expect_close(name, device_values(y, rows * cols), hy);
+    cu::silu_mul_bf16(gu.get(), y.get(), rows, cols, s);  // the sum below adds SiLU's
+    ctx.synchronize();
     std::vector<float> hsum = device_values(y, rows * cols);
     cu::add_bf16(y.get(), x.get(), rows * cols, s);
     ctx.synchronize();

@@ -33,23 +33,27 @@ __global__ void attention_ptrs_kernel(AttnPtrs a, const bf16* q, const bf16* k, 
   a.p[b] = probs + b * per_head;
 }
 
-// One block per (query row, request x head): softmax over the keys the row may see
-// (prefix + row + 1), zeros beyond, up to the padded row length ld. Scores are
+// One block per (query row, request x head): softmax over the keys the row may see, zeros
+// elsewhere, up to the padded row length ld. Score column j is key first + j; the row sees
+// keys up to prefix + row, and with a window > 0 only the last `window` of them. Scores are
 // [request x head][q][ld] fp32; probabilities the same layout in bf16.
-__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, int prefix) {
+__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, int prefix, int first,
+                                      int window) {
   const int row = blockIdx.x, h = blockIdx.y;
   const float* sr = s + (std::size_t(h) * q + row) * ld;
   bf16* pr = p + (std::size_t(h) * q + row) * ld;
-  const int valid = prefix + row + 1;
+  const int last = prefix + row;  // the row's own position
+  const int lo = (window > 0 && last + 1 > window ? last + 1 - window : 0) - first;
+  const int hi = last + 1 - first;
   float mx = -INFINITY;
-  for (int j = threadIdx.x; j < valid; j += blockDim.x) mx = fmaxf(mx, sr[j]);
+  for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) mx = fmaxf(mx, sr[j]);
   mx = block_max(mx);
   float sum = 0;
-  for (int j = threadIdx.x; j < valid; j += blockDim.x) sum += __expf(sr[j] - mx);
+  for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) sum += __expf(sr[j] - mx);
   sum = block_sum(sum);
   const float inv = 1.0f / sum;
   for (int j = threadIdx.x; j < ld; j += blockDim.x) {
-    pr[j] = __float2bfloat16(j < valid ? __expf(sr[j] - mx) * inv : 0.0f);
+    pr[j] = __float2bfloat16(j >= lo && j < hi ? __expf(sr[j] - mx) * inv : 0.0f);
   }
 }
 
@@ -57,9 +61,10 @@ __global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, in
 
 namespace {
 // Keys per score row, padded to 8 so every row starts 16-byte aligned (an odd number of keys
-// would put cuBLAS on a slow path).
+// would put cuBLAS on a slow path): from the first key any query sees (with a sliding window,
+// the first query's window start) to the last query's own.
 std::int64_t padded_keys(const AttentionShape& s) {
-  return (s.prefix + s.q_tokens + 7) / 8 * 8;
+  return (s.prefix + s.q_tokens - s.first_key(0) + 7) / 8 * 8;
 }
 std::size_t round256(std::size_t b) {
   return (b + 255) / 256 * 256;
@@ -111,7 +116,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
   // from while a CUDA graph is being captured (--exec graph): give it the context's workspace
   // instead, the one the cuBLASLt GEMMs use (every call on it is on the same compute stream).
   TPO_CUBLAS_CHECK(cublasSetWorkspace(I.blas, I.workspace.get(), I.workspace.bytes()));
-  const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens), d = int(s.head_dim);
+  // Keys first .. prefix + q - 1: with a sliding window, those before the first query's window
+  // are left out of both GEMMs.
+  const int first = int(s.first_key(0));
+  const int nq = int(s.q_tokens), kv = int(s.prefix + s.q_tokens) - first, d = int(s.head_dim);
   const int ld = int(padded_keys(s));
   const int batch = int(s.requests * s.q_heads);
   if (batch > 65535) {
@@ -134,10 +142,10 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
   // Q rows q_stride() apart (in place in the qkv rows, or packed); the output packed.
   const int ldq = int(s.q_stride()), ldo = int(s.q_heads) * d, ldk = int(s.kv_heads) * d;
   attention_ptrs_kernel<<<(batch + 127) / 128, 128, 0, S(stream)>>>(
-      P, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
-      static_cast<bf16*>(out), scores, probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads), d,
-      (long long)nq * ldq, (long long)nq * ldo, (long long)s.kv_capacity * ldk,
-      (long long)per_head);
+      P, static_cast<const bf16*>(q), static_cast<const bf16*>(k) + std::size_t(first) * ldk,
+      static_cast<const bf16*>(v) + std::size_t(first) * ldk, static_cast<bf16*>(out), scores,
+      probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads), d, (long long)nq * ldq,
+      (long long)nq * ldo, (long long)s.kv_capacity * ldk, (long long)per_head);
   TPO_CUDA_CHECK(cudaGetLastError());
   const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
   // Column-major view: S_b^T (kv x nq, ld) = K_g^T' (K stored d x kv, ld ldk, transposed)
@@ -146,7 +154,7 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
       I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale, P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF,
       ldq, &zero, P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
-      scores, probs, nq, ld, int(s.prefix));
+      scores, probs, nq, ld, int(s.prefix), first, int(s.window));
   TPO_CUDA_CHECK(cudaGetLastError());
   // O_h^T (d x nq, ld ldo) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
   TPO_CUBLAS_CHECK(cublasGemmBatchedEx(

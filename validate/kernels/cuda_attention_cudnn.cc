@@ -95,7 +95,7 @@ struct Plan {
 };
 
 using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t>;
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
 // What cuDNN keeps per GPU, made on first use there.
 struct Device {
@@ -162,6 +162,9 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const Attenti
                      .set_generate_stats(false)
                      .set_attn_scale(1.0f / std::sqrt(static_cast<float>(d)))
                      .set_causal_mask_bottom_right(true);
+  // A sliding window: each query keeps the keys within `window` of its own position, itself
+  // included (the frontend retains key + window - (skv - sq) > query row).
+  if (s.window > 0 && s.window < skv) options.set_diagonal_band_left_bound(int(s.window));
   auto [O, stats] = g->sdpa(Q, K, V, options);
   (void)stats;
   O->set_output(true).set_uid(kO).set_dim({b, hq, sq, d}).set_stride({sq * hq * d, d, hq * d, 1});
@@ -223,8 +226,11 @@ namespace {
 
 // The plan cache's key of a shape on device `dev`.
 Key key_of(int dev, const AttentionShape& s) {
-  return {dev,        s.requests, s.q_heads,     s.kv_heads,  s.head_dim,
-          s.q_tokens, s.prefix,   s.kv_capacity, s.q_stride()};
+  return {dev,          s.requests,
+          s.q_heads,    s.kv_heads,
+          s.head_dim,   s.q_tokens,
+          s.prefix,     s.kv_capacity,
+          s.q_stride(), s.window < s.prefix + s.q_tokens ? s.window : 0};
 }
 
 // The device's cuDNN handle, made on first use; st.mu held.

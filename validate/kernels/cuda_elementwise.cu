@@ -47,8 +47,16 @@ __global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64
   }
 }
 
+// The gate's activation: SiLU (SwiGLU), or GELU's tanh approximation (GeGLU, Gemma's
+// gelu_pytorch_tanh; the CPU kernels' gelu_tanh).
+template <bool GELU>
+__device__ float gate_act(float g) {
+  if (GELU) return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g)));
+  return g / (1.0f + __expf(-g));
+}
+
 // Rows on grid y (strided), columns on x; VEC: 8 columns per thread.
-template <bool VEC>
+template <bool VEC, bool GELU>
 __global__ void silu_mul_kernel(const bf16* gu, bf16* out, std::int64_t rows, std::int64_t ffn) {
   const std::int64_t step = VEC ? 8 : 1;
   const std::int64_t c = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) * step;
@@ -63,12 +71,12 @@ __global__ void silu_mul_kernel(const bf16* gu, bf16* out, std::int64_t rows, st
       Bf16x8 y;
       for (int e = 0; e < 8; ++e) {
         const float gv = __bfloat162float(a.v[e]);
-        y.v[e] = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(b.v[e]));
+        y.v[e] = __float2bfloat16(gate_act<GELU>(gv) * __bfloat162float(b.v[e]));
       }
       *reinterpret_cast<Bf16x8*>(o) = y;
     } else {
       const float gv = __bfloat162float(*g);
-      *o = __float2bfloat16(gv / (1.0f + __expf(-gv)) * __bfloat162float(*u));
+      *o = __float2bfloat16(gate_act<GELU>(gv) * __bfloat162float(*u));
     }
   }
 }
@@ -156,18 +164,22 @@ void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std:
 }
 
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
-                   void* stream) {
+                   void* stream, bool gelu) {
   const std::size_t n = std::size_t(rows) * ffn;
   if (n == 0) return;
   const bool vec = ffn % 8 == 0 && aligned16(gate_up) && aligned16(out);
   const std::int64_t per_row = vec ? ffn / 8 : ffn;
   const dim3 grid(unsigned((per_row + 255) / 256), unsigned(std::min<std::int64_t>(rows, 65535)));
-  if (vec) {
-    silu_mul_kernel<true><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
-                                                       static_cast<bf16*>(out), rows, ffn);
+  const auto* g = static_cast<const bf16*>(gate_up);
+  auto* o = static_cast<bf16*>(out);
+  if (vec && gelu) {
+    silu_mul_kernel<true, true><<<grid, 256, 0, S(stream)>>>(g, o, rows, ffn);
+  } else if (vec) {
+    silu_mul_kernel<true, false><<<grid, 256, 0, S(stream)>>>(g, o, rows, ffn);
+  } else if (gelu) {
+    silu_mul_kernel<false, true><<<grid, 256, 0, S(stream)>>>(g, o, rows, ffn);
   } else {
-    silu_mul_kernel<false><<<grid, 256, 0, S(stream)>>>(static_cast<const bf16*>(gate_up),
-                                                        static_cast<bf16*>(out), rows, ffn);
+    silu_mul_kernel<false, false><<<grid, 256, 0, S(stream)>>>(g, o, rows, ffn);
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }

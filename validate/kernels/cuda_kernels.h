@@ -163,8 +163,10 @@ bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::strin
 
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
                   float eps, void* stream);
+// out = act(gate) * up over rows of [gate (ffn) | up (ffn)]: SiLU, or with `gelu` GELU's tanh
+// approximation (GeGLU, as cpu::silu_mul).
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
-                   void* stream);
+                   void* stream, bool gelu = false);
 void add_bf16(void* acc, const void* x, std::int64_t n, void* stream);
 
 // Holds `stream` for that much GPU time: enqueued before a timed region, it lets the host
