@@ -40,6 +40,16 @@ check "validate cuda emulated: GeGLU and a sliding window, decode" "$TPO" valida
 check "validate cuda emulated: GeGLU and a sliding window, cuBLAS attention" "$TPO" validate \
   --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
   --layers 2 --repeat 2 --strategy iso --attention cublas
+check "validate cuda emulated: a sliding window in decode, cuBLAS attention" "$TPO" validate \
+  --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --phase decode --batch 3 \
+  --seq 100 --layers 2 --repeat 2 --strategy none --attention cublas
+# With cuDNN required (device-check.sh, where the build found it), its window path must run:
+# --attention auto would fall back to cuBLAS quietly if cuDNN could not plan a windowed shape.
+if [ "${TPO_REQUIRE_CUDNN:-0}" = 1 ]; then
+  check "validate cuda emulated: a sliding window, cuDNN attention" "$TPO" validate \
+    --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
+    --layers 2 --repeat 2 --strategy iso --attention cudnn
+fi
 check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
   --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
 # More ranks than GPUs: exit 1 with a message saying what to do, not a crash.

@@ -39,6 +39,12 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
+// The version of the libcudnn opened (major x 10000 + minor x 100 + patch), 0 before.
+std::size_t& opened_version() {
+  static std::size_t v = 0;
+  return v;
+}
+
 // Opens libcudnn once: $TPO_CUDNN_LIB, else libcudnn.so.9 on the library path; refuses a
 // cuDNN whose fused attention cudnn-frontend cannot run here: older than 9.6 (bottom-right
 // causal masks at lengths off the 64-token grid) or 9.10.0 / 9.10.1 (refused by the frontend).
@@ -79,6 +85,7 @@ bool open_cudnn(std::string* why) {
         continue;
       }
       cudnn_frontend::cudnn_dlhandle = h;
+      opened_version() = v;
       return;
     }
   });
@@ -134,6 +141,14 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const Attenti
   const std::int64_t b = s.requests, hq = s.q_heads, hk = s.kv_heads, d = s.head_dim;
   const std::int64_t sq = s.q_tokens, skv = s.prefix + s.q_tokens, cap = s.kv_capacity;
   const std::int64_t qs = s.q_stride();
+  const bool band = s.window > 0 && s.window < skv;
+  // cudnn-frontend refuses a left bound with a bottom-right diagonal where the chunk has no
+  // prefix (s_q == s_kv) on Hopper below cuDNN 9.10 (its SDPA support checks).
+  if (band && sq == skv && opened_version() < 91000) {
+    throw std::runtime_error(
+        "a sliding window on a chunk with no prefix needs cuDNN 9.10 or "
+        "newer on Hopper; use --attention cublas");
+  }
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -164,7 +179,7 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const Attenti
                      .set_causal_mask_bottom_right(true);
   // A sliding window: each query keeps the keys within `window` of its own position, itself
   // included (the frontend retains key + window - (skv - sq) > query row).
-  if (s.window > 0 && s.window < skv) options.set_diagonal_band_left_bound(int(s.window));
+  if (band) options.set_diagonal_band_left_bound(int(s.window));
   auto [O, stats] = g->sdpa(Q, K, V, options);
   (void)stats;
   O->set_output(true).set_uid(kO).set_dim({b, hq, sq, d}).set_stride({sq * hq * d, d, hq * d, 1});
@@ -351,7 +366,11 @@ bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::strin
         *why = "no plan for " + std::to_string(s.requests) + " x " + std::to_string(s.q_tokens) +
                " queries after a " + std::to_string(s.prefix) + "-token prefix, " +
                std::to_string(s.q_heads) + "/" + std::to_string(s.kv_heads) + " heads of " +
-               std::to_string(s.head_dim) + " (" + e.what() + ")";
+               std::to_string(s.head_dim) +
+               (s.window > 0 && s.window < s.prefix + s.q_tokens
+                    ? ", a sliding window of " + std::to_string(s.window)
+                    : std::string()) +
+               " (" + e.what() + ")";
       }
       return false;
     }
