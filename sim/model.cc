@@ -176,17 +176,18 @@ void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const st
     }
   }
   if (m.sliding_window <= 0) return;
-  if (typed) {
-    // as read above
-  } else if (type == "gemma2") {
-    for (std::size_t i = 0; i < n; ++i) w[i] = i % 2 == 0;
-  } else if (type.starts_with("gemma3")) {
-    const std::int64_t pattern = o.integer_or("sliding_window_pattern", 6);
-    if (pattern < 1) throw InputError(path, "sliding_window_pattern", "must be at least 1");
-    for (std::size_t i = 0; i < n; ++i) w[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
-  } else if (o.has("max_window_layers") || qwen_family(type)) {
-    const std::int64_t first = o.count_or("max_window_layers", 28);
-    for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<std::int64_t>(i) >= first;
+  if (!typed) {  // the family's rule
+    if (type == "gemma2") {
+      for (std::size_t i = 0; i < n; ++i) w[i] = i % 2 == 0;
+    } else if (type.starts_with("gemma3")) {
+      const std::int64_t pattern = o.integer_or("sliding_window_pattern", 6);
+      for (std::size_t i = 0; i < n; ++i) {
+        w[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
+      }
+    } else if (o.has("max_window_layers") || qwen_family(type)) {
+      const std::int64_t first = o.count_or("max_window_layers", 28);
+      for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<std::int64_t>(i) >= first;
+    }
   }
   if (std::find(w.begin(), w.end(), true) == w.end()) {
     m.sliding_window = 0;  // no layer uses it
