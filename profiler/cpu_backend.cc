@@ -97,7 +97,8 @@ class AttentionRunner : public Runner {
 
 class RowwiseRunner : public Runner {
  public:
-  explicit RowwiseRunner(const Item& it) : name_(it.name), rows_(it.m), cols_(it.n) {
+  explicit RowwiseRunner(const Item& it)
+      : name_(it.name), rows_(it.m), cols_(it.n), gelu_(it.gelu) {
     const std::int64_t in = name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_;
     sets_ = rotation_sets(4 * 2 * in);
     for (int s = 0; s < sets_; ++s) {
@@ -112,7 +113,7 @@ class RowwiseRunner : public Runner {
     if (name_ == "rmsnorm") {
       k::rmsnorm(x_[s].data(), w_.data(), y_[s].data(), rows_, cols_);
     } else if (name_ == "silu_mul") {
-      k::silu_mul(x_[s].data(), y_[s].data(), rows_, cols_);
+      k::silu_mul(x_[s].data(), y_[s].data(), rows_, cols_, gelu_);
     } else {
       k::add_inplace(y_[s].data(), x_[s].data(), rows_ * cols_);
     }
@@ -122,6 +123,7 @@ class RowwiseRunner : public Runner {
  private:
   std::string name_;
   std::int64_t rows_, cols_;
+  bool gelu_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> x_, y_;
   std::vector<float> w_;

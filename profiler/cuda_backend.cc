@@ -207,7 +207,8 @@ class RowwiseRunner : public Batched {
                 rotation_sets(2 * (name_of(it) == "silu_mul" ? 3 : 2) * it.m * it.n)),
         name_(name_of(it)),
         rows_(it.m),
-        cols_(it.n) {
+        cols_(it.n),
+        gelu_(it.gelu) {
     const std::size_t in = std::size_t(name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_);
     for (int s = 0; s < sets(); ++s) {
       x_.push_back(random_buffer(in, 11 + s, stream_));
@@ -220,7 +221,7 @@ class RowwiseRunner : public Batched {
     if (name_ == "rmsnorm") {
       cu::rmsnorm_bf16(x_[i].get(), w_.get(), y_[i].get(), rows_, cols_, 1e-5f, stream_);
     } else if (name_ == "silu_mul") {
-      cu::silu_mul_bf16(x_[i].get(), y_[i].get(), rows_, cols_, stream_);
+      cu::silu_mul_bf16(x_[i].get(), y_[i].get(), rows_, cols_, stream_, gelu_);
     } else {
       cu::add_bf16(y_[i].get(), x_[i].get(), rows_ * cols_, stream_);
     }
@@ -229,6 +230,7 @@ class RowwiseRunner : public Batched {
  private:
   std::string name_;
   std::int64_t rows_, cols_;
+  bool gelu_;
   std::vector<cu::Buffer> x_, y_;
   cu::Buffer w_;
 };

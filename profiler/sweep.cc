@@ -98,6 +98,8 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
       it.n = n;
       it.k = k;
       it.held_back = hb;
+      it.gelu = kind == ItemKind::Rowwise && std::string(name) == "silu_mul" &&
+                m.activation == sim::ModelConfig::Activation::Gelu;
       it.key = table + "/" + name + "/" + unit + std::to_string(t);
       items.push_back(it);
     });

@@ -41,6 +41,7 @@ struct Item {
   // attention fields) or "rowwise" (an rmsnorm of m rows x n cols).
   std::string beside = "gemm";
   bool held_back = false;  // measured only to check the model's accuracy
+  bool gelu = false;       // silu_mul of a GeGLU model (Gemma): the gate's activation is GELU's
 };
 
 struct SweepOptions {

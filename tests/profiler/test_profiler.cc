@@ -595,6 +595,24 @@ sim::ShardDims tiny_shard() {
 }
 }  // namespace
 
+TEST_CASE("sweep: a GeGLU model's gated activation is measured as GELU, a SwiGLU one's as SiLU") {
+  auto m = test::toy_model();
+  const sim::ShardDims d = tiny_shard();
+  profiler::SweepOptions o;
+  o.max_tokens = 128;
+  o.quick = true;
+  for (const auto act : {sim::ModelConfig::Activation::Silu, sim::ModelConfig::Activation::Gelu}) {
+    m.activation = act;
+    int gated = 0;
+    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+      const bool silu_mul = it.kind == profiler::ItemKind::Rowwise && it.name == "silu_mul";
+      gated += silu_mul;
+      CHECK(it.gelu == (silu_mul && act == sim::ModelConfig::Activation::Gelu));
+    }
+    CHECK(gated > 0);
+  }
+}
+
 TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
   const auto m = test::toy_model();
   const sim::ShardDims d = tiny_shard();
