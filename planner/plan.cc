@@ -196,24 +196,23 @@ Candidate Evaluator::full_unshortened(const StrategySpec& spec) {
 }
 
 double Evaluator::surrogate_ns(const StrategySpec& spec) {
-  // Layers that attend differently (sliding-window and full) do not repeat: timed in full.
-  if (w_.layers <= 3 || !sim::layers_alike(w_.model, w_.layers, w_.seq + w_.context)) {
-    return static_cast<double>(time_ns(w_, spec, nullptr));
-  }
-  // Three layers; every further layer repeats the steady-state step between the starts of
-  // layers 1 and 2 (the first op of each layer).
+  // A template of a few layers; every further period of layers repeats the steady-state step
+  // between the starts of layers 1 and 1 + period (the first op of each). Layers that do not
+  // repeat (sim::layer_repeat's steps 0) are timed in full.
+  const sim::LayerRepeat rep = sim::layer_repeat(w_.model, w_.layers, w_.seq + w_.context);
+  if (rep.steps == 0) return static_cast<double>(time_ns(w_, spec, nullptr));
   sim::Workload w = w_;
-  w.layers = 3;
+  w.layers = rep.template_layers;
   const sim::Schedule s = sim::build_schedule(w, spec);
   const sim::Timeline& tl = engine_.run(s, sim::cost_schedule(s, cm_));
   ++simulations_;
   std::int64_t start1 = -1, start2 = -1;
   for (std::size_t i = 0; i < s.ops.size() && start2 < 0; ++i) {
     if (s.ops[i].layer == 1 && start1 < 0) start1 = tl.start_ns[i];
-    if (s.ops[i].layer == 2) start2 = tl.start_ns[i];
+    if (s.ops[i].layer == 1 + rep.period) start2 = tl.start_ns[i];
   }
   return static_cast<double>(tl.total_ns) +
-         static_cast<double>(w_.layers - 3) * static_cast<double>(start2 - start1);
+         static_cast<double>(rep.steps) * static_cast<double>(start2 - start1);
 }
 
 double Evaluator::split_score_ns(SplitScorer& scorer, const std::vector<std::int64_t>& chunks,

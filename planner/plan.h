@@ -114,7 +114,9 @@ class SplitScorer;
 
 // Times candidates. ISO split search scores a split by a 3-layer timeline extrapolated to
 // all layers (layers are identical, so the pipeline repeats: each extra layer adds the step
-// between the starts of layers 1 and 2); the best split per chunk count is then timed in full.
+// between the starts of layers 1 and 2; sliding-window and full layers in a pattern repeat by
+// the pattern's period instead, sim::layer_repeat); the best split per chunk count is then
+// timed in full.
 class Evaluator {
  public:
   Evaluator(const sim::Workload& w, const sim::CostModel& cm);

@@ -13,13 +13,14 @@ using sim::StrategySpec;
 
 SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, StrategyKind kind,
                          std::int64_t k)
-    : cm_(cm), layers_(w.layers), context_(w.context) {
+    : cm_(cm),
+      repeat_(sim::layer_repeat(w.model, w.layers, w.seq + w.context)),
+      context_(w.context) {
   if (const sim::ContentionParams* p = cm.contention(); p && p->enabled) contention_ = p;
   sim::Workload t = w;
-  // Layers that attend differently (sliding-window and full) do not repeat: the template is
-  // every layer, and the score its whole run (as Evaluator::surrogate_ns).
-  if (!sim::layers_alike(w.model, w.layers, w.seq + w.context)) layers_ = 0;
-  t.layers = layers_ == 0 ? w.layers : std::min<std::int64_t>(w.layers, 3);
+  // As Evaluator::surrogate_ns: a template of a few layers whose step repeats, or (layers that
+  // do not repeat) every layer, and the score its whole run.
+  t.layers = repeat_.template_layers;
   std::vector<std::int64_t> even;
   for (std::int64_t j = 0; j < k; ++j) even.push_back(w.seq * (j + 1) / k - w.seq * j / k);
   template_ = sim::build_schedule(t, StrategySpec(kind, even));
@@ -117,12 +118,14 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   for (std::size_t i = 0; i < n; ++i) {
     ++(comm[i] ? comm_all_count_ : all_count_)[static_cast<std::size_t>(slot_[i])];
   }
-  // The step: the first ops of layers 1 and 2, as the surrogate takes them.
-  step_ = layers_ > 3;
+  // The step: the first ops of layers 1 and 1 + period, as the surrogate takes them.
+  step_ = repeat_.steps > 0;
   from_first_.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     if (s.ops[i].layer == 1 && first1_ < 0) first1_ = static_cast<std::int32_t>(i);
-    if (s.ops[i].layer == 2 && first2_ < 0) first2_ = static_cast<std::int32_t>(i);
+    if (s.ops[i].layer == 1 + repeat_.period && first2_ < 0) {
+      first2_ = static_cast<std::int32_t>(i);
+    }
   }
   if (!in_order) return;  // no bound
   if (step_) {
@@ -298,9 +301,9 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double bes
       if (contention_) costs_.resources[op] = c.resources;
     }
   }
-  if (layers_ <= 3) return static_cast<double>(engine_.run_loaded(costs_, false).total_ns);
+  if (!step_) return static_cast<double>(engine_.run_loaded(costs_, false).total_ns);
   const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);
-  const auto steps = static_cast<double>(layers_ - 3);
+  const auto steps = static_cast<double>(repeat_.steps);
   if (tail_ && best < std::numeric_limits<double>::infinity() &&
       engine_.run_until_started(costs_, first2_)) {
     // Both starts are known: the score is at least layer 2's start, the compute chain from
@@ -322,7 +325,8 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double bes
   const sim::Timeline& tl = tail_ && best < std::numeric_limits<double>::infinity()
                                 ? engine_.run_on(false)
                                 : engine_.run_loaded(costs_, false);
-  // As Evaluator::surrogate_ns: each further layer adds the step between layers 1 and 2.
+  // As Evaluator::surrogate_ns: each further period adds the step between layers 1 and
+  // 1 + period.
   const std::int64_t step = tl.start_ns[f2] - tl.start_ns[f1];
   return static_cast<double>(tl.total_ns) + steps * static_cast<double>(step);
 }
@@ -365,7 +369,7 @@ double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) 
   resolve(chunks);
   // Slack for the engine's rounding of re-rated finish times.
   auto done = [](double x) { return std::max(0.0, x * (1 - 1e-9) - 64.0); };
-  const double steps = step_ ? static_cast<double>(layers_ - 3) : 0.0;
+  const double steps = step_ ? static_cast<double>(repeat_.steps) : 0.0;
   // The compute stream's own chain (a path) over the run and over the step.
   double c_all = 0, c_step = 0, w_all = 0, w_step = 0;
   for (std::size_t sl = 0; sl < slot_op_.size(); ++sl) {
@@ -380,7 +384,7 @@ double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) 
   if (done(total + steps * step) >= stop) return done(total + steps * step);
   // Work: compute plus the least all-reduce interference.
   if (work_ && (contention_ || scale_ >= 1)) {
-    // The step first: it counts layers - 3 times.
+    // The step first: it counts repeat_.steps times.
     if (step_) {
       step = std::max(step, c_step + knapsack(step_slots_, step_count_, w_step));
       if (done(total + steps * step) >= stop) return done(total + steps * step);

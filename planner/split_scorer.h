@@ -5,7 +5,8 @@
 // bound proves its score is no better than a score already found.
 //
 // The graph's topology does not depend on where the chunk boundaries lie: one template graph
-// (the surrogate's 3 layers) is built per (strategy, chunk count), and a split only changes
+// (the surrogate's 3 layers, or its template for layers that repeat with a longer period,
+// sim::layer_repeat) is built per (strategy, chunk count), and a split only changes
 // its ops' costs. Ops of one shape (the same op of every layer) share a slot; each slot's
 // costs are memoised by the position range of its chunk (sim::resegment gives the op there).
 //
@@ -13,8 +14,9 @@
 // the contention model, eager and graph launches — all of which only lengthen ops or delay
 // their starts):
 //  - paths: an op starts no earlier than the longest chain of standalone durations before it,
-//    following dependencies and stream order. This bounds the 3-layer total, and the step
-//    between the starts of layers 1 and 2 (the longest chain from the one op to the other).
+//    following dependencies and stream order. This bounds the template's total, and the step
+//    between the starts of layers 1 and 1 + period (the longest chain from the one op to the
+//    other).
 //  - work: on the one rank a builder emits, the compute stream runs every compute op of an
 //    interval one after another, and while an all-reduce does its work beside compute op i
 //    the engine runs op i at 1/F_i of its rate and the all-reduce at 1/G_i (both >= 1; with
@@ -108,22 +110,20 @@ class SplitScorer {
 
   const sim::CostModel& cm_;
   const sim::ContentionParams* contention_ = nullptr;  // null: fixed factors
-  // Of the workload (the surrogate extrapolates beyond 3); 0 where layers differ and the
-  // template holds all of them.
-  std::int64_t layers_ = 0;
+  sim::LayerRepeat repeat_;  // the template's layers and how often its step repeats
   std::int64_t context_ = 0;
   sim::Schedule template_;
   sim::OpCosts costs_;         // the template's, rewritten per split
   sim::Engine engine_;         // the template loaded
   bool bound_ = false;         // the bound applies to this graph
-  bool step_ = false;          // layers_ > 3: the score has a step term
+  bool step_ = false;          // repeat_.steps > 0: the score has a step term
   bool work_ = false;          // one rank: the work argument applies
   sim::OpResources comm_res_;  // what an all-reduce occupies (contention model)
   // Per template op: its shape slot.
   std::vector<std::int32_t> slot_;
   std::vector<std::uint8_t> from_first_;          // per op: reached from layer 1's first op
   std::vector<std::int32_t> pred_offset_, pred_;  // dependencies and stream predecessor
-  std::int32_t first1_ = -1, first2_ = -1;        // first ops of layers 1 and 2
+  std::int32_t first1_ = -1, first2_ = -1;        // first ops of layers 1 and 1 + period
   // Per slot: a template op of that shape, and how many of its ops are compute and comm ops
   // in the whole run and in the step.
   std::vector<sim::Op> slot_op_;

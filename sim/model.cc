@@ -300,6 +300,31 @@ bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positi
   return true;
 }
 
+LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t positions) {
+  // The window each layer attends over for these positions (0: full attention).
+  const auto window = [&](std::int64_t l) {
+    const std::int64_t w = m.window_of(l);
+    return w > 0 && positions > w ? w : 0;
+  };
+  std::int64_t period = 0;
+  if (layers_alike(m, layers, positions)) {
+    period = 1;
+  } else {
+    for (std::int64_t p = 2; p <= 8 && period == 0; ++p) {
+      bool repeats = true;
+      for (std::int64_t l = 0; l + p < layers && repeats; ++l) repeats = window(l) == window(l + p);
+      if (repeats) period = p;
+    }
+  }
+  LayerRepeat r{period, layers, 0};
+  if (period == 0 || layers <= 1 + 2 * period) return r;
+  // Layer 0, then two periods (the step is taken between layers 1 and 1 + period), then the
+  // layers that do not fill a whole period; the rest repeats the step.
+  r.template_layers = 1 + 2 * period + (layers - 1 - 2 * period) % period;
+  r.steps = (layers - r.template_layers) / period;
+  return r;
+}
+
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
                                      std::int64_t layers) {
   std::vector<std::string> out = m.notes;

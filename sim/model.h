@@ -61,6 +61,16 @@ struct ModelConfig {
 bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
 // The model's notes, one on the layers that attend over a sliding window `positions` (prompt +
 // context) reach past, and one on `positions` past max_position_embeddings.
+// How the planner's surrogate times `layers` layers over `positions` (prompt + context): a
+// template of `template_layers` layers whose step from layer 1 to layer 1 + `period` repeats
+// `steps` more times. Layers that attend alike repeat with period 1 (3 layers, then the step
+// between layers 1 and 2); sliding-window and full layers in a pattern (Gemma-2: 2, Gemma-3: 6)
+// repeat with the pattern's period, up to 8; no period (or too few layers for one): the whole
+// run (steps 0).
+struct LayerRepeat {
+  std::int64_t period = 1, template_layers = 3, steps = 0;
+};
+LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
 // `layers`: the layers simulated (0: all), of which a note counts those that use a window.
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
                                      std::int64_t layers = 0);

@@ -347,3 +347,29 @@ TEST_CASE("a window much shorter than its chunk: read at the same keys per query
   // Fewer keys per query than the full op: a lower rate per FLOP.
   CHECK(per_flop > static_cast<double>(cm->standalone_ns(op)) / op.flops);
 }
+
+TEST_CASE("the planner's layer template: period 1 when layers alike, the pattern's past a window") {
+  const ModelConfig g2 = load_model(data + "/hf_gemma2_config.json");
+  const ModelConfig g3 = load_model(data + "/hf_gemma3_text_config.json");
+  // Within the window every layer is alike: 3 layers, then the step between layers 1 and 2.
+  auto r = layer_repeat(g2, 42, 4096);
+  CHECK((r.period == 1 && r.template_layers == 3 && r.steps == 39));
+  // Past it, Gemma-2 repeats every 2 layers: layer 0, two periods and one layer left over.
+  r = layer_repeat(g2, 42, 8192);
+  CHECK((r.period == 2 && r.template_layers == 6 && r.steps == 18));
+  CHECK(r.template_layers + r.period * r.steps == 42);
+  r = layer_repeat(g3, 62, 8192);
+  CHECK((r.period == 6 && r.template_layers == 14 && r.steps == 8));
+  CHECK(r.template_layers + r.period * r.steps == 62);
+  // Too few layers for a step: the whole run.
+  r = layer_repeat(g3, 13, 8192);
+  CHECK((r.template_layers == 13 && r.steps == 0));
+  // No period up to 8 (Qwen2's layout: full layers, then windowed ones): the whole run.
+  const ModelConfig q2 = load_model(edited("hf_qwen2_config.json", [](auto& j) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = 4096;
+    j["max_window_layers"] = 20;
+  }));
+  r = layer_repeat(q2, 28, 8192);
+  CHECK((r.period == 0 && r.template_layers == 28 && r.steps == 0));
+}
