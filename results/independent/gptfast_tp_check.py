@@ -29,6 +29,12 @@ new tokens, --exec graph as their decode steps were CUDA-graph replays). Printed
   lower bound on one all-reduce in that stack: ladder hides at most an all-reduce's own time),
   beside tpo's predicted saving and the all-reduce tpo charges for that message (`tpo simulate
   --phase decode`, the op's time in the trace).
+- what their code runs and tpo does not (what-if, not shipped): their LM head and embedding are
+  not sharded (the logs' module trees print `(output): Linear(in_features=4096,
+  out_features=128256)` at every TP, and the layers' shapes shrink with TP), so every GPU reads
+  the whole LM head each step; tpo divides it by TP. The batch-1 decode steps again with a model
+  copy whose vocab_size is multiplied by TP (each GPU's head is then the whole one; the
+  embedding's all-reduce, which an unsharded embedding does not need, is still charged);
 - a sensitivity (what-if, not shipped): the batch-1 decode steps again with the hardware file
   given h200x8.json's GEMM terms (gemm_max, gemm_tiles, gemm_stream_k, gemm_overhead_us, fitted
   on our H200 profile; same GH100 compute), where the file has no gemm_overhead_us of its own.
@@ -111,6 +117,28 @@ def gemm_what_if(tpo, hw, groups, rows):
                          f"{err(pred, float(one[0]['decode_s']) / DECODE_STEPS * 1e3):+.1%}")
     print("Sensitivity (what-if, not shipped), decode step at batch 1 with h200x8's GEMM terms ("
           + ", ".join(f"{k} {json.dumps(donor[k])}" for k in GEMM_TERMS) + "): " + ", ".join(cells))
+
+
+def lm_head_what_if(tpo, hardware, groups, rows):
+    """Batch-1 decode step errors with the LM head unsharded, as their code runs it."""
+    cells = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, tp in groups:
+            one = [r for r in rows if r["model"] == model and int(r["tp"]) == tp
+                   and int(r["batch"]) == 1 and STRATEGY[r["model_name"]] == "none"]
+            if not one or tp == 1:
+                continue
+            m = model_file(model)
+            m["vocab_size"] = m["vocab_size"] * tp
+            path = os.path.join(tmp, f"{model}-head-x{tp}.json")
+            with open(path, "w") as f:
+                json.dump(m, f)
+            pred = predict(tpo, hardware, path, tp, [1])[(1, "none")]["decode_step_us"] / 1e3
+            pub = float(one[0]["decode_s"]) / DECODE_STEPS * 1e3
+            gap = (pub - pred) * 1e3 / m["num_hidden_layers"]
+            cells.append(f"{model} TP {tp} {err(pred, pub):+.1%} ({gap:+.1f} us)")
+    print("What their code runs (what-if, not shipped): decode step at batch 1 with the LM head "
+          "unsharded, err and (published - predicted) per layer: " + ", ".join(cells))
 
 
 def main():
@@ -207,6 +235,7 @@ def main():
         if not lo <= g_pub <= hi:
             where = "above" if g_pub > hi else "below"
             print(f"  {m} TP {tp} bs {b}: {g_pub:.3f} ms, {where} {lo:.3f} .. {hi:.3f}")
+    lm_head_what_if(tpo, hardware, groups, rows)
     if "gemm_overhead_us" not in hw["efficiency"]:
         gemm_what_if(tpo, hw, groups, rows)
 
