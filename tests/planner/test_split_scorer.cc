@@ -337,14 +337,19 @@ TEST_CASE("layers that attend differently past a sliding window: extrapolated by
     }
     CHECK(qev.shortened() == 0);
   }
-  const auto [a, b] = plan_with_and_without(gemma2.c_str(), "h200x8", 8, "6000,8192", 3, "iso",
-                                            &PlanOptions::prune);
-  REQUIRE(a.points.size() == b.points.size());
-  for (std::size_t i = 0; i < a.points.size(); ++i) {
-    CHECK(a.points[i].best == b.points[i].best);
-    CHECK(a.points[i].candidates.size() == b.points[i].candidates.size());
-    for (std::size_t j = 0; j < a.points[i].candidates.size(); ++j) {
-      CHECK(a.points[i].candidates[j].total_ns == b.points[i].candidates[j].total_ns);
+  // The pruned search plans what the unpruned one does, on both patterns (iso and iso+ladder).
+  const std::string gemma3 = std::string(TPO_TEST_DATA) + "/hf_gemma3_text_config.json";
+  for (const std::string& model : {gemma2, gemma3}) {
+    const auto [a, b] = plan_with_and_without(model.c_str(), "h200x8", 8, "6000,8192,20000", 3,
+                                              "iso,iso+ladder", &PlanOptions::prune);
+    CAPTURE(model);
+    REQUIRE(a.points.size() == b.points.size());
+    for (std::size_t i = 0; i < a.points.size(); ++i) {
+      CHECK(a.points[i].best == b.points[i].best);
+      CHECK(a.points[i].candidates.size() == b.points[i].candidates.size());
+      for (std::size_t j = 0; j < a.points[i].candidates.size(); ++j) {
+        CHECK(a.points[i].candidates[j].total_ns == b.points[i].candidates[j].total_ns);
+      }
     }
   }
 }
