@@ -66,13 +66,6 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                          "quantization_config) are not modelled (bf16 weights only); remove the "
                          "field to plan the model in bf16");
   }
-  // Multimodal configs keep the language model's fields in text_config.
-  if (j.contains("text_config") && j.at("text_config").is_object() &&
-      !j.contains("num_hidden_layers")) {
-    throw InputError(path, "text_config",
-                     "the language model's fields are in text_config: give a config.json of "
-                     "the language model alone (text_config's fields at the top level)");
-  }
   // Multi-head latent attention (DeepSeek-V2/V3, MiniCPM3): low-rank compressed K and V (and
   // Q), a different set of GEMMs and a far smaller KV cache than the heads x head_dim it
   // would be read as.
@@ -353,9 +346,34 @@ std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t position
   return out;
 }
 
+// A multimodal config (Gemma-3, LLaVA, Mistral-3) keeps its language model's fields in
+// text_config: the language model is read from there, over the top level's other fields
+// (torch_dtype, a name) where text_config does not repeat them. Any other config as it is.
+nlohmann::json language_model_of(const nlohmann::json& raw, const std::string& path,
+                                 bool* multimodal) {
+  *multimodal = raw.is_object() && !raw.contains("schema") && !raw.contains("num_hidden_layers") &&
+                raw.contains("text_config") && raw.at("text_config").is_object();
+  if (!*multimodal) return raw;
+  const auto& t = raw.at("text_config");
+  for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
+                          "intermediate_size", "vocab_size"}) {
+    if (!t.contains(key)) {
+      throw InputError(path, std::string("text_config.") + key,
+                       "missing: the language model's fields are read from text_config, and "
+                       "this one is not there (its transformers config class has a default); "
+                       "add it to text_config");
+    }
+  }
+  nlohmann::json merged = raw;
+  for (const char* tower : {"text_config", "vision_config", "audio_config"}) merged.erase(tower);
+  for (const auto& [key, value] : t.items()) merged[key] = value;
+  return merged;
+}
+
 ModelConfig load_model(const std::string& spec) {
   const std::string path = resolve_config("models", spec, "model");
-  const nlohmann::json j = read_json_file(path);
+  bool multimodal = false;
+  const nlohmann::json j = language_model_of(read_json_file(path), path, &multimodal);
   const JsonObject o(j, path, "");
   ModelConfig m;
   m.origin = path;
@@ -417,6 +435,11 @@ ModelConfig load_model(const std::string& spec) {
     refuse_unmodelled(j, o, path);
     m.sliding_window = sliding_window_of(j, path);
     read_notes(j, o, path, m);
+    if (multimodal) {
+      m.notes.push_back("the language model is read from " + fs::path(path).filename().string() +
+                        "'s text_config: the vision tower and projector are not timed (a "
+                        "prompt's image tokens count as prompt tokens)");
+    }
   }
   read_architecture(j, o, path, m);
   m.num_layers = o.integer("num_hidden_layers");

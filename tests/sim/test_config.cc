@@ -475,8 +475,7 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
           }).find(std::string("field '") + key + "': must be a number") != std::string::npos);
     std::filesystem::remove(p);
   }
-  // Quantized weights (timed as bf16 before) and a multimodal config whose language model is
-  // in text_config: refused, saying what to give instead.
+  // Quantized weights (timed as bf16 before): refused, saying what to give instead.
   {
     const std::string p = (std::filesystem::temp_directory_path() /
                            ("tpo_test_q_" + std::to_string(::getpid()) + ".json"))
@@ -491,11 +490,29 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     j["quantization_config"] = nlohmann::json::object();  // empty: not quantized
     std::ofstream(p) << j.dump();
     CHECK_NOTHROW(load_model(p));
+    // A multimodal config: the language model read from text_config (refused before
+    // 2026-12-03), with a note; a field it lacks is named there.
     auto mm = nlohmann::json::object();
     mm["model_type"] = "llava";
+    mm["torch_dtype"] = "float32";
     mm["text_config"] = tpo::read_json_file(data + "/hf_llama_config.json");
+    mm["text_config"].erase("torch_dtype");  // the top level's is read
+    mm["vision_config"] = {{"hidden_size", 1024}, {"num_hidden_layers", 24}};
     std::ofstream(p) << mm.dump();
-    CHECK(error_of([&] { load_model(p); }).find("field 'text_config'") != std::string::npos);
+    const ModelConfig lm = load_model(p);
+    const ModelConfig plain = load_model(data + "/hf_llama_config.json");
+    CHECK(lm.num_layers == plain.num_layers);
+    CHECK(lm.hidden == plain.hidden);
+    CHECK(lm.vocab == plain.vocab);
+    int said = 0;
+    for (const auto& n : lm.notes) said += n.find("read from") != std::string::npos;
+    CHECK(said == 1);
+    for (const auto& n : lm.notes) said += n.find("float32") != std::string::npos;
+    CHECK(said == 2);  // the top level's torch_dtype still read
+    mm["text_config"].erase("vocab_size");
+    std::ofstream(p) << mm.dump();
+    CHECK(error_of([&] { load_model(p); }).find("field 'text_config.vocab_size': missing") !=
+          std::string::npos);
     // Multi-head latent attention (MiniCPM3, DeepSeek-V2 without its experts) and a parallel
     // attention + MLP block (Cohere, StableLM's use_parallel_residual) were timed as Llama
     // blocks: refused, naming the field.
