@@ -355,18 +355,18 @@ nlohmann::json language_model_of(const nlohmann::json& raw, const std::string& p
                 raw.contains("text_config") && raw.at("text_config").is_object();
   if (!*multimodal) return raw;
   const auto& t = raw.at("text_config");
-  for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
-                          "intermediate_size", "vocab_size"}) {
-    if (!t.contains(key)) {
-      throw InputError(path, std::string("text_config.") + key,
-                       "missing: the language model's fields are read from text_config, and "
-                       "this one is not there (its transformers config class has a default); "
-                       "add it to text_config");
-    }
-  }
   nlohmann::json merged = raw;
   for (const char* tower : {"text_config", "vision_config", "audio_config"}) merged.erase(tower);
   for (const auto& [key, value] : t.items()) merged[key] = value;
+  for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
+                          "intermediate_size", "vocab_size"}) {
+    if (!merged.contains(key)) {
+      throw InputError(path, std::string("text_config.") + key,
+                       "missing: the language model's fields are read from text_config, and "
+                       "this one is neither there nor at the top level (its transformers config "
+                       "class has a default); add it to text_config");
+    }
+  }
   return merged;
 }
 
