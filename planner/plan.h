@@ -183,8 +183,9 @@ SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, 
 // The same search with every split timed in full (Evaluator::full, ranked with the risk
 // factor): coordinate descent from each of `starts` (chunk lengths; those off the grid are
 // skipped), every grid position of a line within 32, coarse to fine (16 steps, then halving)
-// beyond. For where the 3-layer surrogate is not the full timeline (a pipeline not yet in its
-// steady state after 3 layers, as a comm-bound iso+ladder): each split a whole simulation.
+// beyond. For where the surrogate (3 layers, or a window pattern's template) is not the full
+// timeline (a pipeline not yet in its steady state, as a comm-bound iso+ladder): each split a
+// whole simulation.
 SplitResult search_split_in_full(Evaluator& ev, sim::StrategyKind kind,
                                  const std::vector<std::vector<std::int64_t>>& starts,
                                  std::int64_t align);

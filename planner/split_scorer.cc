@@ -306,8 +306,8 @@ double SplitScorer::score_ns(const std::vector<std::int64_t>& chunks, double bes
   const auto steps = static_cast<double>(repeat_.steps);
   if (tail_ && best < std::numeric_limits<double>::infinity() &&
       engine_.run_until_started(costs_, first2_)) {
-    // Both starts are known: the score is at least layer 2's start, the compute chain from
-    // there to the end, and the steps.
+    // Both starts are known: the score is at least layer 1 + period's start, the compute chain
+    // from there to the end, and the steps.
     const sim::Timeline& part = engine_.timeline();
     const auto s1 = static_cast<double>(part.start_ns[f1]);
     const auto s2 = static_cast<double>(part.start_ns[f2]);

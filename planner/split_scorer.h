@@ -25,7 +25,7 @@
 //    interval holding compute ops d_i and all-reduce work W is at least sum d_i plus the
 //    least extra time in which the all-reduces can get W done: a fractional knapsack — each
 //    unit of all-reduce work done beside op i costs G_i (1 - 1/F_i), done alone it costs 1,
-//    and op i can host at most F_i d_i / G_i of it. Applied to the whole 3-layer run, and to
+//    and op i can host at most F_i d_i / G_i of it. Applied to the template's whole run, and to
 //    the step: its compute is the ops between the two starts on the compute stream, its
 //    all-reduces those that follow the first op and precede the second.
 // Where a factor below 1 is possible (a measured profile's ratio under 1), durations are
@@ -51,8 +51,8 @@ class SplitScorer {
   SplitScorer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
               std::int64_t k);
   // Evaluator::surrogate_ns of the split (chunk token counts). Given a finite `best`, the
-  // run may stop as soon as layer 2 has started, if the steps so far already show the score
-  // cannot be below `best`: it then returns a lower bound >= best and sets *exact false.
+  // run may stop as soon as layer 1 + period has started, if the steps so far already show the
+  // score cannot be below `best`: it then returns a lower bound >= best and sets *exact false.
   double score_ns(const std::vector<std::int64_t>& chunks,
                   double best = std::numeric_limits<double>::infinity(), bool* exact = nullptr);
   // A lower bound on score_ns (0 where no bound applies).
@@ -129,7 +129,8 @@ class SplitScorer {
   std::vector<sim::Op> slot_op_;
   std::vector<std::int32_t> all_count_, step_count_, comm_all_count_, comm_step_count_;
   std::vector<std::int32_t> all_slots_, step_slots_;  // the slots of nonzero count
-  // Compute ops from layer 2's first op to the end of its stream (a chain after its start).
+  // Compute ops from layer 1 + period's first op to the end of its stream (a chain after its
+  // start).
   std::vector<std::int32_t> tail_count_;
   bool tail_ = false;  // the chain applies (the op is on the compute stream)
   // Per chunk: its slots, and their costs memoised by the chunk's position range. Slots of

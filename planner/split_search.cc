@@ -1,6 +1,7 @@
 // The ISO split search: chunk boundaries on the --align grid, exhaustive where affordable,
 // coordinate descent from several starts beyond that; each split scored by the evaluator's
-// 3-layer surrogate (see plan.h), or timed in full where that surrogate is not to be trusted.
+// surrogate (3 layers, or a window pattern's template; see plan.h), or timed in full where that
+// surrogate is not to be trusted.
 #include <algorithm>
 #include <cmath>
 #include <limits>

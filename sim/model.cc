@@ -77,6 +77,12 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
                        "tpo times (Llama-style attention only)");
     }
   }
+  // Cross-attention layers among the self-attention ones (Llama-3.2-Vision's text model).
+  if (j.contains("cross_attention_layers") && !j.at("cross_attention_layers").is_null()) {
+    throw InputError(path, "cross_attention_layers",
+                     "cross-attention layers (to an image encoder's states) are not modelled: "
+                     "tpo times self-attention decoder layers only");
+  }
   // Layers of two attention shapes (Gemma-4's global layers: their own head_dim and KV heads):
   // tpo times every layer's attention with one shape.
   for (const char* key : {"global_head_dim", "num_global_key_value_heads"}) {
@@ -194,7 +200,9 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
                        ModelConfig& m) {
   // Gemma writes hidden_activation (and an older hidden_act); it wins where both are given.
   const char* key = o.has("hidden_activation") ? "hidden_activation" : "hidden_act";
-  const std::string act = o.string_or(key, "silu");
+  // Gemma's config classes default to gelu_pytorch_tanh (a config.json may leave it out).
+  const std::string act = o.string_or(
+      key, o.string_or("model_type", "").starts_with("gemma") ? "gelu_pytorch_tanh" : "silu");
   if (act == "silu" || act == "swish") {
     m.activation = ModelConfig::Activation::Silu;
   } else if (act.starts_with("gelu")) {  // gelu, gelu_pytorch_tanh, gelu_new, gelu_fast
@@ -346,34 +354,78 @@ std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t position
   return out;
 }
 
+namespace {
+
 // A multimodal config (Gemma-3, LLaVA, Mistral-3) keeps its language model's fields in
 // text_config: the language model is read from there, over the top level's other fields
-// (torch_dtype, a name) where text_config does not repeat them. Any other config as it is.
+// (torch_dtype) where text_config does not repeat them, and the model keeps the top level's
+// name. transformers leaves out of a sub-config every value equal to its config class's
+// default, so every dimension tpo reads must be there (or at the top level): a default tpo
+// would fill in differently (head_dim as hidden / heads, KV heads as heads) is refused instead.
+// Any other config as it is.
 nlohmann::json language_model_of(const nlohmann::json& raw, const std::string& path,
                                  bool* multimodal) {
-  *multimodal = raw.is_object() && !raw.contains("schema") && !raw.contains("num_hidden_layers") &&
-                raw.contains("text_config") && raw.at("text_config").is_object();
+  *multimodal = raw.is_object() && !raw.contains("schema") &&
+                (!raw.contains("num_hidden_layers") || raw.at("num_hidden_layers").is_null()) &&
+                raw.contains("text_config");
   if (!*multimodal) return raw;
   const auto& t = raw.at("text_config");
+  if (!t.is_object()) {
+    throw InputError(path, "text_config",
+                     "must be an object holding the language model's fields, not " + t.dump());
+  }
   nlohmann::json merged = raw;
   for (const char* tower : {"text_config", "vision_config", "audio_config"}) merged.erase(tower);
-  for (const auto& [key, value] : t.items()) merged[key] = value;
+  for (const auto& [key, value] : t.items()) {
+    if (!value.is_null() && key != "_name_or_path" && key != "name") merged[key] = value;
+  }
   for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
-                          "intermediate_size", "vocab_size"}) {
-    if (!merged.contains(key)) {
+                          "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size"}) {
+    if (!merged.contains(key) || merged.at(key).is_null()) {
       throw InputError(path, std::string("text_config.") + key,
                        "missing: the language model's fields are read from text_config, and "
-                       "this one is neither there nor at the top level (its transformers config "
-                       "class has a default); add it to text_config");
+                       "this one is neither there nor at the top level (transformers leaves a "
+                       "sub-config's defaults out; the model card or the config class gives "
+                       "it); add it to text_config");
     }
   }
   return merged;
 }
 
+// An error about a field read from text_config names it there ("text_config.sliding_window").
+InputError in_text_config(const InputError& e, const nlohmann::json& text_config) {
+  const std::string root = e.field().substr(0, e.field().find_first_of(".["));
+  const std::string head = e.where() + ": field '" + e.field() + "': ";
+  const std::string what = e.what();
+  if (!text_config.is_object() || !text_config.contains(root) || !what.starts_with(head)) {
+    return e;
+  }
+  return InputError(e.where(), "text_config." + e.field(), what.substr(head.size()));
+}
+
+ModelConfig read_model(const std::string& path, const nlohmann::json& raw);
+
+}  // namespace
+
 ModelConfig load_model(const std::string& spec) {
   const std::string path = resolve_config("models", spec, "model");
+  const nlohmann::json raw = read_json_file(path);
+  try {
+    return read_model(path, raw);
+  } catch (const InputError& e) {
+    if (raw.is_object() && raw.contains("text_config") && e.where() == path &&
+        !e.field().starts_with("text_config")) {
+      throw in_text_config(e, raw.at("text_config"));
+    }
+    throw;
+  }
+}
+
+namespace {
+
+ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
   bool multimodal = false;
-  const nlohmann::json j = language_model_of(read_json_file(path), path, &multimodal);
+  const nlohmann::json j = language_model_of(raw, path, &multimodal);
   const JsonObject o(j, path, "");
   ModelConfig m;
   m.origin = path;
@@ -439,6 +491,10 @@ ModelConfig load_model(const std::string& spec) {
       m.notes.push_back("the language model is read from " + fs::path(path).filename().string() +
                         "'s text_config: the vision tower and projector are not timed (a "
                         "prompt's image tokens count as prompt tokens)");
+    } else if (j.contains("vision_config") && !j.at("vision_config").is_null()) {
+      m.notes.push_back(fs::path(path).filename().string() +
+                        " has a vision_config: the vision tower and projector are not timed (a "
+                        "prompt's image tokens count as prompt tokens)");
     }
   }
   read_architecture(j, o, path, m);
@@ -464,5 +520,7 @@ ModelConfig load_model(const std::string& spec) {
   }
   return m;
 }
+
+}  // namespace
 
 }  // namespace tpo::sim

@@ -59,8 +59,6 @@ struct ModelConfig {
 // context): false where some use a sliding window the positions reach past and some do not.
 // Where true, the planner extrapolates a few layers' timeline to all of them.
 bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
-// The model's notes, one on the layers that attend over a sliding window `positions` (prompt +
-// context) reach past, and one on `positions` past max_position_embeddings.
 // How the planner's surrogate times `layers` layers over `positions` (prompt + context): a
 // template of `template_layers` layers whose step from layer 1 to layer 1 + `period` repeats
 // `steps` more times. Layers that attend alike repeat with period 1 (3 layers, then the step
@@ -71,7 +69,9 @@ struct LayerRepeat {
   std::int64_t period = 1, template_layers = 3, steps = 0;
 };
 LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t positions);
-// `layers`: the layers simulated (0: all), of which a note counts those that use a window.
+// The model's notes, one on the layers that attend over a sliding window `positions` (prompt +
+// context) reach past, and one on `positions` past max_position_embeddings. `layers`: the
+// layers simulated (0: all), of which the window note counts those that use one.
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
                                      std::int64_t layers = 0);
 const char* activation_name(ModelConfig::Activation a);

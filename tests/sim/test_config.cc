@@ -497,6 +497,9 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     mm["torch_dtype"] = "float32";
     mm["text_config"] = tpo::read_json_file(data + "/hf_llama_config.json");
     mm["text_config"].erase("torch_dtype");  // the top level's is read
+    mm["text_config"]["head_dim"] = 64;      // a sub-config must give every dimension
+    mm["text_config"]["_name_or_path"] = "some/language-model";  // the top level names it
+    mm["_name_or_path"] = "some/multimodal-model";
     mm["vision_config"] = {{"hidden_size", 1024}, {"num_hidden_layers", 24}};
     std::ofstream(p) << mm.dump();
     const ModelConfig lm = load_model(p);
@@ -509,10 +512,52 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     CHECK(said == 1);
     for (const auto& n : lm.notes) said += n.find("float32") != std::string::npos;
     CHECK(said == 2);  // the top level's torch_dtype still read
-    mm["text_config"].erase("vocab_size");
-    std::ofstream(p) << mm.dump();
+    CHECK(lm.name == "some/multimodal-model");
+    CHECK(lm.head_dim == 64);
+    // A field transformers left out of the sub-config (its class's default) is asked for,
+    // not filled in as tpo would (head_dim as hidden / heads); a null hides nothing.
+    auto sparse = mm;
+    sparse["text_config"].erase("head_dim");
+    std::ofstream(p) << sparse.dump();
+    CHECK(error_of([&] { load_model(p); }).find("field 'text_config.head_dim': missing") !=
+          std::string::npos);
+    sparse = mm;
+    sparse["vocab_size"] = sparse["text_config"]["vocab_size"];
+    sparse["text_config"]["vocab_size"] = nullptr;
+    std::ofstream(p) << sparse.dump();
+    CHECK(load_model(p).vocab == plain.vocab);  // the top level's
+    sparse["text_config"].erase("vocab_size");
+    sparse.erase("vocab_size");
+    std::ofstream(p) << sparse.dump();
     CHECK(error_of([&] { load_model(p); }).find("field 'text_config.vocab_size': missing") !=
           std::string::npos);
+    // Other errors about text_config's fields name them there.
+    sparse = mm;
+    sparse["text_config"]["sliding_window"] = "4096";
+    std::ofstream(p) << sparse.dump();
+    CHECK(error_of([&] { load_model(p); }).find("field 'text_config.sliding_window': must be") !=
+          std::string::npos);
+    // Llama-3.2-Vision's text model: cross-attention layers, refused.
+    sparse = mm;
+    sparse["text_config"]["cross_attention_layers"] = {3, 8, 13};
+    std::ofstream(p) << sparse.dump();
+    CHECK(error_of([&] {
+            load_model(p);
+          }).find("field 'text_config.cross_attention_layers': cross-attention") !=
+          std::string::npos);
+    // A config with its language model at the top level and a vision_config: a note too.
+    auto vl = tpo::read_json_file(data + "/hf_llama_config.json");
+    vl["vision_config"] = {{"hidden_size", 1024}};
+    std::ofstream(p) << vl.dump();
+    said = 0;
+    for (const auto& n : load_model(p).notes) said += n.find("vision_config") != std::string::npos;
+    CHECK(said == 1);
+    // Gemma's config classes default to GELU: a config.json without an activation is GeGLU.
+    auto gm = tpo::read_json_file(data + "/hf_gemma_config.json");
+    gm.erase("hidden_act");
+    gm.erase("hidden_activation");
+    std::ofstream(p) << gm.dump();
+    CHECK(load_model(p).activation == ModelConfig::Activation::Gelu);
     // Multi-head latent attention (MiniCPM3, DeepSeek-V2 without its experts) and a parallel
     // attention + MLP block (Cohere, StableLM's use_parallel_residual) were timed as Llama
     // blocks: refused, naming the field.
