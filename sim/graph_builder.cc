@@ -89,10 +89,9 @@ class GraphBuilder {
     Op& op = base(OpCode::Attention, g, layer, module);
     // A sliding-window layer's window, where the workload reaches past it (within it the
     // layer is full attention: the same op as every other layer's).
-    const std::int64_t window = w_.model.window_of(layer);
     set_attention_work(op, g.req_end - g.req_begin, g.seq_end - g.seq_begin, g.seq_begin,
                        d_.q_heads, d_.kv_heads, d_.head_dim,
-                       window > 0 && w_.seq + w_.context > window ? window : 0);
+                       w_.model.window_at(layer, w_.seq + w_.context));
     op.deps = std::move(deps);
     return last();
   }

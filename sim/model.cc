@@ -302,11 +302,7 @@ bool layers_alike(const ModelConfig& m, std::int64_t layers, std::int64_t positi
 }
 
 LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t positions) {
-  // The window each layer attends over for these positions (0: full attention).
-  const auto window = [&](std::int64_t l) {
-    const std::int64_t w = m.window_of(l);
-    return w > 0 && positions > w ? w : 0;
-  };
+  const auto window = [&](std::int64_t l) { return m.window_at(l, positions); };
   std::int64_t period = 0;
   if (layers_alike(m, layers, positions)) {
     period = 1;

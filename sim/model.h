@@ -45,6 +45,12 @@ struct ModelConfig {
                ? sliding_window
                : 0;
   }
+  // Layer `layer`'s window where `positions` (prompt + context) reach past it, else 0: the
+  // window its attention ops carry (within it the layer is full attention).
+  std::int64_t window_at(std::int64_t layer, std::int64_t positions) const {
+    const std::int64_t w = window_of(layer);
+    return w > 0 && positions > w ? w : 0;
+  }
   // How many of the model's first `layers` layers (0: all) use the window.
   std::int64_t windowed_count(std::int64_t layers = 0) const;
   // The config's max_position_embeddings (0: not given): a prompt and context past it is

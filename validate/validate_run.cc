@@ -354,8 +354,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
   const auto runs = runs_of(o, emulated);  // validates every run up front
   std::set<std::int64_t> ctas;             // the copy kernel's CTAs (a plan's may differ)
   for (const auto& rc : runs) {
-    const sim::Workload w = sim::make_workload(rc.run.workload);
-    ctas.insert(w.hardware.contention.comm_ctas);
+    ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
   }
   // Every input is read by now (a plan's models, hardware and profiles too): an output that is
   // one of them is refused before the run, not after it.

@@ -320,13 +320,11 @@ TEST_CASE("layers that attend differently past a sliding window: extrapolated by
                               ("tpo_qwen_window_" + std::to_string(::getpid()) + ".json"))
                                  .string();
     std::ofstream(path) << cfg.dump();
-    sim::WorkloadOptions q;
+    sim::WorkloadOptions q = o;  // h200x8, no embedding or LM head
     q.model = path;
-    q.hardware = "h200x8";
     q.tp = 4;
     q.seq = 16384;
     q.layers = 24;
-    q.embed_head = false;
     const sim::Workload qw = sim::make_workload(q);
     auto qcm = sim::make_cost_model(qw, "");
     Evaluator qev(qw, *qcm);
@@ -336,6 +334,7 @@ TEST_CASE("layers that attend differently past a sliding window: extrapolated by
       CHECK(qev.surrogate_ns(s) == static_cast<double>(qev.full_unshortened(s).total_ns));
     }
     CHECK(qev.shortened() == 0);
+    std::filesystem::remove(path);
   }
   // The pruned search plans what the unpruned one does, on both patterns (iso and iso+ladder).
   const std::string gemma3 = std::string(TPO_TEST_DATA) + "/hf_gemma3_text_config.json";

@@ -17,20 +17,14 @@
 #include "sim/model.h"
 #include "sim/profile_cost.h"
 #include "sim/simulate.h"
+#include "toy.h"
 
 using namespace tpo::sim;
 
 namespace {
 const std::string data = TPO_TEST_DATA;
 
-std::string error_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const tpo::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using tpo::test::error_of;
 }  // namespace
 
 TEST_CASE("shipped models carry the published dimensions") {

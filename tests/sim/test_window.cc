@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "sim/config_paths.h"
@@ -15,20 +16,14 @@
 #include "sim/model.h"
 #include "sim/profile_cost.h"
 #include "sim/simulate.h"
+#include "toy.h"
 
 using namespace tpo::sim;
 
 namespace {
 const std::string data = TPO_TEST_DATA;
 
-std::string error_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const tpo::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using tpo::test::error_of;
 
 // A copy of a test config with `edit` applied, written to a temporary file.
 std::string edited(const std::string& file, auto&& edit) {
@@ -60,6 +55,28 @@ std::vector<Op> attention_ops(const Workload& w) {
     if (op.kind == OpKind::Attention) out.push_back(op);
   }
   return out;
+}
+// Llama-3.1-8B at TP 2 priced by the committed H200 profile, and its one attention op of `seq`
+// queries after `context` cached tokens.
+struct ProfiledAttention {
+  std::unique_ptr<CostModel> cm;
+  Op op;
+};
+ProfiledAttention profiled_attention(std::int64_t seq, std::int64_t context) {
+  WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = "h200x8";
+  o.tp = 2;
+  o.seq = seq;
+  o.context = context;
+  o.layers = 1;
+  o.profile = config_dir() + "/profiles/h200-llama3.1-8b-tp2.json";
+  const Workload w = make_workload(o);
+  ProfiledAttention r{make_cost_model(w, o.profile), {}};
+  for (const Op& x : build_schedule(w, StrategySpec(StrategyKind::None)).ops) {
+    if (x.kind == OpKind::Attention) r.op = x;
+  }
+  return r;
 }
 }  // namespace
 
@@ -264,21 +281,7 @@ TEST_CASE("past the window: windowed layers' attention counts the window's keys,
 }
 
 TEST_CASE("a profile reads a windowed op at the full attention with the same keys per query") {
-  WorkloadOptions o;
-  o.model = "llama3.1-8b";
-  o.hardware = "h200x8";
-  o.tp = 2;
-  o.seq = 512;
-  o.context = 4096;
-  o.layers = 1;
-  const std::string profile = config_dir() + "/profiles/h200-llama3.1-8b-tp2.json";
-  o.profile = profile;
-  Workload w = make_workload(o);
-  const auto cm = make_cost_model(w, profile);
-  Op op;
-  for (const Op& x : build_schedule(w, StrategySpec(StrategyKind::None)).ops) {
-    if (x.kind == OpKind::Attention) op = x;
-  }
+  const auto [cm, op] = profiled_attention(512, 4096);
   REQUIRE(op.seq_begin == 4096);
   // A window of 2048: every query sees 2048 keys, as a full attention of 512 queries after a
   // prefix of 1791.5 would on average. Its time lies between those after 1791 and 1792.
@@ -319,20 +322,7 @@ TEST_CASE("the KV cache of a windowed layer holds the new tokens and the window 
 }
 
 TEST_CASE("a window much shorter than its chunk: read at the same keys per query, extrapolated") {
-  WorkloadOptions o;
-  o.model = "llama3.1-8b";
-  o.hardware = "h200x8";
-  o.tp = 2;
-  o.seq = 8192;
-  o.layers = 1;
-  const std::string profile = config_dir() + "/profiles/h200-llama3.1-8b-tp2.json";
-  o.profile = profile;
-  const Workload w = make_workload(o);
-  const auto cm = make_cost_model(w, profile);
-  Op op;
-  for (const Op& x : build_schedule(w, StrategySpec(StrategyKind::None)).ops) {
-    if (x.kind == OpKind::Attention) op = x;
-  }
+  const auto [cm, op] = profiled_attention(8192, 0);
   // 8192 queries over a window of 1024: about 960 keys per query, fewer than any full causal
   // attention of 8192 queries sees (4096.5). The same keys per query: 1919 queries, no prefix.
   Op windowed = op;

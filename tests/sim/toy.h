@@ -1,10 +1,23 @@
 // Test helpers: hand-made configs and a toy cost model whose costs are easy to add by hand.
 #pragma once
 
+#include <string>
+
 #include "sim/cost_model.h"
+#include "sim/error.h"
 #include "sim/workload.h"
 
 namespace tpo::test {
+
+// The message of the InputError `fn` throws, or "(no error)".
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const tpo::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline sim::ModelConfig toy_model() {
   sim::ModelConfig m;

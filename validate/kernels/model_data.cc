@@ -37,10 +37,8 @@ std::vector<float> uniform(std::int64_t n, float scale, std::uint64_t seed, std:
 // graph builder sets it on the layer's attention ops.
 std::vector<std::int64_t> layer_windows(const sim::Workload& w) {
   std::vector<std::int64_t> out;
-  for (std::int64_t l = 0; l < w.layers; ++l) {
-    const std::int64_t win = w.model.window_of(l);
-    out.push_back(win > 0 && w.context + w.seq > win ? win : 0);
-  }
+  for (std::int64_t l = 0; l < w.layers; ++l)
+    out.push_back(w.model.window_at(l, w.context + w.seq));
   return out;
 }
 
