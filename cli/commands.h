@@ -32,6 +32,7 @@ struct WorkloadFlags {
   bool comm_ctas = false;
   bool sm_clock = false;
   bool exec = false;
+  bool rope = false;
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
 void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);

@@ -242,6 +242,13 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "launch); launch costs from the profile or the hardware file")
         ->capture_default_str();
   }
+  if (f.rope) {
+    sub->add_option("--rope", w->rope,
+                    "Rotary position embeddings: kernel (their own memory-bound kernel after "
+                    "each qkv GEMM, as vLLM and SGLang run them) or none (not run or timed, as "
+                    "an engine that fuses them into attention costs about nothing for them)")
+        ->capture_default_str();
+  }
   if (f.profile) {
     sub->add_option("--profile", w->profile,
                     "Use op costs measured by `tpo profile` (FILE); the analytical model fills "

@@ -223,6 +223,7 @@ ojson plan_json(const Plan& plan) {
                        {"comm_ctas", o.comm_ctas},
                        {"sm_clock", o.workload.sm_clock},
                        {"exec", o.workload.exec},
+                       {"rope", o.workload.rope},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
   // Of a file only: a pipe (/dev/stdin) cannot be read again to fingerprint or to check.

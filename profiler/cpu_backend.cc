@@ -34,13 +34,23 @@ std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
   return v;
 }
 
-// A GEMM; with kv_width > 0 (qkv) followed by the KV-cache write the runtime's qkv op does
-// (K and V of its m rows, after q_width values, into two caches).
+// A GEMM; for qkv (kv_heads > 0) followed by what the runtime's qkv op runs after it: the
+// rotary kernel on its query and K heads (rope_dim > 0; positions 0 .. m - 1), then K and V of
+// its m rows written into two caches.
 class GemmRunner : public Runner {
  public:
-  GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk, std::int64_t q_width = 0,
-             std::int64_t kv_width = 0)
-      : m_(m), n_(n), k_(kk), q_width_(q_width), kv_width_(kv_width) {
+  GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk) : GemmRunner(gemm_item(m, n, kk)) {}
+  explicit GemmRunner(const Item& it)
+      : m_(it.m),
+        n_(it.n),
+        k_(it.k),
+        q_width_(it.q_heads * it.head_dim),
+        kv_width_(it.kv_heads * it.head_dim),
+        heads_(it.q_heads + it.kv_heads),
+        head_dim_(it.head_dim),
+        rot_(it.rope_dim) {
+    const std::int64_t m = m_, kk = k_, n = n_, kv_width = kv_width_;
+    if (rot_ > 0) table_ = k::rope_table(m, rot_, 10000.0);  // the angles do not change its time
     sets_ = rotation_sets(4 * (m * kk + kk * n));
     for (int s = 0; s < sets_; ++s) {
       a_.push_back(random_buffer(m * kk, 1u + static_cast<unsigned>(s)));
@@ -58,14 +68,15 @@ class GemmRunner : public Runner {
   void run_untimed() {
     const auto s = static_cast<std::size_t>(next_++ % sets_);
     k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+    if (rot_ > 0) k::rope(c_.data(), n_, heads_, head_dim_, rot_, m_, 0, table_.data());
     if (kv_width_ > 0) k::store_kv(c_.data(), n_, q_width_, kv_width_, m_, kc_.data(), vc_.data());
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> a_, b_;
-  std::vector<float> c_, kc_, vc_;
+  std::vector<float> c_, kc_, vc_, table_;
 };
 
 class AttentionRunner : public Runner {
@@ -291,8 +302,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
       case ItemKind::Gemm:
-        return std::make_unique<GemmRunner>(it.m, it.n, it.k, it.q_heads * it.head_dim,
-                                            it.kv_heads * it.head_dim);
+        return std::make_unique<GemmRunner>(it);
       case ItemKind::Attention:
         return std::make_unique<AttentionRunner>(it);
       case ItemKind::Rowwise:

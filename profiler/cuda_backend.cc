@@ -13,6 +13,7 @@
 
 #include "profiler/backend.h"
 #include "sim/error.h"
+#include "validate/kernels/cpu_kernels.h"
 #include "validate/kernels/cuda_kernels.h"
 
 namespace tpo::profiler {
@@ -119,18 +120,29 @@ cu::Buffer random_buffer(std::size_t n, std::uint64_t seed, void* stream) {
   return b;
 }
 
-// A GEMM; with kv_width > 0 (qkv) followed by the KV-cache write the runtime's qkv op does
-// (K and V of its m rows, after q_width values, into two caches).
+// A GEMM; for qkv (kv_heads > 0) followed by what the runtime's qkv op runs after it: the
+// rotary kernel on its query and K heads (rope_dim > 0; positions 0 .. m - 1), then K and V of
+// its m rows written into two caches.
 class GemmRunner : public Batched {
  public:
-  GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k,
-             std::int64_t q_width = 0, std::int64_t kv_width = 0)
-      : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (m * k + k * n))),
-        m_(m),
-        n_(n),
-        k_(k),
-        q_width_(q_width),
-        kv_width_(kv_width) {
+  GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k)
+      : GemmRunner(ctx, gemm_item(m, n, k)) {}
+  GemmRunner(cu::Context& ctx, const Item& it)
+      : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (it.m * it.k + it.k * it.n))),
+        m_(it.m),
+        n_(it.n),
+        k_(it.k),
+        q_width_(it.q_heads * it.head_dim),
+        kv_width_(it.kv_heads * it.head_dim),
+        heads_(it.q_heads + it.kv_heads),
+        head_dim_(it.head_dim),
+        rot_(it.rope_dim) {
+    const std::int64_t m = m_, n = n_, k = k_;
+    if (rot_ > 0) {  // bf16 cosines and sines, as the runtime's table (the angles do not matter)
+      const std::vector<float> t = validate::cpu::rope_table(m, rot_, 10000.0);
+      table_ = cu::Buffer(t.size() * 2);
+      cu::copy_from_host_float_to_bf16(t.data(), table_.get(), t.size());
+    }
     for (int s = 0; s < sets(); ++s) {
       a_.push_back(random_buffer(std::size_t(m * k), 1 + s, stream_));
       b_.push_back(random_buffer(std::size_t(k * n), 100 + s, stream_));
@@ -144,6 +156,9 @@ class GemmRunner : public Batched {
   void launch(int s) override {
     cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m_, n_, k_,
                   false, stream_);
+    if (rot_ > 0) {
+      cu::rope_bf16(c_.get(), n_, heads_, head_dim_, rot_, m_, 0, table_.get(), stream_);
+    }
     if (kv_width_ > 0) {
       cu::store_kv_bf16(c_.get(), n_, q_width_, kv_width_, m_, kc_.get(), vc_.get(), stream_);
     }
@@ -153,9 +168,9 @@ class GemmRunner : public Batched {
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_;
   std::vector<cu::Buffer> a_, b_;
-  cu::Buffer c_, kc_, vc_;
+  cu::Buffer c_, kc_, vc_, table_;
 };
 
 class AttentionRunner : public Batched {
@@ -389,8 +404,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<Runner> prepare(const Item& it) override {
     switch (it.kind) {
       case ItemKind::Gemm:
-        return std::make_unique<GemmRunner>(ctx_, it.m, it.n, it.k, it.q_heads * it.head_dim,
-                                            it.kv_heads * it.head_dim);
+        return std::make_unique<GemmRunner>(ctx_, it);
       case ItemKind::Attention:
         return std::make_unique<AttentionRunner>(ctx_, it, fused_);
       case ItemKind::Rowwise:

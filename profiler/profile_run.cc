@@ -45,7 +45,11 @@ sim::Op op_of(const Item& it) {
       op.code = sim::OpCode::Qkv;
       op.kind = sim::OpKind::Gemm;
       sim::set_gemm_work(op, it.m, it.n, it.k, false);
-      if (it.name == "qkv") op.kv_width = it.kv_heads * it.head_dim;  // its KV-cache write
+      if (it.name == "qkv") {  // its rotary kernel and KV-cache write
+        op.kv_width = it.kv_heads * it.head_dim;
+        op.rope_dim = static_cast<std::int32_t>(it.rope_dim);
+        op.rope_heads = static_cast<std::int32_t>(it.q_heads + it.kv_heads);
+      }
       break;
     case ItemKind::Attention:
       op.code = sim::OpCode::Attention;
@@ -129,7 +133,11 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
     switch (it.kind) {
       case ItemKind::Gemm:
         p.gemm.push_back({it.name, it.m, it.n, it.k, m.t, m.kernel});
-        if (it.name == "qkv") p.qkv_kv_store_width = it.kv_heads * it.head_dim;
+        if (it.name == "qkv") {
+          p.qkv_kv_store_width = it.kv_heads * it.head_dim;
+          p.qkv_rope_dim = it.rope_dim;
+          p.qkv_rope_heads = it.rope_dim > 0 ? it.q_heads + it.kv_heads : 0;
+        }
         break;
       case ItemKind::Attention:
         p.attention.push_back({it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
@@ -264,6 +272,10 @@ std::vector<Measurement> measurements_of(const sim::Profile& p) {
     if (g.name == "qkv" && p.qkv_kv_store_width > 0) {  // timed with its KV-cache write
       m.item.kv_heads = 1;
       m.item.head_dim = p.qkv_kv_store_width;
+    }
+    if (g.name == "qkv" && p.qkv_rope_dim > 0) {  // and its rotary kernel: those heads' values
+      m.item.rope_dim = p.qkv_rope_dim;
+      m.item.q_heads = p.qkv_rope_heads - m.item.kv_heads;
     }
     m.item.key = g.name + " " + std::to_string(g.m);
     m.t = g.t;

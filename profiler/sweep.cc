@@ -105,15 +105,16 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     });
   };
   for (const auto& g : gemms) add_rows(ItemKind::Gemm, "gemm", g.name, g.n, g.k, "m");
-  // qkv is timed as the runtime's qkv op runs: the GEMM, then K and V of its rows written into
-  // the KV cache. Its keys say so, so that a GEMM-only time of an older partial run is not
-  // resumed in its place.
+  // qkv is timed as the runtime's qkv op runs: the GEMM, the rotary kernel on its query and K
+  // heads, then K and V of its rows written into the KV cache. Its keys say so, so that a time
+  // of an older partial run without them is not resumed in its place.
   for (Item& it : items) {
     if (it.kind != ItemKind::Gemm || it.name != "qkv") continue;
     it.q_heads = d.q_heads;
     it.kv_heads = d.kv_heads;
     it.head_dim = d.head_dim;
-    it.key = "gemm/qkv+kv_store/m" + std::to_string(it.m);
+    it.rope_dim = m.rotary_dim;
+    it.key = "gemm/qkv+rope+kv_store/m" + std::to_string(it.m);
   }
   // Attention: a chunk of t tokens after prefixes of 0, t and 3t tokens (ISO's later chunks).
   add_sizes([&](std::int64_t t, bool hb) {

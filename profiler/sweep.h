@@ -42,7 +42,18 @@ struct Item {
   std::string beside = "gemm";
   bool held_back = false;  // measured only to check the model's accuracy
   bool gelu = false;       // silu_mul of a GeGLU model (Gemma): the gate's activation is GELU's
+  // qkv: the values its rotary kernel rotates per query and K head (0: no rotary kernel).
+  std::int64_t rope_dim = 0;
 };
+
+// A GEMM item of that shape alone (no qkv epilogue).
+inline Item gemm_item(std::int64_t m, std::int64_t n, std::int64_t k) {
+  Item it;
+  it.m = m;
+  it.n = n;
+  it.k = k;
+  return it;
+}
 
 struct SweepOptions {
   std::int64_t max_tokens = 2048;                // largest chunk (rows) measured

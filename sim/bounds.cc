@@ -70,6 +70,8 @@ const FieldBound kBounds[] = {
     {"min_us", 0, 1e9, true, "us"},
     {"other_us", 0, 1e9, false, "us"},
     {"qkv_kv_store_width", 0, 65536 * 65536.0, false, "values (KV heads x head dim)"},
+    {"qkv_rope_dim", 0, 65536, false, "values rotated per head"},
+    {"qkv_rope_heads", 0, 65536, false, "heads"},
     {"attention_q_row_stride", 0, 65536 * 65536.0, false, "values (qkv width)"},
     {"max_us", 0, 1e9, true, "us"},
     {"prefix", 0, 2147483648.0, false, "tokens"},

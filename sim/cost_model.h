@@ -105,6 +105,8 @@ class AnalyticalCostModel final : public CostModel {
   // The KV-cache write a qkv op does after its GEMM (one kernel: K and V of each row read from
   // the GEMM's output and written to the cache), per-kernel term included; 0 for other ops.
   double kv_store_ns(const Op& op) const;
+  // A qkv op's rotary kernel (op.rope_dim > 0): memory-bound, one kernel; 0 for other ops.
+  double rope_ns(const Op& op) const;
 
  private:
   HardwareConfig hw_;

@@ -273,7 +273,12 @@ class Emitter {
   std::int32_t attention_part(const Module& m, std::size_t j, std::int32_t norm) {
     const Segment& g = segs_[j];
     const auto qkv = b_.gemm(OpCode::Qkv, g, m.layer, m.index, d_.qkv_n(), d_.hidden, {norm});
-    s_.ops[static_cast<std::size_t>(qkv)].kv_width = d_.kv_heads * d_.head_dim;
+    Op& q = s_.ops[static_cast<std::size_t>(qkv)];
+    q.kv_width = d_.kv_heads * d_.head_dim;
+    if (w_.rope) {
+      q.rope_dim = static_cast<std::int32_t>(w_.model.rotary_dim);
+      q.rope_heads = static_cast<std::int32_t>(d_.q_heads + d_.kv_heads);
+    }
     if (qkv_layer_ != m.layer) {
       std::fill(layer_qkv_.begin(), layer_qkv_.end(), -1);
       qkv_layer_ = m.layer;

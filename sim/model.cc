@@ -229,6 +229,39 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
                                                         : type.starts_with("gemma");
 }
 
+// Rotary embeddings' theta and rotated dims (m.head_dim read): from the top level or from
+// transformers 5's rope_parameters (the top level wins where both are given).
+void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
+  const nlohmann::json* params =
+      j.contains("rope_parameters") && j.at("rope_parameters").is_object()
+          ? &j.at("rope_parameters")
+          : nullptr;
+  auto number = [&](const char* key, double fallback) {
+    const bool top = j.contains(key) && !j.at(key).is_null();
+    const nlohmann::json* v = top ? &j.at(key)
+                              : params && params->contains(key) && !params->at(key).is_null()
+                                  ? &params->at(key)
+                                  : nullptr;
+    if (!v) return fallback;
+    const std::string field = top ? key : std::string("rope_parameters.") + key;
+    if (!v->is_number()) throw InputError(path, field, "must be a number, not " + v->dump());
+    return v->get<double>();
+  };
+  m.rope_theta = number("rope_theta", 10000.0);
+  if (!(m.rope_theta > 1.0) || !std::isfinite(m.rope_theta)) {
+    throw InputError(path, "rope_theta", "must be a number above 1 (the rotary base)");
+  }
+  const double factor = number("partial_rotary_factor", 1.0);
+  const double dims = factor * static_cast<double>(m.head_dim);
+  if (!(factor > 0.0 && factor <= 1.0) || dims < 2.0) {
+    throw InputError(path, "partial_rotary_factor",
+                     "must be above 0 and at most 1, and rotate at least 2 of head_dim's " +
+                         std::to_string(m.head_dim) + " values");
+  }
+  // transformers rotates int(head_dim x factor) values, in pairs.
+  m.rotary_dim = static_cast<std::int64_t>(dims) / 2 * 2;
+}
+
 // What a Hugging Face config has that tpo reads as something simpler: said, not refused.
 void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string& path,
                 ModelConfig& m) {
@@ -463,6 +496,8 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "qkv_bias",
                                   "mlp_bias",
                                   "tie_word_embeddings",
+                                  "rope_theta",
+                                  "partial_rotary_factor",
                                   "sliding_window",
                                   "layer_types",
                                   "source",
@@ -509,6 +544,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     }
     m.head_dim = m.hidden / m.heads;
   }
+  read_rotary(j, path, m);
   read_windowed_layers(j, o, path, m);
   if (m.heads % m.kv_heads != 0) {
     throw InputError(path, "num_key_value_heads",

@@ -31,6 +31,11 @@ struct ModelConfig {
   bool o_bias = false;           // bias on the attention output projection (Llama's attention_bias)
   bool mlp_bias = false;         // biases on the MLP projections (Llama's mlp_bias)
   bool tied_embeddings = false;  // the LM head is the embedding matrix (Gemma)
+  // Rotary position embeddings (every model tpo reads has them): the first rotary_dim values of
+  // each query and key head are rotated, rotate-half (NeoX) pairs i and i + rotary_dim / 2 by
+  // position x rope_theta^(-2i / rotary_dim). rotary_dim: head_dim x partial_rotary_factor.
+  std::int64_t rotary_dim = 0;
+  double rope_theta = 10000.0;
   // Sliding-window attention: a windowed layer's query sees the last sliding_window
   // positions, itself included (Mistral v0.1: every layer; Gemma-2: every other layer;
   // Gemma-3: five of every six). 0: full attention in every layer.

@@ -138,6 +138,11 @@ WorkloadOptions workload_from_json(const JsonObject& o, const std::string& made_
       throw InputError(o.file(), o.field("exec"), "must be queued, eager or graph");
     }
   }
+  // Runs and plans recorded before 2026-12-04 neither ran nor timed rotary embeddings.
+  w.rope = o.string_or("rope", "none");
+  if (w.rope != "kernel" && w.rope != "none") {
+    throw InputError(o.file(), o.field("rope"), "must be kernel or none");
+  }
   return w;
 }
 
@@ -157,6 +162,8 @@ PlannedRun legacy_run(const JsonObject& plan, const JsonObject& e, std::int64_t 
                            ? ctx.get<std::int64_t>()
                            : (r.workload.phase == "decode" ? seq : 0);
   r.workload.layers = opts.count_or("layers", 0);
+  // Plans of 2026-12-04 on say it in their options; older ones had no rotary kernel.
+  r.workload.rope = opts.string_or("rope", "none");
   r.workload.profile = opts.string_or("profile", "");
   const std::string name = e.string("strategy");
   const StrategyDescriptor* d = find_strategy(name);

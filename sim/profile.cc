@@ -55,6 +55,8 @@ ojson profile_to_json(const Profile& p) {
   j["options"] = p.options;
   j["dtype"] = p.dtype;
   j["qkv_kv_store_width"] = p.qkv_kv_store_width;
+  j["qkv_rope_dim"] = p.qkv_rope_dim;
+  j["qkv_rope_heads"] = p.qkv_rope_heads;
   j["attention_q_row_stride"] = p.attention_q_row_stride;
   j["model"] = p.model;
   j["tp"] = p.tp;
@@ -192,6 +194,13 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   }
   p.tp = o.integer("tp");
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
+  p.qkv_rope_dim = o.count_or("qkv_rope_dim", 0);
+  p.qkv_rope_heads = o.count_or("qkv_rope_heads", 0);
+  if ((p.qkv_rope_dim > 0) != (p.qkv_rope_heads > 0)) {
+    throw InputError(file, "qkv_rope_heads",
+                     "qkv_rope_dim and qkv_rope_heads are both 0 (no rotary kernel timed) or "
+                     "both above 0");
+  }
   p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
   if (o.has("kind") && o.string("kind") != "measured") {
     throw InputError(file, "kind", "'" + o.string("kind") + "': a profile holds measurements");

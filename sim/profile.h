@@ -76,6 +76,11 @@ struct Profile {
   // GEMM: the elements per row of K (and of V) written (local KV heads x head dim). 0: the GEMM
   // alone (profiles made before 2026-12-02); the cost model then adds the analytical write.
   std::int64_t qkv_kv_store_width = 0;
+  // When the qkv times also include the rotary kernel the runtime's qkv op runs between the
+  // GEMM and the KV-cache write: the values it rotates per query and K head. 0: none (profiles
+  // made before 2026-12-04); the cost model then adds the analytical kernel where the graph
+  // runs one.
+  std::int64_t qkv_rope_dim = 0, qkv_rope_heads = 0;  // values per head; query + K heads
   // Values between one query token's Q and the next's as attention was timed: Q read in place
   // in the fused qkv rows ((q heads + 2 KV heads) x head dim), as the runtimes read it since
   // 2026-12-02. 0: packed Q (older profiles; their runtime gathered Q first with an untimed

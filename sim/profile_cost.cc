@@ -147,15 +147,23 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
       if (auto it = gemm_.find({op.n, op.k}); it != gemm_.end()) {
-        if (p_.qkv_kv_store_width > 0 || kv_store_bytes(op) <= 0) {
-          return on_curve(it->second, static_cast<double>(op.m), op);
+        // What the profile's qkv times include besides the GEMM, and what this op runs: a
+        // part timed but not run is taken off (analytically), one run but not timed added.
+        const bool kv_timed = p_.qkv_kv_store_width > 0, kv_run = kv_store_bytes(op) > 0;
+        Op timed = op;  // the op as the profile timed it
+        if (op.code == OpCode::Qkv) {
+          timed.kv_width = kv_timed ? op.kv_width : 0;
+          timed.rope_dim = static_cast<std::int32_t>(p_.qkv_rope_dim);
+          timed.rope_heads = static_cast<std::int32_t>(p_.qkv_rope_heads);
+        } else {
+          timed.kv_width = 0;
+          timed.rope_dim = timed.rope_heads = 0;
         }
-        // A profile that timed qkv's GEMM alone: the GEMM from its curve (extrapolated as a
-        // GEMM alone), its KV-cache write from the analytical model.
-        Op gemm = op;
-        gemm.kv_width = 0;
-        Estimate e = on_curve(it->second, static_cast<double>(op.m), gemm);
-        e.us += a_.kv_store_ns(op) / 1e3;
+        Estimate e = on_curve(it->second, static_cast<double>(op.m), timed);
+        if (kv_run && !kv_timed) e.us += a_.kv_store_ns(op) / 1e3;
+        if (timed.rope_dim != op.rope_dim || timed.rope_heads != op.rope_heads) {
+          e.us = std::max(0.0, e.us + (a_.rope_ns(op) - a_.rope_ns(timed)) / 1e3);
+        }
         return e;
       }
       break;

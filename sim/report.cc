@@ -29,7 +29,7 @@ ojson workload_options_json(const WorkloadOptions& o) {
                {"phase", o.phase},       {"batch", o.batch},       {"seq", o.seq},
                {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
                {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
-               {"sm_clock", o.sm_clock}, {"exec", o.exec}};
+               {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
@@ -121,6 +121,7 @@ std::string workload_line(const Workload& w) {
   os << ", " << w.layers;
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
   os << " layers" << sm_clock_text(w.hardware);
+  if (!w.rope) os << ", no rotary kernel (--rope none)";
   return os.str();
 }
 

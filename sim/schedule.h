@@ -97,6 +97,10 @@ struct Op {
   // Qkv: elements per row of K (and of V) that the op also writes into the KV cache after its
   // GEMM (local KV heads x head dim; the runtime's store_kv, a serving engine's cache write).
   std::int64_t kv_width = 0;
+  // Qkv: rotary embeddings applied in their own kernel between the GEMM and the KV-cache
+  // write (vLLM's and SGLang's rotary_embedding), in place on the first rope_dim values of
+  // rope_heads heads (local query and KV heads); 0: none run (--rope none).
+  std::int32_t rope_dim = 0, rope_heads = 0;
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -110,7 +114,7 @@ struct Op {
 inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
-                         o.bytes, o.accumulate, o.bias, o.kv_width);
+                         o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads);
 }
 
 struct Schedule {
@@ -157,6 +161,14 @@ inline double kv_store_bytes(const Op& op) {
   return op.code == OpCode::Qkv && op.kv_width > 0
              ? 2.0 * 2.0 * 2.0 * static_cast<double>(op.m) * static_cast<double>(op.kv_width)
              : 0.0;
+}
+// Bytes a qkv op's rotary kernel moves: its heads' rotated values read and written in place
+// (bf16), and each row's cos and sin (rope_dim bf16 values, from a table by position, as vLLM
+// keeps it); 0 for every other op.
+inline double rope_bytes(const Op& op) {
+  if (op.code != OpCode::Qkv || op.rope_dim <= 0) return 0.0;
+  const double m = static_cast<double>(op.m), d = static_cast<double>(op.rope_dim);
+  return 2.0 * 2.0 * m * static_cast<double>(op.rope_heads) * d + 2.0 * m * d;
 }
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.

@@ -206,6 +206,12 @@ Workload make_workload(const WorkloadOptions& o) {
         "exec", o.exec,
         "hardware " + w.hardware.name + " is a CPU: CUDA graphs need a GPU (use queued or eager)");
   }
+  if (o.rope != "kernel" && o.rope != "none") {
+    throw FieldError("rope", o.rope,
+                     "must be kernel (a rotary kernel after each qkv GEMM) or none (not run or "
+                     "timed: fused into attention)");
+  }
+  w.rope = o.rope == "kernel";
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

@@ -39,6 +39,11 @@ struct WorkloadOptions {
   std::int64_t sm_clock = 0;
   // How the schedule reaches the GPU (sim/launch.h): queued | eager | graph.
   std::string exec = "queued";
+  // Rotary position embeddings: kernel (their own memory-bound kernel after each qkv GEMM, as
+  // vLLM and SGLang run them) | none (not run, not timed: what an engine that fuses them into
+  // its attention kernel adds, about nothing; and every run and plan recorded before
+  // 2026-12-04, which a file without the field is read as).
+  std::string rope = "kernel";
   bool operator==(const WorkloadOptions&) const = default;
 };
 
@@ -54,6 +59,7 @@ struct Workload {
   bool embed_head = false;   // include embedding, final norm and LM head
   std::string links_of;      // emulated: the machine whose links replaced the hardware's
   ExecMode exec = ExecMode::Queued;
+  bool rope = true;  // a rotary kernel after each qkv GEMM (WorkloadOptions::rope)
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and

@@ -115,6 +115,12 @@ class CpuKernels final : public RankKernels {
     }
   }
 
+  void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
+    const auto& d = m_.d;
+    cpu::rope(s_.qkv.data() + row * d.qkv_n(), d.qkv_n(), d.q_heads + d.kv_heads, d.head_dim,
+              m_.rotary_dim, len, pos, m_.rope_table.data(), requests);
+  }
+
   void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
                 std::int64_t pos, std::int64_t requests) override {
     const auto& d = m_.d;

@@ -46,6 +46,7 @@ struct DeviceRank {
   std::unique_ptr<cu::Context> ctx;
   std::vector<DeviceLayer> layers;
   cu::Buffer x0, x, normed, qkv, attn, gu, act, scratch;
+  cu::Buffer rope_table;  // bf16 [cap][rotary_dim], as vLLM keeps its cos_sin_cache
   std::vector<cu::Buffer> out, k, v;
 };
 
@@ -90,6 +91,12 @@ class CudaKernels final : public RankKernels {
                       d.ffn, accumulate, st_);
         break;
     }
+  }
+
+  void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
+    const auto& d = m_.d;
+    cu::rope_bf16(at(r_.qkv, row * d.qkv_n()), d.qkv_n(), d.q_heads + d.kv_heads, d.head_dim,
+                  m_.rotary_dim, len, pos, r_.rope_table.get(), st_, requests);
   }
 
   void store_kv(std::int64_t layer, std::int64_t row, std::int64_t len, std::int64_t request,
@@ -215,6 +222,7 @@ class CudaRun {
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
       dr.x0 = upload(to_layout(layout_, m.x0, H));
+      dr.rope_table = upload(m.rope_table);
       dr.x = cu::Buffer(std::size_t(T * H) * kB);
       dr.normed = cu::Buffer(std::size_t(T * H) * kB);
       dr.qkv = cu::Buffer(std::size_t(T * d.qkv_n()) * kB);
@@ -531,6 +539,7 @@ class AttentionShapes final : public RankKernels {
   std::vector<cu::AttentionShape> shapes;
   void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override {}
   void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool) override {}
+  void rope(std::int64_t, std::int64_t, std::int64_t, std::int64_t) override {}
   void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                 std::int64_t) override {}
   void attention(std::int64_t layer, std::int64_t, std::int64_t requests, std::int64_t,

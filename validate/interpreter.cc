@@ -19,6 +19,12 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         break;
       case OpCode::Qkv:
         k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false);
+        if (op.rope_dim > 0) {
+          if (op.rope_dim != m.rotary_dim) {
+            throw std::logic_error("runtime: the data's rotary table does not fit the graph");
+          }
+          k.rope(b.row, b.per_request(), b.pos, b.requests);
+        }
         // K and V of the block's requests into the cache in one call, as the simulator counts
         // one write per qkv op.
         k.store_kv(op.layer, b.row, b.per_request(), b.request, b.pos, b.requests);

@@ -25,6 +25,11 @@ class RankKernels {
   virtual void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) = 0;
   virtual void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row,
                     std::int64_t len, bool accumulate) = 0;
+  // Rotary embeddings in place on the query and K heads of `len` qkv rows from `row` — one
+  // request's, positions from `pos` — or of `requests` consecutive requests as store_kv: one
+  // kernel.
+  virtual void rope(std::int64_t row, std::int64_t len, std::int64_t pos,
+                    std::int64_t requests) = 0;
   // K and V of `len` qkv rows from `row` — one request's, positions from `pos` — into the
   // layer's cache; with `requests` > 1, as many consecutive requests from `request`, `len`
   // rows each (contiguous from `row`) at the same positions: one kernel.

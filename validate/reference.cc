@@ -67,6 +67,26 @@ Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
   return y;
 }
 
+// Rotary embeddings on the query and K heads of every new token (request b's token i at
+// position context + i), from the data's table: rotate-half pairs (j, j + rotary_dim / 2).
+void rotate(const ModelData& m, Mat& qkv) {
+  const auto& d = m.d;
+  const std::int64_t rot = m.rotary_dim, half = rot / 2;
+  if (rot <= 0) return;
+  for (std::int64_t t = 0; t < m.tokens; ++t) {
+    const std::int64_t p = m.context + t % m.seq;
+    for (std::int64_t h = 0; h < d.q_heads + d.kv_heads; ++h) {
+      for (std::int64_t j = 0; j < half; ++j) {
+        const double c = m.rope_table[static_cast<std::size_t>(p * rot + j)];
+        const double s = m.rope_table[static_cast<std::size_t>(p * rot + half + j)];
+        const double a = qkv(t, h * d.head_dim + j), b = qkv(t, h * d.head_dim + half + j);
+        qkv(t, h * d.head_dim + j) = a * c - b * s;
+        qkv(t, h * d.head_dim + half + j) = b * c + a * s;
+      }
+    }
+  }
+}
+
 // Causal attention of one rank's heads over the cached prefix and all new tokens (over the
 // layer's sliding window where it has one).
 Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const Mat& qkv) {
@@ -149,7 +169,8 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
       const LayerWeights& w = m.w[static_cast<std::size_t>(r)][static_cast<std::size_t>(layer)];
       const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm);
       if (attn) {
-        const Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
+        Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
+        rotate(m, qkv);
         sum += matmul(attention(m, r, layer, qkv), from(w.wo, d.q_heads * d.head_dim, H));
       }
       if (mlp) {

@@ -1125,7 +1125,7 @@ TEST_CASE("profile: an interrupted run resumes where it stopped") {
     int resumed = 0;
     for (const auto& g : pj.at("gemm")) {
       const std::string name = g.at("name");
-      const std::string key = "gemm/" + (name == "qkv" ? std::string("qkv+kv_store") : name) +
+      const std::string key = "gemm/" + (name == "qkv" ? std::string("qkv+rope+kv_store") : name) +
                               "/m" + std::to_string(g.at("m").get<int>());
       if (marked.count(key)) {
         ++resumed;

@@ -28,6 +28,7 @@ inline sim::ModelConfig toy_model() {
   m.heads = 4;
   m.kv_heads = 2;
   m.head_dim = 16;
+  m.rotary_dim = 16;  // as a loaded config would have it (rotary on the whole head)
   m.ffn = 128;
   m.vocab = 100;
   return m;

@@ -188,7 +188,11 @@ namespace {
 // Counts the interpreter's kernel calls, and the requests of each store_kv and attention.
 struct CountingKernels : validate::RankKernels {
   int calls = 0;
-  std::vector<std::int64_t> batched;  // requests per store_kv / attention call
+  std::vector<std::int64_t> batched;  // requests per rope / store_kv / attention call
+  void rope(std::int64_t, std::int64_t, std::int64_t, std::int64_t requests) override {
+    ++calls;
+    batched.push_back(requests);
+  }
   void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override { ++calls; }
   void gemm(validate::Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
             bool) override {
@@ -241,7 +245,8 @@ TEST_CASE("a batch cut into ISO chunks: rows chunk by chunk, one kernel per chun
     CHECK(blocks[0].requests == 3);
     CountingKernels k;
     validate::interpret(m, l, op, k);
-    CHECK(k.calls == (op.code == sim::OpCode::Qkv ? 2 : 1));
+    // qkv: the GEMM, the rotary kernel and the KV-cache write.
+    CHECK(k.calls == (op.code == sim::OpCode::Qkv ? 3 : 1));
     for (auto r : k.batched) CHECK(r == 3);
   }
   // Without chunks the rows stay request by request.

@@ -64,6 +64,39 @@ void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::i
   }
 }
 
+void rope(float* qkv, std::int64_t qkv_n, std::int64_t heads, std::int64_t head_dim,
+          std::int64_t rot, std::int64_t rows, std::int64_t pos, const float* table,
+          std::int64_t requests) {
+  const std::int64_t half = rot / 2;
+  for (std::int64_t r = 0; r < requests * rows; ++r) {
+    const float* cs = table + (pos + r % rows) * rot;
+    float* row = qkv + r * qkv_n;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      float* x = row + h * head_dim;
+      for (std::int64_t j = 0; j < half; ++j) {
+        const float a = x[j], b = x[j + half], c = cs[j], s = cs[half + j];
+        x[j] = a * c - b * s;
+        x[j + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+std::vector<float> rope_table(std::int64_t positions, std::int64_t rot, double theta) {
+  std::vector<float> t(static_cast<std::size_t>(std::max<std::int64_t>(positions, 0) * rot));
+  const std::int64_t half = rot / 2;
+  for (std::int64_t j = 0; j < half; ++j) {
+    const double inv_freq =
+        std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(rot));
+    for (std::int64_t p = 0; p < positions; ++p) {
+      const double a = static_cast<double>(p) * inv_freq;
+      t[static_cast<std::size_t>(p * rot + j)] = static_cast<float>(std::cos(a));
+      t[static_cast<std::size_t>(p * rot + half + j)] = static_cast<float>(std::sin(a));
+    }
+  }
+  return t;
+}
+
 void attention(const float* q, const float* k, const float* v, float* out,
                const AttentionShape& s) {
   const std::int64_t d = s.head_dim, group = s.q_heads / s.kv_heads;

@@ -41,6 +41,19 @@ void store_kv(const float* qkv, std::int64_t qkv_n, std::int64_t q_width, std::i
               std::int64_t rows, float* k, float* v, std::int64_t requests = 1,
               std::int64_t dst_stride = 0);
 
+// Rotary embeddings, in place, after a qkv GEMM: `requests` x `rows` rows of qkv (pitch
+// `qkv_n`, request-major), request i's row t at position pos + t. In each row the first `rot`
+// values of each of its first `heads` heads (head_dim apart: the query heads, then the K
+// heads) are rotated in rotate-half pairs (j, j + rot / 2) by the angle of position p and pair
+// j, whose cosine and sine table[p * rot + j] and table[p * rot + rot / 2 + j] hold (vLLM's
+// cos_sin_cache layout).
+void rope(float* qkv, std::int64_t qkv_n, std::int64_t heads, std::int64_t head_dim,
+          std::int64_t rot, std::int64_t rows, std::int64_t pos, const float* table,
+          std::int64_t requests = 1);
+// That table for positions 0 .. positions - 1: angle p x theta^(-2j / rot), in double, stored
+// as float.
+std::vector<float> rope_table(std::int64_t positions, std::int64_t rot, double theta);
+
 using validate::AttentionShape;
 // q: [requests][q_tokens][q_heads][head_dim], its rows q_stride() apart; k, v:
 // [requests][kv_capacity][kv_heads][head_dim] holding the prefix and the new tokens; out like

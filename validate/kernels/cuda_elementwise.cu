@@ -133,6 +133,25 @@ __global__ void store_kv_kernel(const T* qkv, std::int64_t pitch, std::int64_t q
   }
 }
 
+// One thread per (row, head, pair): rows request-major, request i's row t at position pos + t.
+__global__ void rope_kernel(bf16* qkv, std::int64_t pitch, std::int64_t heads,
+                            std::int64_t head_dim, std::int64_t half, std::int64_t rows,
+                            std::int64_t requests, std::int64_t pos, const bf16* table) {
+  const std::size_t per_row = std::size_t(heads) * std::size_t(half);
+  const std::size_t n = std::size_t(requests) * std::size_t(rows) * per_row;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / per_row, h = i % per_row / std::size_t(half),
+                      j = i % std::size_t(half);
+    const bf16* cs = table + (std::size_t(pos) + r % std::size_t(rows)) * std::size_t(2 * half);
+    bf16* x = qkv + r * std::size_t(pitch) + h * std::size_t(head_dim);
+    const float a = __bfloat162float(x[j]), b = __bfloat162float(x[j + std::size_t(half)]);
+    const float c = __bfloat162float(cs[j]), sn = __bfloat162float(cs[std::size_t(half) + j]);
+    x[j] = __float2bfloat16(a * c - b * sn);
+    x[j + std::size_t(half)] = __float2bfloat16(b * c + a * sn);
+  }
+}
+
 __global__ void copy_kernel(const int4* src, int4* dst, std::size_t n16, const char* src_tail,
                             char* dst_tail, std::size_t tail) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n16;
@@ -213,6 +232,17 @@ void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, st
         static_cast<const bf16*>(qkv), qkv_n, q_width, kv_width, rows, requests, dst_stride,
         static_cast<bf16*>(k), static_cast<bf16*>(v));
   }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void rope_bf16(void* qkv, std::int64_t qkv_n, std::int64_t heads, std::int64_t head_dim,
+               std::int64_t rot, std::int64_t rows, std::int64_t pos, const void* table,
+               void* stream, std::int64_t requests) {
+  if (rows <= 0 || heads <= 0 || rot < 2 || requests <= 0) return;
+  const std::size_t n = std::size_t(requests * rows) * std::size_t(heads * (rot / 2));
+  rope_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(static_cast<bf16*>(qkv), qkv_n, heads,
+                                                         head_dim, rot / 2, rows, requests, pos,
+                                                         static_cast<const bf16*>(table));
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -113,6 +113,12 @@ void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t sr
 void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
                    std::int64_t rows, void* k, void* v, void* stream, std::int64_t requests = 1,
                    std::int64_t dst_stride = 0);
+// Rotary embeddings in place (bf16, fp32 arithmetic), one kernel: as cpu::rope, its table of
+// cosines and sines in bf16 ([positions][rot], as vLLM casts its cos_sin_cache to the
+// activations' type).
+void rope_bf16(void* qkv, std::int64_t qkv_n, std::int64_t heads, std::int64_t head_dim,
+               std::int64_t rot, std::int64_t rows, std::int64_t pos, const void* table,
+               void* stream, std::int64_t requests = 1);
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 

@@ -3,6 +3,8 @@
 // one-GPU run (emulated communication) computes on exactly rank 0's shard.
 #include "validate/kernels/model_data.h"
 
+#include "validate/kernels/cpu_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -58,6 +60,10 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   m.cap = w.context + w.seq;
   m.tokens = w.batch * w.seq;
   m.window = layer_windows(w);
+  if (w.rope) {
+    m.rotary_dim = w.model.rotary_dim;
+    m.rope_table = cpu::rope_table(m.cap, m.rotary_dim, w.model.rope_theta);
+  }
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const std::int64_t made =
@@ -102,9 +108,10 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
                                              std::int64_t ranks, std::int64_t only_rank) {
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
-  const auto key = std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp,
-                                   w.layers, w.batch, w.seq, w.context, seed, made, only_rank,
-                                   static_cast<int>(w.model.activation), layer_windows(w));
+  const auto key =
+      std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch,
+                      w.seq, w.context, seed, made, only_rank, static_cast<int>(w.model.activation),
+                      layer_windows(w), w.rope ? w.model.rotary_dim : 0, w.model.rope_theta);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

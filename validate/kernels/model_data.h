@@ -25,6 +25,10 @@ struct ModelData {
   // Per layer: the sliding window its attention uses (0: full attention), as the simulator
   // builds it (set only where prompt + context reach past it).
   std::vector<std::int64_t> window;
+  // Rotary embeddings (workload rope): the values rotated per head (0: none run) and each
+  // position's cosines and sines, [cap][rotary_dim] (cpu::rope_table).
+  std::int64_t rotary_dim = 0;
+  std::vector<float> rope_table;
   std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
