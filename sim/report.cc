@@ -56,7 +56,9 @@ ojson model_json(const ModelConfig& m) {
           {"qkv_bias", m.qkv_bias},
           {"o_bias", m.o_bias},
           {"mlp_bias", m.mlp_bias},
-          {"tie_word_embeddings", m.tied_embeddings}};
+          {"tie_word_embeddings", m.tied_embeddings},
+          {"rotary_dim", m.rotary_dim},
+          {"rope_theta", m.rope_theta}};
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     ojson layers = ojson::array();

@@ -197,6 +197,30 @@ TEST_CASE("--sm-clock: predictions at a locked clock, said in the output and rec
   }
 }
 
+TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad value named") {
+  const fs::path with = scratch() / "rope_kernel.json", without = scratch() / "rope_none.json";
+  const std::string base = "simulate --model llama3.1-8b --hardware h200x8 --seq 4096 --json ";
+  auto r = tpo(base + with.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("no rotary kernel") == std::string::npos);
+  r = tpo(base + without.string() + " --rope none");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("32 layers, no rotary kernel (--rope none)") != std::string::npos);
+  const auto k = nlohmann::json::parse(slurp(with)), n = nlohmann::json::parse(slurp(without));
+  CHECK(k.at("options").at("rope") == "kernel");
+  CHECK(n.at("options").at("rope") == "none");
+  CHECK(k.at("model").at("rotary_dim") == 128);
+  CHECK(k.at("model").at("rope_theta") == 500000.0);
+  // One memory-bound kernel per layer: a few us each at 4096 tokens on an H200, not more.
+  const double per_layer = (k.at("total_us").get<double>() - n.at("total_us").get<double>()) / 32.0;
+  CHECK(per_layer > 1.0);
+  CHECK(per_layer < 20.0);
+  r = tpo(base + without.string() + " --rope fused");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--rope fused: must be kernel") != std::string::npos);
+  CHECK(slurp(without).find("\"none\"") != std::string::npos);  // the old report is intact
+}
+
 TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget") {
   const fs::path dir = scratch() / "comm_ctas_baseline";
   fs::create_directories(dir);

@@ -303,6 +303,24 @@ int main() {
     std::snprintf(name, sizeof name, "add/%d", int(cols));
     expect_close(name, device_values(y, rows * cols), hsum);
   }
+  // The rotary kernel against the CPU one: 2 requests x 5 rows at positions 7..11, 3 heads of
+  // 64 with 48 values rotated (partial), rows 224 values apart (a qkv row's K and V after
+  // them stay untouched); its table in bf16 as the runtime uploads it.
+  {
+    const std::int64_t rows = 5, requests = 2, pitch = 224, heads = 3, hd = 64, rot = 48;
+    const std::int64_t n = rows * requests * pitch;
+    cu::Buffer qkv(std::size_t(n) * 2);
+    cu::fill_random_bf16(qkv.get(), std::size_t(n), 14, 1.0f, s);
+    const std::vector<float> table = cpu::rope_table(20, rot, 500000.0);
+    const cu::Buffer tb = upload(table);
+    ctx.synchronize();
+    std::vector<float> want = device_values(qkv, std::size_t(n));
+    const std::vector<float> tq = device_values(tb, table.size());  // the table as bf16
+    cpu::rope(want.data(), pitch, heads, hd, rot, rows, 7, tq.data(), requests);
+    cu::rope_bf16(qkv.get(), pitch, heads, hd, rot, rows, 7, tb.get(), s, requests);
+    ctx.synchronize();
+    expect_close("rope", device_values(qkv, std::size_t(n)), want);
+  }
   // The copy kernel on 4 CTAs, 1000002 bytes: not a multiple of 16, so the tail path runs.
   cu::Buffer src(1000003), dst(1000003);
   cu::fill_random_bf16(src.get(), 500001, 9, 1.0f, s);

@@ -988,3 +988,47 @@ TEST_CASE("interference check: the copy beside a GEMM victim is the profiler's t
   p.interference[2].workers = 8;
   CHECK(tpo::profiler::check_interference(p, hw, c)[0].contention_us == doctest::Approx(200));
 }
+
+TEST_CASE(
+    "profile cost model: qkv's rotary kernel added where not timed, taken off where not run") {
+  auto hw = test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;
+  hw.kernel_overhead_us = 1;
+  sim::Profile p;
+  p.tp = 2;
+  p.model = "tiny";
+  p.options = {{"hardware", "toy"}};
+  p.qkv_kv_store_width = 8;
+  p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, ""});
+  sim::Op qkv = gemm_op(64, 48, 128);
+  qkv.code = sim::OpCode::Qkv;
+  qkv.kv_width = 8;
+  sim::Op rotated = qkv;
+  rotated.rope_dim = 8;
+  rotated.rope_heads = 3;
+  const sim::AnalyticalCostModel a(hw, 2);
+  const double rope_ns = a.rope_ns(rotated);  // (64 x 3 x 8 x 4 + 64 x 8 x 2) bytes, + 1 us
+  CHECK(rope_ns == doctest::Approx(6144 + 1024 + 1000));
+  // A profile without the kernel (made before 2026-12-04): added for a graph that runs it.
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(qkv) == 100000);
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(rotated) == std::llround(100000 + rope_ns));
+  // Timed with it: the measurement alone, and --rope none takes it off.
+  p.qkv_rope_dim = 8;
+  p.qkv_rope_heads = 3;
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(rotated) == 100000);
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(qkv) == std::llround(100000 - rope_ns));
+  // Another GEMM's curve is not touched.
+  p.gemm.push_back({"o_proj", 64, 32, 64, {50, 50, 50, 1}, ""});
+  sim::Op o = gemm_op(64, 32, 64);
+  o.code = sim::OpCode::OProj;
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(o) == 50000);
+  // Round trip; half of the pair is refused, naming the field.
+  auto j = nlohmann::json::parse(sim::profile_to_json(p).dump());
+  const sim::Profile back = sim::profile_from_json(j, "p.json");
+  CHECK(back.qkv_rope_dim == 8);
+  CHECK(back.qkv_rope_heads == 3);
+  j["qkv_rope_heads"] = 0;
+  CHECK(test::error_of([&] {
+          sim::profile_from_json(j, "p.json");
+        }).find("field 'qkv_rope_heads'") != std::string::npos);
+}

@@ -646,3 +646,52 @@ TEST_CASE("--sm-clock: a locked clock scales the tensor-core rate and nothing el
   CHECK(error_of([&] { make_workload(o); }).find("add gpu.peak_clock_mhz") != std::string::npos);
   std::filesystem::remove(p);
 }
+
+TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or rope_parameters") {
+  const std::string p = (std::filesystem::temp_directory_path() /
+                         ("tpo_test_rotary_" + std::to_string(::getpid()) + ".json"))
+                            .string();
+  auto cfg = tpo::read_json_file(data + "/hf_llama_config.json");  // head_dim 64
+  const auto load = [&] {
+    std::ofstream(p) << cfg.dump();
+    return load_model(p);
+  };
+  // transformers' defaults: theta 10000, the whole head rotated.
+  ModelConfig m = load();
+  CHECK(m.rotary_dim == 64);
+  CHECK(m.rope_theta == 10000.0);
+  cfg["rope_theta"] = 500000.0;
+  cfg["partial_rotary_factor"] = 0.25;
+  m = load();
+  CHECK(m.rope_theta == 500000.0);
+  CHECK(m.rotary_dim == 16);
+  // transformers 5 moves them into rope_parameters; the top level wins where both are given.
+  cfg.erase("rope_theta");
+  cfg.erase("partial_rotary_factor");
+  cfg["rope_parameters"] = {
+      {"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
+  m = load();
+  CHECK(m.rope_theta == 1e6);
+  CHECK(m.rotary_dim == 32);
+  cfg["rope_theta"] = 20000.0;
+  CHECK(load().rope_theta == 20000.0);
+  // int(64 x 0.3) = 19 values: 9 pairs rotated.
+  cfg["partial_rotary_factor"] = 0.3;
+  CHECK(load().rotary_dim == 18);
+  // Bad values name the file and the field.
+  cfg["partial_rotary_factor"] = 1.5;
+  CHECK(error_of([&] { load(); }).find("field 'partial_rotary_factor': must be above 0") !=
+        std::string::npos);
+  cfg.erase("partial_rotary_factor");
+  cfg["rope_parameters"]["partial_rotary_factor"] = "half";
+  CHECK(error_of([&] {
+          load();
+        }).find("field 'rope_parameters.partial_rotary_factor': must be a number") !=
+        std::string::npos);
+  cfg["rope_parameters"].erase("partial_rotary_factor");
+  cfg["rope_theta"] = 0.5;
+  const std::string e = error_of([&] { load(); });
+  CHECK(e.find(p) != std::string::npos);
+  CHECK(e.find("field 'rope_theta': must be a number above 1") != std::string::npos);
+  std::filesystem::remove(p);
+}

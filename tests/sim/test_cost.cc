@@ -377,3 +377,40 @@ TEST_CASE("qkv: the KV-cache write after its GEMM is one kernel moving K and V o
   }
   CHECK(qkvs == 2);
 }
+
+TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and --rope none") {
+  auto hw = tpo::test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  hw.kernel_overhead_us = 1;
+  const AnalyticalCostModel cm(hw, 2);
+  Op qkv;
+  qkv.code = OpCode::Qkv;
+  qkv.kind = OpKind::Gemm;
+  set_gemm_work(qkv, 4, 64, 64, false);
+  qkv.kv_width = 16;
+  const std::int64_t without = cm.standalone_ns(qkv);
+  CHECK(rope_bytes(qkv) == 0);
+  CHECK(cm.rope_ns(qkv) == 0);
+  qkv.rope_dim = 16;
+  qkv.rope_heads = 3;
+  // 4 rows x 3 heads x 16 values read and written in bf16 (768 bytes) and each row's 16 cosine
+  // and sine values (128 bytes): 896 ns at 1 byte/ns, + 1 us for the kernel.
+  CHECK(rope_bytes(qkv) == 896);
+  CHECK(cm.rope_ns(qkv) == doctest::Approx(896 + 1000));
+  CHECK(cm.standalone_ns(qkv) == without + 896 + 1000);
+  Op o = qkv;  // only qkv runs one
+  o.code = OpCode::OProj;
+  CHECK(rope_bytes(o) == 0);
+  // The graph: every qkv op rotates the shard's query and K heads (toy at TP 2: 2 + 1 heads of
+  // 16), no other op; --rope none, none; a model read without rotary dims, none.
+  auto w = tpo::test::toy_workload(64, 2);
+  for (const bool rope : {true, false}) {
+    w.rope = rope;
+    const Schedule s = build_schedule(w, {StrategyKind::None});
+    for (const Op& op : s.ops) {
+      const bool rotated = rope && op.code == OpCode::Qkv;
+      CHECK(op.rope_dim == (rotated ? 16 : 0));
+      CHECK(op.rope_heads == (rotated ? 3 : 0));
+    }
+  }
+}

@@ -12,6 +12,7 @@
 #include "../sim/toy.h"
 #include "sim/strategy.h"
 #include "validate/interpreter.h"
+#include "validate/kernels/cpu_kernels.h"
 #include "validate/runtime.h"
 #include "validate/validate_run.h"
 
@@ -150,6 +151,71 @@ TEST_CASE("a GeGLU model runs on the CPU and matches its reference, which is not
   const auto ref = validate::reference_forward(w, iso, o.seed);
   CHECK(validate::relative_error(r.output, ref) <= 1e-5);
   CHECK(validate::relative_error(r.output, silu_out) > 1e-3);  // the gelu path really ran
+}
+
+TEST_CASE("the rotary kernel: rotate-half pairs by position, scores depend on distance only") {
+  // theta 100, 4 values rotated of head_dim 6 (partial): pairs (0, 2) and (1, 3); 4 and 5 kept.
+  const auto table = validate::cpu::rope_table(40, 4, 100.0);
+  CHECK(table[0] == 1.0f);  // position 0: cos 1, sin 0
+  CHECK(table[2] == 0.0f);
+  // Position 3: pair 0 at angle 3, pair 1 at 3 x 100^(-1/2) = 0.3.
+  CHECK(table[3 * 4 + 0] == doctest::Approx(std::cos(3.0)));
+  CHECK(table[3 * 4 + 1] == doctest::Approx(std::cos(0.3)));
+  CHECK(table[3 * 4 + 3] == doctest::Approx(std::sin(0.3)));
+  // Two rows (one request), two heads of 6 values, 2 values of padding per row (pitch 14).
+  std::vector<float> x(28);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 11) - 0.4f;
+  std::vector<float> y = x;
+  validate::cpu::rope(y.data(), 14, 2, 6, 4, 2, 3, table.data());  // positions 3 and 4
+  // Row 0 (position 3), head 1 (values 6..11): pair 0 = (6, 8) rotated by 3 rad.
+  const double c = std::cos(3.0), s = std::sin(3.0);
+  CHECK(y[6] == doctest::Approx(x[6] * c - x[8] * s));
+  CHECK(y[8] == doctest::Approx(x[8] * c + x[6] * s));
+  // Unrotated values and the padding are untouched; each pair keeps its length.
+  for (std::size_t i : {4u, 5u, 10u, 11u, 12u, 13u, 18u, 19u, 24u, 25u, 26u, 27u})
+    CHECK(y[i] == x[i]);
+  CHECK(y[15] * y[15] + y[17] * y[17] == doctest::Approx(x[15] * x[15] + x[17] * x[17]));
+  // A query at position p and a key at position p - 5 score the same wherever p is.
+  auto score = [&](std::int64_t p, std::int64_t distance = 5) {
+    std::vector<float> q(x.begin(), x.begin() + 6), k(x.begin() + 14, x.begin() + 20);
+    validate::cpu::rope(q.data(), 6, 1, 6, 4, 1, p, table.data());
+    validate::cpu::rope(k.data(), 6, 1, 6, 4, 1, p - distance, table.data());
+    double d = 0;
+    for (int i = 0; i < 6; ++i)
+      d += q[static_cast<std::size_t>(i)] * k[static_cast<std::size_t>(i)];
+    return d;
+  };
+  CHECK(score(7) == doctest::Approx(score(30)).epsilon(1e-5));
+  CHECK(score(7) != doctest::Approx(score(7, 2)).epsilon(1e-3));  // the distance matters
+  // Requests: each one's rows start again at the same position.
+  std::vector<float> two = x;
+  validate::cpu::rope(two.data(), 14, 2, 6, 4, 1, 3, table.data(), 2);
+  CHECK(std::equal(two.begin(), two.begin() + 14, y.begin()));
+  std::vector<float> second(x.begin() + 14, x.end());
+  validate::cpu::rope(second.data(), 14, 2, 6, 4, 1, 3, table.data());
+  CHECK(std::equal(two.begin() + 14, two.end(), second.begin()));
+}
+
+TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --rope none not") {
+  validate::RunOptions o;
+  o.repeat = 1;
+  o.warmup = 0;
+  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+  std::vector<float> rotated;
+  for (const bool rope : {true, false}) {
+    w.rope = rope;
+    CAPTURE(rope);
+    for (auto k : {StrategyKind::None, StrategyKind::Iso}) {
+      StrategySpec spec(k);
+      if (k == StrategyKind::Iso) spec.chunk_tokens = {20, 44};
+      const auto r = validate::run_cpu(w, sim::build_schedule(w, spec), o);
+      CHECK(validate::relative_error(r.output, validate::reference_forward(w, spec, o.seed)) <
+            1e-5);
+      if (rope && k == StrategyKind::None) rotated = r.output;
+      // Without the kernel the output differs: the rotation really ran.
+      if (!rope) CHECK(validate::relative_error(r.output, rotated) > 1e-4);
+    }
+  }
 }
 
 TEST_CASE("sliding-window layers run on the CPU past the window and match their reference") {
