@@ -290,6 +290,8 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"layers", o.plan.workload.layers},
                        {"profile", o.plan.workload.profile},
                        {"sm_clock", o.plan.workload.sm_clock},
+                       {"exec", o.plan.workload.exec},
+                       {"rope", o.plan.workload.rope},
                        {"threshold", o.plan.threshold}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;

@@ -236,30 +236,47 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
       j.contains("rope_parameters") && j.at("rope_parameters").is_object()
           ? &j.at("rope_parameters")
           : nullptr;
+  // Keyed by layer type (transformers 5's Gemma-3: full_attention, sliding_attention): the full
+  // layers' (the runtimes rotate every layer with one theta; the angles change no cost).
+  std::string where = "rope_parameters.";
+  if (params && !params->contains("rope_theta") && params->contains("full_attention") &&
+      params->at("full_attention").is_object()) {
+    params = &params->at("full_attention");
+    where += "full_attention.";
+  }
+  // The value of `key` (or `fallback`) and the field it came from.
   auto number = [&](const char* key, double fallback) {
     const bool top = j.contains(key) && !j.at(key).is_null();
     const nlohmann::json* v = top ? &j.at(key)
                               : params && params->contains(key) && !params->at(key).is_null()
                                   ? &params->at(key)
                                   : nullptr;
-    if (!v) return fallback;
-    const std::string field = top ? key : std::string("rope_parameters.") + key;
+    if (!v) return std::pair<double, std::string>{fallback, key};
+    const std::string field = top ? key : where + key;
     if (!v->is_number()) throw InputError(path, field, "must be a number, not " + v->dump());
-    return v->get<double>();
+    return std::pair<double, std::string>{v->get<double>(), field};
   };
-  m.rope_theta = number("rope_theta", 10000.0);
-  if (!(m.rope_theta > 1.0) || !std::isfinite(m.rope_theta)) {
-    throw InputError(path, "rope_theta", "must be a number above 1 (the rotary base)");
+  const auto [theta, theta_field] = number("rope_theta", 10000.0);
+  if (!(theta > 1.0) || !std::isfinite(theta)) {
+    throw InputError(path, theta_field, "must be a number above 1 (the rotary base)");
   }
-  const double factor = number("partial_rotary_factor", 1.0);
+  m.rope_theta = theta;
+  const auto [factor, factor_field] = number("partial_rotary_factor", 1.0);
   const double dims = factor * static_cast<double>(m.head_dim);
   if (!(factor > 0.0 && factor <= 1.0) || dims < 2.0) {
-    throw InputError(path, "partial_rotary_factor",
+    throw InputError(path, factor_field,
                      "must be above 0 and at most 1, and rotate at least 2 of head_dim's " +
                          std::to_string(m.head_dim) + " values");
   }
-  // transformers rotates int(head_dim x factor) values, in pairs.
-  m.rotary_dim = static_cast<std::int64_t>(dims) / 2 * 2;
+  // transformers rotates int(head_dim x factor) values in pairs; an odd count it rounds up,
+  // with angles over the odd count, which tpo's kernels do not do.
+  m.rotary_dim = static_cast<std::int64_t>(dims);
+  if (m.rotary_dim % 2 != 0) {
+    throw InputError(path, factor_field,
+                     "rotates " + std::to_string(m.rotary_dim) + " of head_dim's " +
+                         std::to_string(m.head_dim) +
+                         " values, an odd number: not modelled (rotary embeddings rotate pairs)");
+  }
 }
 
 // What a Hugging Face config has that tpo reads as something simpler: said, not refused.

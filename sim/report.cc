@@ -123,7 +123,7 @@ std::string workload_line(const Workload& w) {
   os << ", " << w.layers;
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
   os << " layers" << sm_clock_text(w.hardware);
-  if (!w.rope) os << ", no rotary kernel (--rope none)";
+  if (!w.rope && w.model.rotary_dim > 0) os << ", no rotary kernel (--rope none)";
   return os.str();
 }
 

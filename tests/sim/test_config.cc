@@ -675,9 +675,28 @@ TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or
   CHECK(m.rotary_dim == 32);
   cfg["rope_theta"] = 20000.0;
   CHECK(load().rope_theta == 20000.0);
-  // int(64 x 0.3) = 19 values: 9 pairs rotated.
+  // int(64 x 0.3) = 19 values: an odd count (transformers rounds it up with other angles) is
+  // refused, naming the field it came from.
   cfg["partial_rotary_factor"] = 0.3;
-  CHECK(load().rotary_dim == 18);
+  CHECK(error_of([&] { load(); })
+            .find("field 'partial_rotary_factor': rotates 19 of head_dim's 64 "
+                  "values, an odd number") != std::string::npos);
+  cfg.erase("partial_rotary_factor");
+  cfg["rope_parameters"]["partial_rotary_factor"] = 0.3;
+  CHECK(error_of([&] { load(); }).find("field 'rope_parameters.partial_rotary_factor'") !=
+        std::string::npos);
+  cfg["rope_parameters"].erase("partial_rotary_factor");
+  // Keyed by layer type (transformers 5's Gemma-3): the full-attention layers' theta.
+  cfg.erase("rope_theta");
+  cfg["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}},
+                            {"sliding_attention", {{"rope_theta", 1e4}}}};
+  CHECK(load().rope_theta == 1e6);
+  cfg["rope_parameters"]["full_attention"]["rope_theta"] = -1;
+  CHECK(error_of([&] { load(); }).find("field 'rope_parameters.full_attention.rope_theta'") !=
+        std::string::npos);
+  cfg.erase("rope_parameters");
+  cfg["partial_rotary_factor"] = 0.25;
+  CHECK(load().rotary_dim == 16);
   // Bad values name the file and the field.
   cfg["partial_rotary_factor"] = 1.5;
   CHECK(error_of([&] { load(); }).find("field 'partial_rotary_factor': must be above 0") !=

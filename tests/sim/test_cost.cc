@@ -413,4 +413,7 @@ TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and -
       CHECK(op.rope_heads == (rotated ? 3 : 0));
     }
   }
+  w.rope = true;
+  w.model.rotary_dim = 0;
+  for (const Op& op : build_schedule(w, {StrategyKind::None}).ops) CHECK(op.rope_dim == 0);
 }
