@@ -35,8 +35,8 @@ std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
 }
 
 // A GEMM; for qkv (kv_heads > 0) followed by what the runtime's qkv op runs after it: the
-// rotary kernel on its query and K heads (rope_dim > 0; positions 0 .. m - 1), then K and V of
-// its m rows written into two caches.
+// per-head norms (qk_norm: Qwen3, Gemma-3), the rotary kernel on its query and K heads (rope_dim >
+// 0; positions 0 .. m - 1), then K and V of its m rows written into two caches.
 class GemmRunner : public Runner {
  public:
   GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk) : GemmRunner(gemm_item(m, n, kk)) {}
@@ -48,7 +48,11 @@ class GemmRunner : public Runner {
         kv_width_(it.kv_heads * it.head_dim),
         heads_(it.q_heads + it.kv_heads),
         head_dim_(it.head_dim),
-        rot_(it.rope_dim) {
+        rot_(it.rope_dim),
+        q_heads_(it.q_heads),
+        kv_heads_(it.kv_heads),
+        qk_norm_(it.qk_norm) {
+    if (qk_norm_) norm_w_.assign(static_cast<std::size_t>(head_dim_), 1.0f);
     const std::int64_t m = m_, kk = k_, n = n_, kv_width = kv_width_;
     if (rot_ > 0) table_ = k::rope_table(m, rot_, 10000.0);  // the angles do not change its time
     sets_ = rotation_sets(4 * (m * kk + kk * n));
@@ -68,15 +72,21 @@ class GemmRunner : public Runner {
   void run_untimed() {
     const auto s = static_cast<std::size_t>(next_++ % sets_);
     k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+    if (qk_norm_) {
+      k::head_rmsnorm(c_.data(), n_, q_heads_, head_dim_, norm_w_.data(), m_);
+      k::head_rmsnorm(c_.data() + q_heads_ * head_dim_, n_, kv_heads_, head_dim_, norm_w_.data(),
+                      m_);
+    }
     if (rot_ > 0) k::rope(c_.data(), n_, heads_, head_dim_, rot_, m_, 0, table_.data());
     if (kv_width_ > 0) k::store_kv(c_.data(), n_, q_width_, kv_width_, m_, kc_.data(), vc_.data());
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_, q_heads_, kv_heads_;
+  bool qk_norm_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> a_, b_;
-  std::vector<float> c_, kc_, vc_, table_;
+  std::vector<float> c_, kc_, vc_, table_, norm_w_;
 };
 
 class AttentionRunner : public Runner {

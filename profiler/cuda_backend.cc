@@ -121,8 +121,8 @@ cu::Buffer random_buffer(std::size_t n, std::uint64_t seed, void* stream) {
 }
 
 // A GEMM; for qkv (kv_heads > 0) followed by what the runtime's qkv op runs after it: the
-// rotary kernel on its query and K heads (rope_dim > 0; positions 0 .. m - 1), then K and V of
-// its m rows written into two caches.
+// per-head norms (qk_norm: Qwen3, Gemma-3), the rotary kernel on its query and K heads (rope_dim >
+// 0; positions 0 .. m - 1), then K and V of its m rows written into two caches.
 class GemmRunner : public Batched {
  public:
   GemmRunner(cu::Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k)
@@ -136,7 +136,15 @@ class GemmRunner : public Batched {
         kv_width_(it.kv_heads * it.head_dim),
         heads_(it.q_heads + it.kv_heads),
         head_dim_(it.head_dim),
-        rot_(it.rope_dim) {
+        rot_(it.rope_dim),
+        q_heads_(it.q_heads),
+        kv_heads_(it.kv_heads),
+        qk_norm_(it.qk_norm) {
+    if (qk_norm_) {  // weights of ones (the values do not change the time)
+      const std::vector<float> ones(std::size_t(head_dim_), 1.0f);
+      norm_w_ = cu::Buffer(ones.size() * 2);
+      cu::copy_from_host_float_to_bf16(ones.data(), norm_w_.get(), ones.size());
+    }
     const std::int64_t m = m_, n = n_, k = k_;
     if (rot_ > 0) {  // bf16 cosines and sines, as the runtime's table (the angles do not matter)
       const std::vector<float> t = validate::cpu::rope_table(m, rot_, 10000.0);
@@ -156,6 +164,11 @@ class GemmRunner : public Batched {
   void launch(int s) override {
     cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m_, n_, k_,
                   false, stream_);
+    if (qk_norm_) {
+      cu::head_rmsnorm_bf16(c_.get(), n_, q_heads_, head_dim_, norm_w_.get(), m_, 1e-5f, stream_);
+      cu::head_rmsnorm_bf16(static_cast<char*>(c_.get()) + std::size_t(q_heads_ * head_dim_) * 2,
+                            n_, kv_heads_, head_dim_, norm_w_.get(), m_, 1e-5f, stream_);
+    }
     if (rot_ > 0) {
       cu::rope_bf16(c_.get(), n_, heads_, head_dim_, rot_, m_, 0, table_.get(), stream_);
     }
@@ -168,9 +181,10 @@ class GemmRunner : public Batched {
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_;
+  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_, q_heads_, kv_heads_;
+  bool qk_norm_;
   std::vector<cu::Buffer> a_, b_;
-  cu::Buffer c_, kc_, vc_, table_;
+  cu::Buffer c_, kc_, vc_, table_, norm_w_;
 };
 
 class AttentionRunner : public Batched {

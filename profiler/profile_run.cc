@@ -49,6 +49,7 @@ sim::Op op_of(const Item& it) {
         op.kv_width = it.kv_heads * it.head_dim;
         op.rope_dim = static_cast<std::int32_t>(it.rope_dim);
         op.rope_heads = static_cast<std::int32_t>(it.q_heads + it.kv_heads);
+        op.qk_norm = it.qk_norm;
       }
       break;
     case ItemKind::Attention:
@@ -137,6 +138,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
           p.qkv_kv_store_width = it.kv_heads * it.head_dim;
           p.qkv_rope_dim = it.rope_dim;
           p.qkv_rope_heads = it.rope_dim > 0 ? it.q_heads + it.kv_heads : 0;
+          p.qkv_qk_norm = it.qk_norm;
         }
         break;
       case ItemKind::Attention:
@@ -277,6 +279,7 @@ std::vector<Measurement> measurements_of(const sim::Profile& p) {
       m.item.rope_dim = p.qkv_rope_dim;
       m.item.q_heads = p.qkv_rope_heads - m.item.kv_heads;
     }
+    if (g.name == "qkv") m.item.qk_norm = p.qkv_qk_norm;
     m.item.key = g.name + " " + std::to_string(g.m);
     m.t = g.t;
     ms.push_back(m);

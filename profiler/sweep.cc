@@ -114,7 +114,9 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     it.kv_heads = d.kv_heads;
     it.head_dim = d.head_dim;
     it.rope_dim = m.rotary_dim;
-    it.key = "gemm/qkv+rope+kv_store/m" + std::to_string(it.m);
+    it.qk_norm = m.qk_norm;
+    it.key = std::string("gemm/qkv") + (m.qk_norm ? "+qk_norm" : "") + "+rope+kv_store/m" +
+             std::to_string(it.m);
   }
   // Attention: a chunk of t tokens after prefixes of 0, t and 3t tokens (ISO's later chunks).
   add_sizes([&](std::int64_t t, bool hb) {

@@ -44,6 +44,7 @@ struct Item {
   bool gelu = false;       // silu_mul of a GeGLU model (Gemma): the gate's activation is GELU's
   // qkv: the values its rotary kernel rotates per query and K head (0: no rotary kernel).
   std::int64_t rope_dim = 0;
+  bool qk_norm = false;  // qkv: its per-head query and key norms first (Qwen3, Gemma-3)
 };
 
 // A GEMM item of that shape alone (no qkv epilogue).

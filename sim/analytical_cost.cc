@@ -279,11 +279,16 @@ double AnalyticalCostModel::rope_ns(const Op& op) const {
   return bytes > 0 ? memory_ns(bytes) + hw_.kernel_overhead_us * 1e3 : 0.0;
 }
 
+double AnalyticalCostModel::qk_norm_ns(const Op& op) const {
+  const double bytes = qk_norm_bytes(op);
+  return bytes > 0 ? memory_ns(bytes) + 2.0 * hw_.kernel_overhead_us * 1e3 : 0.0;
+}
+
 std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
   double t = 0;
   switch (op.kind) {
     case OpKind::Gemm:
-      t = gemm_ns(op.m, op.n, op.k, op.bytes) + rope_ns(op) + kv_store_ns(op);
+      t = gemm_ns(op.m, op.n, op.k, op.bytes) + qk_norm_ns(op) + rope_ns(op) + kv_store_ns(op);
       break;
     case OpKind::Attention:
       t = attention_ns(op);

@@ -48,9 +48,10 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       r.waves = static_cast<float>(
           (p.gemm_fill ? std::max(static_cast<double>(tiles), sms) : static_cast<double>(tiles)) /
           sms);
-      // qkv's rotary kernel and KV-cache write stream their bytes too (their time is in
-      // standalone_ns).
-      r.hbm_gbps = static_cast<float>((op.bytes + rope_bytes(op) + kv_store_bytes(op)) / ns);
+      // qkv's per-head norms, rotary kernel and KV-cache write stream their bytes too (their time
+      // is in standalone_ns).
+      r.hbm_gbps = static_cast<float>(
+          (op.bytes + qk_norm_bytes(op) + rope_bytes(op) + kv_store_bytes(op)) / ns);
       break;
     }
     case OpKind::Attention: {

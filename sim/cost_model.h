@@ -107,6 +107,8 @@ class AnalyticalCostModel final : public CostModel {
   double kv_store_ns(const Op& op) const;
   // A qkv op's rotary kernel (op.rope_dim > 0): memory-bound, one kernel; 0 for other ops.
   double rope_ns(const Op& op) const;
+  // A qkv op's per-head query and key norms (op.qk_norm): memory-bound, two kernels.
+  double qk_norm_ns(const Op& op) const;
 
  private:
   HardwareConfig hw_;

@@ -275,6 +275,7 @@ class Emitter {
     const auto qkv = b_.gemm(OpCode::Qkv, g, m.layer, m.index, d_.qkv_n(), d_.hidden, {norm});
     Op& q = s_.ops[static_cast<std::size_t>(qkv)];
     q.kv_width = d_.kv_heads * d_.head_dim;
+    q.qk_norm = w_.model.qk_norm;
     if (w_.rope) {
       q.rope_dim = static_cast<std::int32_t>(w_.model.rotary_dim);
       q.rope_heads = static_cast<std::int32_t>(d_.q_heads + d_.kv_heads);

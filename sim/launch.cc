@@ -59,9 +59,10 @@ std::vector<std::int64_t> release_times(const Schedule& s, ExecMode mode, const 
     double& t = host[static_cast<std::size_t>(std::clamp(op.rank, 0, s.num_ranks - 1))];
     t += c.eager_of(op.kind) * 1e3;
     r[i] = std::llround(t);
-    // qkv's rotary kernel and KV-cache write are launch calls of their own after its GEMM's:
+    // qkv's per-head norms (two), rotary kernel and KV-cache write are launch calls of their
+    // own after its GEMM's:
     // they hold the host thread back from the next op.
-    const int extra = (rope_bytes(op) > 0) + (kv_store_bytes(op) > 0);
+    const int extra = 2 * (qk_norm_bytes(op) > 0) + (rope_bytes(op) > 0) + (kv_store_bytes(op) > 0);
     t += extra * c.eager_of(OpKind::Elementwise) * 1e3;
   }
   return r;

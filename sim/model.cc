@@ -224,6 +224,10 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
   m.qkv_bias = attention_bias || flag(j, path, "qkv_bias") || type == "qwen2";
   m.o_bias = attention_bias;
   m.mlp_bias = flag(j, path, "mlp_bias");
+  // Qwen3 and Gemma-3 normalize each query and key head (q_norm, k_norm; no config key says
+  // so); our files say it with qk_norm.
+  m.qk_norm = j.contains("qk_norm") ? flag(j, path, "qk_norm")
+                                    : type == "qwen3" || type.starts_with("gemma3");
   // Gemma's config class ties them by default, and its config.json does not say so.
   m.tied_embeddings = j.contains("tie_word_embeddings") ? flag(j, path, "tie_word_embeddings")
                                                         : type.starts_with("gemma");
@@ -324,11 +328,6 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
     if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
       m.notes.push_back(std::string(cap) + " (a tanh on the logits) is not timed");
     }
-  }
-  if (type == "qwen3" || type.starts_with("gemma3")) {
-    m.notes.push_back("'" + type +
-                      "' normalizes each query and key head (q_norm, k_norm); tpo "
-                      "does not time those norms");
   }
 }
 
@@ -511,6 +510,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "hidden_act",
                                   "attention_bias",
                                   "qkv_bias",
+                                  "qk_norm",
                                   "mlp_bias",
                                   "tie_word_embeddings",
                                   "rope_theta",

@@ -36,6 +36,9 @@ struct ModelConfig {
   // position x rope_theta^(-2i / rotary_dim). rotary_dim: head_dim x partial_rotary_factor.
   std::int64_t rotary_dim = 0;
   double rope_theta = 10000.0;
+  // An RMSNorm over each query and each key head (head_dim values, its own weight) between the
+  // qkv projection and the rotary embeddings: Qwen3's and Gemma-3's q_norm and k_norm.
+  bool qk_norm = false;
   // Sliding-window attention: a windowed layer's query sees the last sliding_window
   // positions, itself included (Mistral v0.1: every layer; Gemma-2: every other layer;
   // Gemma-3: five of every six). 0: full attention in every layer.

@@ -57,6 +57,7 @@ ojson profile_to_json(const Profile& p) {
   j["qkv_kv_store_width"] = p.qkv_kv_store_width;
   j["qkv_rope_dim"] = p.qkv_rope_dim;
   j["qkv_rope_heads"] = p.qkv_rope_heads;
+  j["qkv_qk_norm"] = p.qkv_qk_norm;
   j["attention_q_row_stride"] = p.attention_q_row_stride;
   j["model"] = p.model;
   j["tp"] = p.tp;
@@ -196,6 +197,12 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.qkv_kv_store_width = o.count_or("qkv_kv_store_width", 0);
   p.qkv_rope_dim = o.count_or("qkv_rope_dim", 0);
   p.qkv_rope_heads = o.count_or("qkv_rope_heads", 0);
+  if (o.has("qkv_qk_norm")) {
+    if (!o.raw().at("qkv_qk_norm").is_boolean()) {
+      throw InputError(file, "qkv_qk_norm", "must be true or false");
+    }
+    p.qkv_qk_norm = o.raw().at("qkv_qk_norm").get<bool>();
+  }
   if ((p.qkv_rope_dim > 0) != (p.qkv_rope_heads > 0)) {
     throw InputError(file, "qkv_rope_heads",
                      "qkv_rope_dim and qkv_rope_heads are both 0 (no rotary kernel timed) or "

@@ -81,6 +81,9 @@ struct Profile {
   // made before 2026-12-04); the cost model then adds the analytical kernel where the graph
   // runs one.
   std::int64_t qkv_rope_dim = 0, qkv_rope_heads = 0;  // values per head; query + K heads
+  // When the qkv times also include the per-head query and key norms (a Qwen3 or Gemma-3
+  // profile made since 2026-12-04); false: the cost model adds the analytical norms.
+  bool qkv_qk_norm = false;
   // Values between one query token's Q and the next's as attention was timed: Q read in place
   // in the fused qkv rows ((q heads + 2 KV heads) x head dim), as the runtimes read it since
   // 2026-12-02. 0: packed Q (older profiles; their runtime gathered Q first with an untimed

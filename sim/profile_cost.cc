@@ -155,14 +155,19 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
           timed.kv_width = kv_timed ? op.kv_width : 0;
           timed.rope_dim = static_cast<std::int32_t>(p_.qkv_rope_dim);
           timed.rope_heads = static_cast<std::int32_t>(p_.qkv_rope_heads);
+          timed.qk_norm = p_.qkv_qk_norm;
         } else {
           timed.kv_width = 0;
           timed.rope_dim = timed.rope_heads = 0;
+          timed.qk_norm = false;
         }
         Estimate e = on_curve(it->second, static_cast<double>(op.m), timed);
         if (kv_run && !kv_timed) e.us += a_.kv_store_ns(op) / 1e3;
-        if (timed.rope_dim != op.rope_dim || timed.rope_heads != op.rope_heads) {
-          e.us = std::max(0.0, e.us + (a_.rope_ns(op) - a_.rope_ns(timed)) / 1e3);
+        if (timed.rope_dim != op.rope_dim || timed.rope_heads != op.rope_heads ||
+            timed.qk_norm != op.qk_norm) {
+          const double d =
+              a_.rope_ns(op) - a_.rope_ns(timed) + a_.qk_norm_ns(op) - a_.qk_norm_ns(timed);
+          e.us = std::max(0.0, e.us + d / 1e3);
         }
         return e;
       }

@@ -58,7 +58,8 @@ ojson model_json(const ModelConfig& m) {
           {"mlp_bias", m.mlp_bias},
           {"tie_word_embeddings", m.tied_embeddings},
           {"rotary_dim", m.rotary_dim},
-          {"rope_theta", m.rope_theta}};
+          {"rope_theta", m.rope_theta},
+          {"qk_norm", m.qk_norm}};
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     ojson layers = ojson::array();

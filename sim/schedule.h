@@ -101,6 +101,9 @@ struct Op {
   // write (vLLM's and SGLang's rotary_embedding), in place on the first rope_dim values of
   // rope_heads heads (local query and KV heads); 0: none run (--rope none).
   std::int32_t rope_dim = 0, rope_heads = 0;
+  // Qkv: an RMSNorm over each query head, then each K head, before the rotary kernel: two
+  // kernels (vLLM's q_norm and k_norm of Qwen3 and Gemma-3).
+  bool qk_norm = false;
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -114,7 +117,8 @@ struct Op {
 inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
-                         o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads);
+                         o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads,
+                         o.qk_norm);
 }
 
 struct Schedule {
@@ -169,6 +173,12 @@ inline double rope_bytes(const Op& op) {
   if (op.code != OpCode::Qkv || op.rope_dim <= 0) return 0.0;
   const double m = static_cast<double>(op.m), d = static_cast<double>(op.rope_dim);
   return 2.0 * 2.0 * m * static_cast<double>(op.rope_heads) * d + 2.0 * m * d;
+}
+// Bytes a qkv op's per-head norms move: every query and K value (op.n less the V width) read
+// and written in bf16; 0 for every other op.
+inline double qk_norm_bytes(const Op& op) {
+  if (op.code != OpCode::Qkv || !op.qk_norm) return 0.0;
+  return 2.0 * 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n - op.kv_width);
 }
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.

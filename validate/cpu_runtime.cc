@@ -115,6 +115,15 @@ class CpuKernels final : public RankKernels {
     }
   }
 
+  void qk_norm(std::int64_t layer, std::int64_t row, std::int64_t rows) override {
+    const auto& d = m_.d;
+    const auto& lw = weights(layer);
+    float* q = s_.qkv.data() + row * d.qkv_n();
+    cpu::head_rmsnorm(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.data(), rows);
+    cpu::head_rmsnorm(q + d.q_heads * d.head_dim, d.qkv_n(), d.kv_heads, d.head_dim,
+                      lw.k_norm.data(), rows);
+  }
+
   void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
     const auto& d = m_.d;
     cpu::rope(s_.qkv.data() + row * d.qkv_n(), d.qkv_n(), d.q_heads + d.kv_heads, d.head_dim,

@@ -39,6 +39,7 @@ cu::Buffer upload(const std::vector<float>& v) {
 
 struct DeviceLayer {
   cu::Buffer attn_norm, wqkv, wo, mlp_norm, wgu, wd, k0, v0;
+  cu::Buffer q_norm, k_norm;  // per-head norm weights (Qwen3, Gemma-3); 1 byte where none
 };
 
 // One rank on one GPU: weights, activations, KV caches, streams.
@@ -91,6 +92,15 @@ class CudaKernels final : public RankKernels {
                       d.ffn, accumulate, st_);
         break;
     }
+  }
+
+  void qk_norm(std::int64_t layer, std::int64_t row, std::int64_t rows) override {
+    const auto& d = m_.d;
+    const DeviceLayer& lw = r_.layers[std::size_t(layer)];
+    char* q = at(r_.qkv, row * d.qkv_n());
+    cu::head_rmsnorm_bf16(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.get(), rows, 1e-5f, st_);
+    cu::head_rmsnorm_bf16(q + std::size_t(d.q_heads * d.head_dim) * kB, d.qkv_n(), d.kv_heads,
+                          d.head_dim, lw.k_norm.get(), rows, 1e-5f, st_);
   }
 
   void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
@@ -216,8 +226,8 @@ class CudaRun {
         const LayerWeights& lw = m.w[rank][std::size_t(l)];
         dr.layers.push_back({upload(lw.attn_norm), upload(lw.wqkv), upload(lw.wo),
                              upload(lw.mlp_norm), upload(lw.wgu), upload(lw.wd),
-                             upload(m.k0[rank][std::size_t(l)]),
-                             upload(m.v0[rank][std::size_t(l)])});
+                             upload(m.k0[rank][std::size_t(l)]), upload(m.v0[rank][std::size_t(l)]),
+                             upload(lw.q_norm), upload(lw.k_norm)});
         dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
@@ -539,6 +549,7 @@ class AttentionShapes final : public RankKernels {
   std::vector<cu::AttentionShape> shapes;
   void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override {}
   void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool) override {}
+  void qk_norm(std::int64_t, std::int64_t, std::int64_t) override {}
   void rope(std::int64_t, std::int64_t, std::int64_t, std::int64_t) override {}
   void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                 std::int64_t) override {}

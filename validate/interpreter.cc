@@ -19,6 +19,7 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         break;
       case OpCode::Qkv:
         k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false);
+        if (op.qk_norm) k.qk_norm(op.layer, b.row, b.len);
         if (op.rope_dim > 0) {
           if (op.rope_dim != m.rotary_dim) {
             throw std::logic_error("runtime: the data's rotary table does not fit the graph");

@@ -25,6 +25,9 @@ class RankKernels {
   virtual void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) = 0;
   virtual void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row,
                     std::int64_t len, bool accumulate) = 0;
+  // Per-head RMSNorm in place on the query heads, then the K heads, of `rows` qkv rows from
+  // `row` (the layer's q_norm and k_norm weights): two kernels.
+  virtual void qk_norm(std::int64_t layer, std::int64_t row, std::int64_t rows) = 0;
   // Rotary embeddings in place on the query and K heads of `len` qkv rows from `row` — one
   // request's, positions from `pos` — or of `requests` consecutive requests as store_kv: one
   // kernel.

@@ -67,6 +67,20 @@ Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
   return y;
 }
 
+// Per-head RMSNorm of the query heads and the K heads (the layer's q_norm, k_norm weights).
+void head_norms(const ModelData& m, const LayerWeights& w, Mat& qkv) {
+  const auto& d = m.d;
+  if (!m.qk_norm) return;
+  for (Eigen::Index t = 0; t < qkv.rows(); ++t) {
+    for (std::int64_t h = 0; h < d.q_heads + d.kv_heads; ++h) {
+      const auto& g = h < d.q_heads ? w.q_norm : w.k_norm;
+      auto v = qkv.row(t).segment(h * d.head_dim, d.head_dim);
+      const double inv = 1.0 / std::sqrt(v.squaredNorm() / static_cast<double>(d.head_dim) + 1e-5);
+      for (std::int64_t c = 0; c < d.head_dim; ++c) v(c) *= inv * g[static_cast<std::size_t>(c)];
+    }
+  }
+}
+
 // Rotary embeddings on the query and K heads of every new token (request b's token i at
 // position context + i), from the data's table: rotate-half pairs (j, j + rotary_dim / 2).
 void rotate(const ModelData& m, Mat& qkv) {
@@ -170,6 +184,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
       const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm);
       if (attn) {
         Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
+        head_norms(m, w, qkv);
         rotate(m, qkv);
         sum += matmul(attention(m, r, layer, qkv), from(w.wo, d.q_heads * d.head_dim, H));
       }

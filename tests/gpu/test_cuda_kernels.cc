@@ -320,6 +320,15 @@ int main() {
     cu::rope_bf16(qkv.get(), pitch, heads, hd, rot, rows, 7, tb.get(), s, requests);
     ctx.synchronize();
     expect_close("rope", device_values(qkv, std::size_t(n)), want);
+    // Per-head norms (Qwen3's q_norm), in place on the 3 heads of each of the 10 rows.
+    const std::vector<float> w = {0.5f, 1.5f, 1.0f, 2.0f};
+    std::vector<float> hw(static_cast<std::size_t>(hd));
+    for (std::size_t i = 0; i < hw.size(); ++i) hw[i] = w[i % w.size()];
+    const cu::Buffer wb = upload(hw);
+    cu::head_rmsnorm_bf16(qkv.get(), pitch, heads, hd, wb.get(), rows * requests, 1e-5f, s);
+    ctx.synchronize();
+    cpu::head_rmsnorm(want.data(), pitch, heads, hd, hw.data(), rows * requests);
+    expect_close("head_norm", device_values(qkv, std::size_t(n)), want);
   }
   // The copy kernel on 4 CTAs, 1000002 bytes: not a multiple of 16, so the tail path runs.
   cu::Buffer src(1000003), dst(1000003);

@@ -1031,4 +1031,19 @@ TEST_CASE(
   CHECK(test::error_of([&] {
           sim::profile_from_json(j, "p.json");
         }).find("field 'qkv_rope_heads'") != std::string::npos);
+  // Qwen3's per-head norms: added where not timed, taken off where timed and not run.
+  sim::Op normed = rotated;
+  normed.qk_norm = true;
+  const double norms_ns = a.qk_norm_ns(normed);  // 64 x 40 values x 4 bytes, + 2 us
+  CHECK(norms_ns == doctest::Approx(64 * 40 * 4 + 2000));
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(normed) == std::llround(100000 + norms_ns));
+  p.qkv_qk_norm = true;
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(normed) == 100000);
+  CHECK(sim::ProfileCostModel(p, hw, 2).standalone_ns(rotated) == std::llround(100000 - norms_ns));
+  auto k = nlohmann::json::parse(sim::profile_to_json(p).dump());
+  CHECK(sim::profile_from_json(k, "p.json").qkv_qk_norm);
+  k["qkv_qk_norm"] = 1;
+  CHECK(test::error_of([&] {
+          sim::profile_from_json(k, "p.json");
+        }).find("field 'qkv_qk_norm': must be true or false") != std::string::npos);
 }

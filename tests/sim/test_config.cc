@@ -697,6 +697,18 @@ TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or
   cfg.erase("rope_parameters");
   cfg["partial_rotary_factor"] = 0.25;
   CHECK(load().rotary_dim == 16);
+  // Per-head query and key norms: Qwen3's and Gemma-3's, by model type (their configs have no
+  // key for them); a tpo.model/1 file says qk_norm. The note that tpo did not time them is gone.
+  CHECK_FALSE(load().qk_norm);
+  for (const char* type : {"qwen3", "gemma3_text"}) {
+    cfg["model_type"] = type;
+    if (std::string(type) == "gemma3_text") cfg["hidden_activation"] = "gelu_pytorch_tanh";
+    const ModelConfig q = load();
+    CHECK(q.qk_norm);
+    for (const auto& n : q.notes) CHECK(n.find("q_norm") == std::string::npos);
+  }
+  cfg.erase("hidden_activation");
+  cfg["model_type"] = "llama";
   // Bad values name the file and the field.
   cfg["partial_rotary_factor"] = 1.5;
   CHECK(error_of([&] { load(); }).find("field 'partial_rotary_factor': must be above 0") !=

@@ -417,3 +417,30 @@ TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and -
   w.model.rotary_dim = 0;
   for (const Op& op : build_schedule(w, {StrategyKind::None}).ops) CHECK(op.rope_dim == 0);
 }
+
+TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {
+  auto hw = tpo::test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  hw.kernel_overhead_us = 1;
+  const AnalyticalCostModel cm(hw, 2);
+  Op qkv;
+  qkv.code = OpCode::Qkv;
+  qkv.kind = OpKind::Gemm;
+  set_gemm_work(qkv, 4, 64, 64, false);  // 2 query heads, 1 K and 1 V head of 16
+  qkv.kv_width = 16;
+  const std::int64_t without = cm.standalone_ns(qkv);
+  CHECK(qk_norm_bytes(qkv) == 0);
+  qkv.qk_norm = true;
+  // The 48 query and K values of each of 4 rows read and written in bf16: 768 bytes, + 2 us.
+  CHECK(qk_norm_bytes(qkv) == 768);
+  CHECK(cm.qk_norm_ns(qkv) == doctest::Approx(768 + 2000));
+  CHECK(cm.standalone_ns(qkv) == without + 768 + 2000);
+  // The graph gives it to a model that has the norms, on qkv ops only.
+  auto w = tpo::test::toy_workload(64, 2);
+  for (const bool norms : {true, false}) {
+    w.model.qk_norm = norms;
+    for (const Op& op : build_schedule(w, {StrategyKind::None}).ops) {
+      CHECK(op.qk_norm == (norms && op.code == OpCode::Qkv));
+    }
+  }
+}

@@ -263,6 +263,20 @@ TEST_CASE("execution modes: release times of eager (per launch call, in order) a
   CHECK(release_times(s, ExecMode::Eager, c) ==
         std::vector<std::int64_t>{5000, 14000, 16000, 5000});
   CHECK(release_times(s, ExecMode::Graph, c) == std::vector<std::int64_t>{6500, 6500, 6500, 6500});
+  // A qkv op's own kernels after its GEMM are launch calls too (2 us each): its KV-cache write
+  // (1), rotary kernel (1) and per-head norms (2) delay the next op's launch by 2, 4 and 8 us.
+  for (const auto& [extra, what] : {std::pair{2, "kv"}, {4, "rope"}, {8, "qk_norm"}}) {
+    CAPTURE(what);
+    Schedule q = s;
+    Op& qkv = q.ops[0];
+    set_gemm_work(qkv, 16, 64, 32, false);
+    qkv.kv_width = 16;
+    if (extra >= 4) qkv.rope_dim = qkv.rope_heads = 2;
+    if (extra == 8) qkv.qk_norm = true;
+    const auto r = release_times(q, ExecMode::Eager, c);
+    CHECK(r[0] == 5000);
+    CHECK(r[1] == 14000 + extra * 1000);
+  }
   CHECK(parse_exec_mode("eager") == ExecMode::Eager);
   CHECK_THROWS_AS(parse_exec_mode("lazy"), tpo::FieldError);
 }

@@ -223,6 +223,48 @@ TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --r
   }
 }
 
+TEST_CASE(
+    "per-head query and key norms (Qwen3): the runtime matches its reference, which is changed") {
+  validate::RunOptions o;
+  o.repeat = 1;
+  o.warmup = 0;
+  for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
+    auto w = phase == sim::Phase::Prefill ? tiny(phase, 2, 64, 16, 2) : tiny(phase, 3, 1, 40, 2);
+    CAPTURE(sim::phase_name(phase));
+    const auto plain =
+        validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+    w.model.qk_norm = true;
+    for (auto k : {StrategyKind::None, StrategyKind::Iso}) {
+      StrategySpec spec(k);
+      if (k == StrategyKind::Iso) spec.chunk_tokens = {20, 44};
+      if (!sim::not_applicable_reason(w, spec).empty()) continue;
+      const auto r = validate::run_cpu(w, sim::build_schedule(w, spec), o);
+      CHECK(validate::relative_error(r.output, validate::reference_forward(w, spec, o.seed)) <
+            1e-5);
+      if (k == StrategyKind::None) CHECK(validate::relative_error(r.output, plain) > 1e-4);
+    }
+  }
+  // The kernel: each head of a strided row normalized alone, the rest of the row untouched.
+  std::vector<float> x(2 * 10), w = {1.0f, 2.0f, 0.5f, 1.0f};
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  std::vector<float> y = x;
+  validate::cpu::head_rmsnorm(y.data(), 10, 2, 4, w.data(), 2);
+  for (std::int64_t r = 0; r < 2; ++r) {
+    for (std::int64_t h = 0; h < 2; ++h) {
+      const float* in = x.data() + r * 10 + h * 4;
+      double ss = 0;
+      for (int c = 0; c < 4; ++c) ss += in[c] * in[c];
+      const double inv = 1.0 / std::sqrt(ss / 4 + 1e-5);
+      for (int c = 0; c < 4; ++c) {
+        CHECK(y[static_cast<std::size_t>(r * 10 + h * 4 + c)] ==
+              doctest::Approx(in[c] * inv * w[static_cast<std::size_t>(c)]));
+      }
+    }
+    CHECK(y[static_cast<std::size_t>(r * 10 + 8)] == x[static_cast<std::size_t>(r * 10 + 8)]);
+    CHECK(y[static_cast<std::size_t>(r * 10 + 9)] == x[static_cast<std::size_t>(r * 10 + 9)]);
+  }
+}
+
 TEST_CASE("sliding-window layers run on the CPU past the window and match their reference") {
   // Layers 0 and 2 attend over the last 24 positions, layer 1 over all (Gemma-2's pattern);
   // prompts and contexts reach past the window, in prefill and decode, cut into ISO chunks.
@@ -260,6 +302,7 @@ namespace {
 struct CountingKernels : validate::RankKernels {
   int calls = 0;
   std::vector<std::int64_t> batched;  // requests per rope / store_kv / attention call
+  void qk_norm(std::int64_t, std::int64_t, std::int64_t) override { ++calls; }
   void rope(std::int64_t, std::int64_t, std::int64_t, std::int64_t requests) override {
     ++calls;
     batched.push_back(requests);

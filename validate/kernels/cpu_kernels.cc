@@ -35,6 +35,12 @@ void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::i
   }
 }
 
+void head_rmsnorm(float* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,
+                  const float* w, std::int64_t rows, float eps) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    rmsnorm(x + r * pitch, w, x + r * pitch, heads, head_dim, eps);
+}
+
 void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn, bool gelu) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* g = gate_up + r * 2 * ffn;

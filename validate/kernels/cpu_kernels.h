@@ -21,6 +21,11 @@ void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
              float eps = 1e-5f);
 
+// Per-head RMSNorm in place (Qwen3's q_norm and k_norm): in each of `rows` rows `pitch` values
+// apart, `heads` heads of head_dim values from x, each normalized with the weight w (head_dim).
+void head_rmsnorm(float* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,
+                  const float* w, std::int64_t rows, float eps = 1e-5f);
+
 // gate_up rows are [gate (ffn) | up (ffn)]; out = silu(gate) * up, rows x ffn (SwiGLU), or
 // with `gelu` gelu(gate) * up (GeGLU, tanh approximation as Gemma's gelu_pytorch_tanh).
 void silu_mul(const float* gate_up, float* out, std::int64_t rows, std::int64_t ffn,

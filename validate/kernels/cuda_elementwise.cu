@@ -133,6 +133,27 @@ __global__ void store_kv_kernel(const T* qkv, std::int64_t pitch, std::int64_t q
   }
 }
 
+// One warp per (row, head): its head_dim values summed over the warp's lanes, then scaled.
+__global__ void head_rmsnorm_kernel(bf16* x, std::int64_t pitch, std::int64_t heads,
+                                    std::int64_t head_dim, const bf16* w, std::int64_t rows,
+                                    float eps) {
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows * heads) return;  // a whole warp leaves together
+  bf16* v = x + std::size_t(warp / heads) * std::size_t(pitch) +
+            std::size_t(warp % heads) * std::size_t(head_dim);
+  float ss = 0;
+  for (std::int64_t c = lane; c < head_dim; c += 32) {
+    const float a = __bfloat162float(v[c]);
+    ss += a * a;
+  }
+  for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = rsqrtf(ss / float(head_dim) + eps);
+  for (std::int64_t c = lane; c < head_dim; c += 32) {
+    v[c] = __float2bfloat16(__bfloat162float(v[c]) * inv * __bfloat162float(w[c]));
+  }
+}
+
 // One thread per (row, head, pair): rows request-major, request i's row t at position pos + t.
 __global__ void rope_kernel(bf16* qkv, std::int64_t pitch, std::int64_t heads,
                             std::int64_t head_dim, std::int64_t half, std::int64_t rows,
@@ -232,6 +253,15 @@ void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, st
         static_cast<const bf16*>(qkv), qkv_n, q_width, kv_width, rows, requests, dst_stride,
         static_cast<bf16*>(k), static_cast<bf16*>(v));
   }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void head_rmsnorm_bf16(void* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,
+                       const void* w, std::int64_t rows, float eps, void* stream) {
+  if (rows <= 0 || heads <= 0 || head_dim <= 0) return;
+  const std::size_t threads = std::size_t(rows * heads) * 32;
+  head_rmsnorm_kernel<<<unsigned((threads + 255) / 256), 256, 0, S(stream)>>>(
+      static_cast<bf16*>(x), pitch, heads, head_dim, static_cast<const bf16*>(w), rows, eps);
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 

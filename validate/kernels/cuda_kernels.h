@@ -113,6 +113,10 @@ void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t sr
 void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
                    std::int64_t rows, void* k, void* v, void* stream, std::int64_t requests = 1,
                    std::int64_t dst_stride = 0);
+// Per-head RMSNorm in place (bf16, fp32 arithmetic), one kernel: as cpu::head_rmsnorm, one
+// warp per (row, head).
+void head_rmsnorm_bf16(void* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,
+                       const void* w, std::int64_t rows, float eps, void* stream);
 // Rotary embeddings in place (bf16, fp32 arithmetic), one kernel: as cpu::rope, its table of
 // cosines and sines in bf16 ([positions][rot], as vLLM casts its cos_sin_cache to the
 // activations' type).

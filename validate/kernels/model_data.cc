@@ -64,6 +64,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
     m.rotary_dim = w.model.rotary_dim;
     m.rope_table = cpu::rope_table(m.cap, m.rotary_dim, w.model.rope_theta);
   }
+  m.qk_norm = w.model.qk_norm;
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const std::int64_t made =
@@ -83,6 +84,10 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
       lw.wgu = uniform(d.hidden * 2 * d.ffn, sh, seed, s + 4);
       lw.wd = uniform(d.ffn * d.hidden, 1.0f / std::sqrt(static_cast<float>(d.ffn * w.tp)), seed,
                       s + 5);
+      if (m.qk_norm) {
+        lw.q_norm = uniform(d.head_dim, 0.1f, seed, s + 8, 1.0f);
+        lw.k_norm = uniform(d.head_dim, 0.1f, seed, s + 9, 1.0f);
+      }
       m.w[static_cast<std::size_t>(r)].push_back(std::move(lw));
       // The cached prefix: positions < context of every request; the rest is filled by runs.
       std::vector<float> k(static_cast<std::size_t>(m.batch * m.cap * kvd), 0.0f), v = k;
@@ -108,10 +113,10 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
                                              std::int64_t ranks, std::int64_t only_rank) {
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
-  const auto key =
-      std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch,
-                      w.seq, w.context, seed, made, only_rank, static_cast<int>(w.model.activation),
-                      layer_windows(w), w.rope ? w.model.rotary_dim : 0, w.model.rope_theta);
+  const auto key = std::make_tuple(
+      d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch, w.seq, w.context,
+      seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
+      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

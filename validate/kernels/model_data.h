@@ -15,6 +15,7 @@ namespace tpo::validate {
 
 struct LayerWeights {
   std::vector<float> attn_norm, wqkv, wo, mlp_norm, wgu, wd;
+  std::vector<float> q_norm, k_norm;  // per-head norm weights (head_dim) where the model has them
 };
 
 struct ModelData {
@@ -29,6 +30,7 @@ struct ModelData {
   // position's cosines and sines, [cap][rotary_dim] (cpu::rope_table).
   std::int64_t rotary_dim = 0;
   std::vector<float> rope_table;
+  bool qk_norm = false;  // per-head query and key norms before the rotation (Qwen3, Gemma-3)
   std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
