@@ -296,6 +296,8 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
     case OpKind::Norm:
     case OpKind::Elementwise:
       t = rowwise_ns(op);
+      // A post-norm first: a norm kernel of its own.
+      if (op.post_norm > 0) t += static_cast<double>(standalone_ns(post_norm_op(op)));
       break;
     case OpKind::AllReduce:
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});

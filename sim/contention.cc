@@ -68,7 +68,9 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
     }
     case OpKind::Norm:
     case OpKind::Elementwise:
-      r.hbm_gbps = static_cast<float>(op.bytes / ns);
+      // A residual add's post-norm streams its bytes too (its time is in standalone_ns).
+      r.hbm_gbps =
+          static_cast<float>((op.bytes + (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0)) / ns);
       break;
     case OpKind::AllReduce:
       r.comm = true;

@@ -262,7 +262,10 @@ class Emitter {
       for (std::size_t p = it->first; p < it->first + it->count; ++p) {
         const auto id = b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer, m.index, d_.hidden,
                                    {pool_ars_[p]});
-        s_.ops[static_cast<std::size_t>(id)].residual_of = m.index;
+        Op& add = s_.ops[static_cast<std::size_t>(id)];
+        add.residual_of = m.index;
+        // Gemma's post-norm on the module's output (a parallel block's: the attention's).
+        if (w_.model.post_norms) add.post_norm = m.type == ModuleType::Mlp ? 2 : 1;
         writers.push_back(id);
       }
       it = pending_.erase(it);

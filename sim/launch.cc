@@ -60,9 +60,10 @@ std::vector<std::int64_t> release_times(const Schedule& s, ExecMode mode, const 
     t += c.eager_of(op.kind) * 1e3;
     r[i] = std::llround(t);
     // qkv's per-head norms (two), rotary kernel and KV-cache write are launch calls of their
-    // own after its GEMM's:
+    // own after its GEMM's, and a residual add's (Gemma's) post-norm one before the add's:
     // they hold the host thread back from the next op.
-    const int extra = 2 * (qk_norm_bytes(op) > 0) + (rope_bytes(op) > 0) + (kv_store_bytes(op) > 0);
+    const int extra = 2 * (qk_norm_bytes(op) > 0) + (rope_bytes(op) > 0) +
+                      (kv_store_bytes(op) > 0) + (op.post_norm > 0);
     t += extra * c.eager_of(OpKind::Elementwise) * 1e3;
   }
   return r;

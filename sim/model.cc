@@ -228,6 +228,9 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
   // so); our files say it with qk_norm.
   m.qk_norm = j.contains("qk_norm") ? flag(j, path, "qk_norm")
                                     : type == "qwen3" || type.starts_with("gemma3");
+  // Gemma-2 and Gemma-3 norm each module's output too (four norms per layer).
+  m.post_norms = j.contains("post_norms") ? flag(j, path, "post_norms")
+                                          : type == "gemma2" || type.starts_with("gemma3");
   // Gemma's config class ties them by default, and its config.json does not say so.
   m.tied_embeddings = j.contains("tie_word_embeddings") ? flag(j, path, "tie_word_embeddings")
                                                         : type.starts_with("gemma");
@@ -318,12 +321,6 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
     }
   }
   const std::string type = o.string_or("model_type", "");
-  if (type == "gemma2" || type.starts_with("gemma3")) {
-    m.notes.push_back(
-        "'" + type +
-        "' has four norms per layer (before and after attention and the MLP); tpo times "
-        "two (each one left out costs about what attn_norm costs)");
-  }
   for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
       m.notes.push_back(std::string(cap) + " (a tanh on the logits) is not timed");
@@ -511,6 +508,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "attention_bias",
                                   "qkv_bias",
                                   "qk_norm",
+                                  "post_norms",
                                   "mlp_bias",
                                   "tie_word_embeddings",
                                   "rope_theta",

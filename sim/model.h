@@ -39,6 +39,10 @@ struct ModelConfig {
   // An RMSNorm over each query and each key head (head_dim values, its own weight) between the
   // qkv projection and the rotary embeddings: Qwen3's and Gemma-3's q_norm and k_norm.
   bool qk_norm = false;
+  // An RMSNorm on each attention's and each MLP's output (after its all-reduce) before the
+  // residual add: Gemma-2's and Gemma-3's post_attention_layernorm and
+  // post_feedforward_layernorm.
+  bool post_norms = false;
   // Sliding-window attention: a windowed layer's query sees the last sliding_window
   // positions, itself included (Mistral v0.1: every layer; Gemma-2: every other layer;
   // Gemma-3: five of every six). 0: full attention in every layer.

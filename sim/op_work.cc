@@ -23,6 +23,15 @@ void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool 
   }
 }
 
+Op post_norm_op(const Op& add) {
+  Op n = add;
+  n.code = OpCode::MlpNorm;
+  n.kind = OpKind::Norm;
+  n.post_norm = 0;
+  set_rowwise_work(n, add.m, add.n);
+  return n;
+}
+
 void set_rowwise_work(Op& op, std::int64_t rows, std::int64_t width) {
   op.m = rows;
   op.n = width;

@@ -59,7 +59,8 @@ ojson model_json(const ModelConfig& m) {
           {"tie_word_embeddings", m.tied_embeddings},
           {"rotary_dim", m.rotary_dim},
           {"rope_theta", m.rope_theta},
-          {"qk_norm", m.qk_norm}};
+          {"qk_norm", m.qk_norm},
+          {"post_norms", m.post_norms}};
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     ojson layers = ojson::array();

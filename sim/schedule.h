@@ -104,6 +104,9 @@ struct Op {
   // Qkv: an RMSNorm over each query head, then each K head, before the rotary kernel: two
   // kernels (vLLM's q_norm and k_norm of Qwen3 and Gemma-3).
   bool qk_norm = false;
+  // ResidualAdd: the RMSNorm it runs first on the module's reduced output, in a kernel of its
+  // own (Gemma's post-norms): 1 the attention's weight, 2 the MLP's; 0 none.
+  std::int8_t post_norm = 0;
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -118,7 +121,7 @@ inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
                          o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads,
-                         o.qk_norm);
+                         o.qk_norm, o.post_norm);
 }
 
 struct Schedule {
@@ -180,6 +183,10 @@ inline double qk_norm_bytes(const Op& op) {
   if (op.code != OpCode::Qkv || !op.qk_norm) return 0.0;
   return 2.0 * 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n - op.kv_width);
 }
+// A residual add's post-norm (op.post_norm) as an op of its own: an rmsnorm of the same rows
+// and width, which the cost models price and the contention model streams. Call only where
+// op.post_norm is set.
+Op post_norm_op(const Op& add);
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.
 inline double norm_weight_bytes(const Op& op) {

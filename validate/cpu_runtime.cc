@@ -159,8 +159,14 @@ class CpuKernels final : public RankKernels {
     cpu::silu_mul(s_.gu.data() + row * 2 * f, s_.act.data() + row * f, len, f, m_.gelu);
   }
 
-  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) override {
+  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len, std::int64_t layer,
+                    int post_norm) override {
     const std::int64_t H = m_.d.hidden;
+    if (post_norm > 0) {
+      const auto& lw = weights(layer);
+      float* o = s_.out[static_cast<std::size_t>(module)].data() + row * H;
+      cpu::rmsnorm(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).data(), o, len, H);
+    }
     cpu::add_inplace(s_.x.data() + row * H,
                      s_.out[static_cast<std::size_t>(module)].data() + row * H, len * H);
   }

@@ -40,6 +40,7 @@ cu::Buffer upload(const std::vector<float>& v) {
 struct DeviceLayer {
   cu::Buffer attn_norm, wqkv, wo, mlp_norm, wgu, wd, k0, v0;
   cu::Buffer q_norm, k_norm;  // per-head norm weights (Qwen3, Gemma-3); 1 byte where none
+  cu::Buffer post_attn_norm, post_mlp_norm;  // Gemma's post-norms; 1 byte where none
 };
 
 // One rank on one GPU: weights, activations, KV caches, streams.
@@ -149,8 +150,15 @@ class CudaKernels final : public RankKernels {
     cu::silu_mul_bf16(at(r_.gu, row * 2 * f), at(r_.act, row * f), len, f, st_, m_.gelu);
   }
 
-  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) override {
+  void residual_add(std::int64_t module, std::int64_t row, std::int64_t len, std::int64_t layer,
+                    int post_norm) override {
     const std::int64_t H = m_.d.hidden;
+    if (post_norm > 0) {  // in place: each thread rewrites the values it read
+      const DeviceLayer& lw = r_.layers[std::size_t(layer)];
+      char* o = at(r_.out[std::size_t(module)], row * H);
+      cu::rmsnorm_bf16(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).get(), o, len, H,
+                       1e-5f, st_);
+    }
     cu::add_bf16(at(r_.x, row * H), at(r_.out[std::size_t(module)], row * H), len * H, st_);
   }
 
@@ -227,7 +235,8 @@ class CudaRun {
         dr.layers.push_back({upload(lw.attn_norm), upload(lw.wqkv), upload(lw.wo),
                              upload(lw.mlp_norm), upload(lw.wgu), upload(lw.wd),
                              upload(m.k0[rank][std::size_t(l)]), upload(m.v0[rank][std::size_t(l)]),
-                             upload(lw.q_norm), upload(lw.k_norm)});
+                             upload(lw.q_norm), upload(lw.k_norm), upload(lw.post_attn_norm),
+                             upload(lw.post_mlp_norm)});
         dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
@@ -561,7 +570,7 @@ class AttentionShapes final : public RankKernels {
     shapes.push_back(a);
   }
   void gated_act(std::int64_t, std::int64_t) override {}
-  void residual_add(std::int64_t, std::int64_t, std::int64_t) override {}
+  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int) override {}
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override { return 0; }
 
  private:

@@ -44,8 +44,10 @@ class RankKernels {
                          std::int64_t row, std::int64_t len, std::int64_t pos) = 0;
   // act[rows] = act(gate) * up of gate_up[rows] (SwiGLU or GeGLU).
   virtual void gated_act(std::int64_t row, std::int64_t len) = 0;
-  // x[rows] += out[module][rows].
-  virtual void residual_add(std::int64_t module, std::int64_t row, std::int64_t len) = 0;
+  // x[rows] += out[module][rows]; with `post_norm` (Gemma) out[module][rows] is first
+  // normalized in place with layer `layer`'s post-attention (1) or post-MLP (2) norm weight.
+  virtual void residual_add(std::int64_t module, std::int64_t row, std::int64_t len,
+                            std::int64_t layer, int post_norm) = 0;
   // out[module][rows] summed over the TP ranks; returns when every rank had arrived
   // (steady_clock ns since its epoch), or 0 where that is not known.
   virtual std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) = 0;

@@ -200,6 +200,12 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
         sum += matmul(act, from(w.wd, d.ffn, H));
       }
     }
+    // Gemma's post-norm on the reduced output (a parallel block's: the attention's weight;
+    // replicated, so rank 0's).
+    if (m.post_norms) {
+      const LayerWeights& w0 = m.w[0][static_cast<std::size_t>(layer)];
+      return rmsnorm(sum, attn ? w0.post_attn_norm : w0.post_mlp_norm);
+    }
     return sum;
   };
 

@@ -990,6 +990,26 @@ TEST_CASE("interference check: the copy beside a GEMM victim is the profiler's t
 }
 
 TEST_CASE(
+    "profile cost model: a residual add's post-norm priced on the norm's curve, then the add") {
+  sim::Profile p;
+  p.tp = 2;
+  p.model = "tiny";
+  p.options = {{"hardware", "toy"}};
+  p.rowwise.push_back({"rmsnorm", 64, 128, {7, 7, 7, 5}});
+  p.rowwise.push_back({"residual_add", 64, 128, {3, 3, 3, 5}});
+  const sim::ProfileCostModel cm(p, test::toy_hardware(), 2);
+  sim::Op add;
+  add.code = sim::OpCode::ResidualAdd;
+  add.kind = sim::OpKind::Elementwise;
+  sim::set_rowwise_work(add, 64, 128);
+  CHECK(cm.standalone_ns(add) == 3000);
+  CHECK(cm.origin(add) == std::string("measured"));
+  add.post_norm = 1;
+  CHECK(cm.standalone_ns(add) == 10000);
+  CHECK(cm.origin(add) == std::string("measured"));
+}
+
+TEST_CASE(
     "profile cost model: qkv's rotary kernel added where not timed, taken off where not run") {
   auto hw = test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;

@@ -709,6 +709,18 @@ TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or
   }
   cfg.erase("hidden_activation");
   cfg["model_type"] = "llama";
+  // Gemma's post-norms: Gemma-2 and Gemma-3 by type; post_norms in a tpo.model/1 file.
+  CHECK_FALSE(load().post_norms);
+  for (const char* type : {"gemma2", "gemma3_text"}) {
+    cfg["model_type"] = type;
+    cfg["hidden_activation"] = "gelu_pytorch_tanh";
+    CHECK(load().post_norms);
+    cfg["post_norms"] = false;  // said otherwise, it wins
+    CHECK_FALSE(load().post_norms);
+    cfg.erase("post_norms");
+  }
+  cfg.erase("hidden_activation");
+  cfg["model_type"] = "llama";
   // Bad values name the file and the field.
   cfg["partial_rotary_factor"] = 1.5;
   CHECK(error_of([&] { load(); }).find("field 'partial_rotary_factor': must be above 0") !=

@@ -418,6 +418,46 @@ TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and -
   for (const Op& op : build_schedule(w, {StrategyKind::None}).ops) CHECK(op.rope_dim == 0);
 }
 
+TEST_CASE("residual add: Gemma's post-norm first, a norm kernel of its own, in the graph") {
+  auto hw = tpo::test::toy_hardware();
+  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
+  hw.kernel_overhead_us = 1;
+  const AnalyticalCostModel cm(hw, 2);
+  Op add;
+  add.code = OpCode::ResidualAdd;
+  add.kind = OpKind::Elementwise;
+  set_rowwise_work(add, 8, 64);
+  const std::int64_t alone = cm.standalone_ns(add);
+  CHECK(alone == 3 * 2 * 8 * 64 + 1000);  // residual and output read, residual written
+  add.post_norm = 2;
+  const Op norm = post_norm_op(add);
+  CHECK(norm.kind == OpKind::Norm);
+  CHECK(norm.post_norm == 0);
+  // The norm: rows read and written (2048 bytes) and its weight (128 bytes), + 1 us.
+  CHECK(cm.standalone_ns(norm) == 2048 + 128 + 1000);
+  CHECK(cm.standalone_ns(add) == alone + 2048 + 128 + 1000);
+  // The graph: every residual add of a model with post-norms, the attention's weight (1) or the
+  // MLP's (2); a parallel block's add the attention's; none without them.
+  auto w = tpo::test::toy_workload(64, 2);
+  for (const bool post : {true, false}) {
+    w.model.post_norms = post;
+    for (auto kind : {StrategyKind::None, StrategyKind::Ladder, StrategyKind::ParallelBlock}) {
+      int adds = 0, mlp = 0;
+      for (const Op& op : build_schedule(w, {kind}).ops) {
+        if (op.code != OpCode::ResidualAdd) {
+          CHECK(op.post_norm == 0);
+          continue;
+        }
+        ++adds;
+        CHECK((op.post_norm > 0) == post);
+        mlp += op.post_norm == 2;
+      }
+      CHECK(adds == (kind == StrategyKind::ParallelBlock ? 2 : 4));
+      CHECK(mlp == (post && kind != StrategyKind::ParallelBlock ? 2 : 0));
+    }
+  }
+}
+
 TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {
   auto hw = tpo::test::toy_hardware();
   hw.memory_bandwidth_gbps = 1;  // 1 byte/ns

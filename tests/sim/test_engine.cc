@@ -265,6 +265,12 @@ TEST_CASE("execution modes: release times of eager (per launch call, in order) a
   CHECK(release_times(s, ExecMode::Graph, c) == std::vector<std::int64_t>{6500, 6500, 6500, 6500});
   // A qkv op's own kernels after its GEMM are launch calls too (2 us each): its KV-cache write
   // (1), rotary kernel (1) and per-head norms (2) delay the next op's launch by 2, 4 and 8 us.
+  Schedule g = s;  // a residual add's post-norm: one launch call more, before the add's
+  g.ops[2].post_norm = 1;
+  CHECK(release_times(g, ExecMode::Eager, c) ==
+        std::vector<std::int64_t>{5000, 14000, 16000, 5000});
+  g.ops.push_back(make(OpCode::ResidualAdd, {2}));
+  CHECK(release_times(g, ExecMode::Eager, c).back() == 20000);
   for (const auto& [extra, what] : {std::pair{2, "kv"}, {4, "rope"}, {8, "qk_norm"}}) {
     CAPTURE(what);
     Schedule q = s;

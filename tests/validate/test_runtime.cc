@@ -223,6 +223,31 @@ TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --r
   }
 }
 
+TEST_CASE("Gemma's post-norms: every strategy's runtime matches its reference, which is changed") {
+  validate::RunOptions o;
+  o.repeat = 1;
+  o.warmup = 0;
+  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+  const auto plain =
+      validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+  w.model.post_norms = true;
+  int ran = 0;
+  for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder,
+                 StrategyKind::ParallelBlock, StrategyKind::GemmSplit, StrategyKind::IsoLadder}) {
+    StrategySpec spec(k);
+    if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder) spec.chunk_tokens = {20, 44};
+    if (!sim::not_applicable_reason(w, spec).empty()) continue;
+    CAPTURE(sim::strategy_name(k));
+    ++ran;
+    const sim::Schedule s = sim::build_schedule(w, spec);
+    const auto r = validate::run_cpu(w, s, o);
+    CHECK(validate::relative_error(r.output, validate::reference_forward(w, spec, o.seed)) < 1e-5);
+    if (k == StrategyKind::None) CHECK(validate::relative_error(r.output, plain) > 1e-4);
+    check_timeline(s, r);
+  }
+  CHECK(ran == 6);
+}
+
 TEST_CASE(
     "per-head query and key norms (Qwen3): the runtime matches its reference, which is changed") {
   validate::RunOptions o;
@@ -323,7 +348,9 @@ struct CountingKernels : validate::RankKernels {
     batched.push_back(requests);
   }
   void gated_act(std::int64_t, std::int64_t) override { ++calls; }
-  void residual_add(std::int64_t, std::int64_t, std::int64_t) override { ++calls; }
+  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int) override {
+    ++calls;
+  }
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
     ++calls;
     return 0;

@@ -65,6 +65,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
     m.rope_table = cpu::rope_table(m.cap, m.rotary_dim, w.model.rope_theta);
   }
   m.qk_norm = w.model.qk_norm;
+  m.post_norms = w.model.post_norms;
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const std::int64_t made =
@@ -87,6 +88,11 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
       if (m.qk_norm) {
         lw.q_norm = uniform(d.head_dim, 0.1f, seed, s + 8, 1.0f);
         lw.k_norm = uniform(d.head_dim, 0.1f, seed, s + 9, 1.0f);
+      }
+      if (m.post_norms) {  // replicated: drawn from the layer alone, the same on every rank
+        const std::uint64_t rs = static_cast<std::uint64_t>(l * 16) + 0xABC0000ull;
+        lw.post_attn_norm = uniform(d.hidden, 0.1f, seed, rs + 10, 1.0f);
+        lw.post_mlp_norm = uniform(d.hidden, 0.1f, seed, rs + 11, 1.0f);
       }
       m.w[static_cast<std::size_t>(r)].push_back(std::move(lw));
       // The cached prefix: positions < context of every request; the rest is filled by runs.
@@ -116,7 +122,7 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
   const auto key = std::make_tuple(
       d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch, w.seq, w.context,
       seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
-      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm);
+      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

@@ -16,6 +16,8 @@ namespace tpo::validate {
 struct LayerWeights {
   std::vector<float> attn_norm, wqkv, wo, mlp_norm, wgu, wd;
   std::vector<float> q_norm, k_norm;  // per-head norm weights (head_dim) where the model has them
+  // Gemma's post-norm weights (hidden; the same on every rank) where the model has them.
+  std::vector<float> post_attn_norm, post_mlp_norm;
 };
 
 struct ModelData {
@@ -30,7 +32,8 @@ struct ModelData {
   // position's cosines and sines, [cap][rotary_dim] (cpu::rope_table).
   std::int64_t rotary_dim = 0;
   std::vector<float> rope_table;
-  bool qk_norm = false;  // per-head query and key norms before the rotation (Qwen3, Gemma-3)
+  bool qk_norm = false;     // per-head query and key norms before the rotation (Qwen3, Gemma-3)
+  bool post_norms = false;  // a norm on each module's reduced output before its add (Gemma)
   std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
   std::vector<float> x0;                                // [tokens][hidden]
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
