@@ -91,27 +91,43 @@ class CpuKernels final : public RankKernels {
   }
 
   void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
-            bool accumulate) override {
+            bool accumulate, bool bias) override {
     const auto& d = m_.d;
     const auto& lw = weights(layer);
     const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
     float* out = s_.out[static_cast<std::size_t>(std::max<std::int64_t>(module, 0))].data();
+    float* c = nullptr;
+    std::int64_t n = 0;
+    const std::vector<float>* b = nullptr;
     switch (w) {
       case Weight::Qkv:
-        cpu::gemm(s_.normed.data() + row * H, lw.wqkv.data(), s_.qkv.data() + row * d.qkv_n(), len,
-                  d.qkv_n(), H);
+        c = s_.qkv.data() + row * d.qkv_n();
+        n = d.qkv_n();
+        cpu::gemm(s_.normed.data() + row * H, lw.wqkv.data(), c, len, n, H);
+        b = &lw.bqkv;
         break;
       case Weight::O:
-        cpu::gemm(s_.attn.data() + row * qd, lw.wo.data(), out + row * H, len, H, qd, accumulate);
+        c = out + row * H;
+        n = H;
+        cpu::gemm(s_.attn.data() + row * qd, lw.wo.data(), c, len, H, qd, accumulate);
+        b = &lw.bo;
         break;
       case Weight::GateUp:
-        cpu::gemm(s_.normed.data() + row * H, lw.wgu.data(), s_.gu.data() + row * 2 * d.ffn, len,
-                  2 * d.ffn, H);
+        c = s_.gu.data() + row * 2 * d.ffn;
+        n = 2 * d.ffn;
+        cpu::gemm(s_.normed.data() + row * H, lw.wgu.data(), c, len, n, H);
+        b = &lw.bgu;
         break;
       case Weight::Down:
-        cpu::gemm(s_.act.data() + row * d.ffn, lw.wd.data(), out + row * H, len, H, d.ffn,
-                  accumulate);
+        c = out + row * H;
+        n = H;
+        cpu::gemm(s_.act.data() + row * d.ffn, lw.wd.data(), c, len, H, d.ffn, accumulate);
+        b = &lw.bd;
         break;
+    }
+    // The epilogue's bias, where this rank holds one (a row-parallel GEMM's: rank 0).
+    if (bias && !b->empty()) {
+      for (std::int64_t r = 0; r < len; ++r) cpu::add_inplace(c + r * n, b->data(), n);
     }
   }
 

@@ -37,10 +37,16 @@ cu::Buffer upload(const std::vector<float>& v) {
   return b;
 }
 
+// An empty vector: no buffer (its get() is null).
+cu::Buffer upload_or_none(const std::vector<float>& v) {
+  return v.empty() ? cu::Buffer() : upload(v);
+}
+
 struct DeviceLayer {
   cu::Buffer attn_norm, wqkv, wo, mlp_norm, wgu, wd, k0, v0;
   cu::Buffer q_norm, k_norm;  // per-head norm weights (Qwen3, Gemma-3); 1 byte where none
   cu::Buffer post_attn_norm, post_mlp_norm;  // Gemma's post-norms; 1 byte where none
+  cu::Buffer bqkv, bo, bgu, bd;              // biases; none (null) where this rank has none
 };
 
 // One rank on one GPU: weights, activations, KV caches, streams.
@@ -70,27 +76,29 @@ class CudaKernels final : public RankKernels {
   }
 
   void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
-            bool accumulate) override {
+            bool accumulate, bool bias) override {
     const auto& d = m_.d;
     const DeviceLayer& lw = r_.layers[std::size_t(layer)];
     const std::int64_t H = d.hidden, qd = d.q_heads * d.head_dim;
     const cu::Buffer& out = r_.out[std::size_t(std::max<std::int64_t>(module, 0))];
+    // The epilogue's bias, where this rank holds one (a row-parallel GEMM's: rank 0).
+    auto b = [&](const cu::Buffer& v) -> const void* { return bias ? v.get() : nullptr; };
     switch (w) {
       case Weight::Qkv:
         cu::gemm_bf16(*r_.ctx, at(r_.normed, row * H), lw.wqkv.get(), at(r_.qkv, row * d.qkv_n()),
-                      len, d.qkv_n(), H, false, st_);
+                      len, d.qkv_n(), H, false, st_, b(lw.bqkv));
         break;
       case Weight::O:
         cu::gemm_bf16(*r_.ctx, at(r_.attn, row * qd), lw.wo.get(), at(out, row * H), len, H, qd,
-                      accumulate, st_);
+                      accumulate, st_, b(lw.bo));
         break;
       case Weight::GateUp:
         cu::gemm_bf16(*r_.ctx, at(r_.normed, row * H), lw.wgu.get(), at(r_.gu, row * 2 * d.ffn),
-                      len, 2 * d.ffn, H, false, st_);
+                      len, 2 * d.ffn, H, false, st_, b(lw.bgu));
         break;
       case Weight::Down:
         cu::gemm_bf16(*r_.ctx, at(r_.act, row * d.ffn), lw.wd.get(), at(out, row * H), len, H,
-                      d.ffn, accumulate, st_);
+                      d.ffn, accumulate, st_, b(lw.bd));
         break;
     }
   }
@@ -236,7 +244,8 @@ class CudaRun {
                              upload(lw.mlp_norm), upload(lw.wgu), upload(lw.wd),
                              upload(m.k0[rank][std::size_t(l)]), upload(m.v0[rank][std::size_t(l)]),
                              upload(lw.q_norm), upload(lw.k_norm), upload(lw.post_attn_norm),
-                             upload(lw.post_mlp_norm)});
+                             upload(lw.post_mlp_norm), upload_or_none(lw.bqkv),
+                             upload_or_none(lw.bo), upload_or_none(lw.bgu), upload_or_none(lw.bd)});
         dr.k.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
         dr.v.emplace_back(std::size_t(m.batch * m.cap * kvd) * kB);
       }
@@ -557,7 +566,7 @@ class AttentionShapes final : public RankKernels {
   explicit AttentionShapes(const ModelData& m) : m_(m) {}
   std::vector<cu::AttentionShape> shapes;
   void rmsnorm(std::int64_t, bool, std::int64_t, std::int64_t) override {}
-  void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool) override {}
+  void gemm(Weight, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool) override {}
   void qk_norm(std::int64_t, std::int64_t, std::int64_t) override {}
   void rope(std::int64_t, std::int64_t, std::int64_t, std::int64_t) override {}
   void store_kv(std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,

@@ -18,7 +18,7 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         k.rmsnorm(op.layer, op.code == OpCode::MlpNorm, b.row, b.len);
         break;
       case OpCode::Qkv:
-        k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false);
+        k.gemm(Weight::Qkv, op.layer, op.module, b.row, b.len, false, op.bias);
         if (op.qk_norm) k.qk_norm(op.layer, b.row, b.len);
         if (op.rope_dim > 0) {
           if (op.rope_dim != m.rotary_dim) {
@@ -34,16 +34,16 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         k.attention(op.layer, b.request, b.requests, b.row, b.per_request(), b.pos);
         break;
       case OpCode::OProj:
-        k.gemm(Weight::O, op.layer, op.module, b.row, b.len, op.accumulate);
+        k.gemm(Weight::O, op.layer, op.module, b.row, b.len, op.accumulate, op.bias);
         break;
       case OpCode::GateUp:
-        k.gemm(Weight::GateUp, op.layer, op.module, b.row, b.len, false);
+        k.gemm(Weight::GateUp, op.layer, op.module, b.row, b.len, false, op.bias);
         break;
       case OpCode::SiluMul:
         k.gated_act(b.row, b.len);
         break;
       case OpCode::Down:
-        k.gemm(Weight::Down, op.layer, op.module, b.row, b.len, op.accumulate);
+        k.gemm(Weight::Down, op.layer, op.module, b.row, b.len, op.accumulate, op.bias);
         break;
       case OpCode::AllReduce: {
         const std::int64_t t = k.allreduce(op.module, b.row, b.len);

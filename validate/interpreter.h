@@ -23,8 +23,10 @@ class RankKernels {
   virtual ~RankKernels() = default;
   // normed[rows] = rmsnorm(x[rows]) with the layer's attention (or MLP) norm weight.
   virtual void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) = 0;
+  // With `bias`, the weight's bias is added too (the GEMM's epilogue) where this rank holds one:
+  // a column-parallel shard's on every rank, a row-parallel GEMM's on rank 0 only.
   virtual void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row,
-                    std::int64_t len, bool accumulate) = 0;
+                    std::int64_t len, bool accumulate, bool bias) = 0;
   // Per-head RMSNorm in place on the query heads, then the K heads, of `rows` qkv rows from
   // `row` (the layer's q_norm and k_norm weights): two kernels.
   virtual void qk_norm(std::int64_t layer, std::int64_t row, std::int64_t rows) = 0;

@@ -67,6 +67,14 @@ Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
   return y;
 }
 
+// x[t] += b for every row (an empty b: none).
+void add_bias(Mat& x, const std::vector<float>& b) {
+  if (b.empty()) return;
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    for (Eigen::Index c = 0; c < x.cols(); ++c) x(t, c) += b[static_cast<std::size_t>(c)];
+  }
+}
+
 // Per-head RMSNorm of the query heads and the K heads (the layer's q_norm, k_norm weights).
 void head_norms(const ModelData& m, const LayerWeights& w, Mat& qkv) {
   const auto& d = m.d;
@@ -184,12 +192,16 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
       const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm);
       if (attn) {
         Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
+        add_bias(qkv, w.bqkv);
         head_norms(m, w, qkv);
         rotate(m, qkv);
-        sum += matmul(attention(m, r, layer, qkv), from(w.wo, d.q_heads * d.head_dim, H));
+        Mat o = matmul(attention(m, r, layer, qkv), from(w.wo, d.q_heads * d.head_dim, H));
+        add_bias(o, w.bo);  // rank 0's only
+        sum += o;
       }
       if (mlp) {
-        const Mat gu = matmul(n, from(w.wgu, H, 2 * d.ffn));
+        Mat gu = matmul(n, from(w.wgu, H, 2 * d.ffn));
+        add_bias(gu, w.bgu);
         Mat act(T, d.ffn);
         for (std::int64_t t = 0; t < T; ++t) {
           for (std::int64_t c = 0; c < d.ffn; ++c) {
@@ -197,7 +209,9 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
             act(t, c) = (m.gelu ? cpu::gelu_tanh(g) : g / (1.0 + std::exp(-g))) * u;
           }
         }
-        sum += matmul(act, from(w.wd, d.ffn, H));
+        Mat down = matmul(act, from(w.wd, d.ffn, H));
+        add_bias(down, w.bd);  // rank 0's only
+        sum += down;
       }
     }
     // Gemma's post-norm on the reduced output (a parallel block's: the attention's weight;

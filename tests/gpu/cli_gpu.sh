@@ -50,6 +50,18 @@ if [ "${TPO_REQUIRE_CUDNN:-0}" = 1 ]; then
     --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
     --layers 2 --repeat 2 --strategy iso --attention cudnn
 fi
+# The rest of a layer as users run it (since 2026-12-04): biases on every GEMM (the cuBLASLt
+# epilogue; o_proj's and down's on rank 0), per-head query and key norms (Qwen3), Gemma's
+# post-norms, and half of each head rotated (partial rotary).
+X="$TMP/tiny-everything.json"
+sed -e 's/"vocab_size": 1000,/"vocab_size": 1000, "attention_bias": true, "mlp_bias": true, "qk_norm": true, "post_norms": true, "partial_rotary_factor": 0.5,/' \
+  "$M" > "$X"
+check "validate cuda emulated: biases, q/k norms, post-norms, partial rotary; iso after a prefix" \
+  "$TPO" validate --backend cuda --comm emulated --model "$X" --hardware h100x8 --tp 2 --seq 128 \
+  --context 64 --layers 2 --repeat 2 --strategy iso
+check "validate cuda emulated: the same in decode, parallel block" "$TPO" validate --backend cuda \
+  --comm emulated --model "$X" --hardware h100x8 --tp 2 --phase decode --batch 3 --seq 100 \
+  --layers 2 --repeat 2 --strategy parallel-block
 check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
   --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
 # More ranks than GPUs: exit 1 with a message saying what to do, not a crash.

@@ -111,6 +111,26 @@ int main() {
   ctx.synchronize();
   expect_close("gemm@off", device_values(c2, (m - skip) * n),
                std::vector<float>(ref.begin() + skip * n, ref.end()));
+  // With a bias (the epilogue, n values added to every row), then accumulating with it, as the
+  // runtime runs a biased qkv and a parallel block's biased down projection.
+  {
+    cu::Buffer bias(n * 2);
+    cu::fill_random_bf16(bias.get(), n, 3, 1.0f, s);
+    cu::gemm_bf16(ctx, a.get(), b.get(), c.get(), m, n, k, false, s, bias.get());
+    ctx.synchronize();
+    const std::vector<float> hbias = device_values(bias, n);
+    std::vector<float> want(ref);
+    for (std::int64_t r = 0; r < m; ++r) cpu::add_inplace(want.data() + r * n, hbias.data(), n);
+    expect_close("gemm+bias", device_values(c, m * n), want);
+    cu::gemm_bf16(ctx, a.get(), b.get(), c.get(), m, n, k, true, s, bias.get());
+    ctx.synchronize();
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t j = 0; j < n; ++j)
+        want[std::size_t(r * n + j)] += ref[std::size_t(r * n + j)];
+      cpu::add_inplace(want.data() + r * n, hbias.data(), n);
+    }
+    expect_close("gemm+=bias", device_values(c, m * n), want);
+  }
   // The KV-cache write after qkv: 8-value loads (widths multiples of 8) and single values
   // (odd widths), against the CPU kernel; a copy, so exactly.
   struct KvShape {

@@ -119,8 +119,9 @@ struct Context::Impl {
   Buffer workspace;
   // Keyed by shape and by the alignment of the three pointers: the heuristic must only pick
   // kernels that can read operands at those alignments (it assumes 256 bytes otherwise).
+  // With a bias (the epilogue adds it): a plan of its own.
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint32_t, std::uint32_t,
-                      std::uint32_t>,
+                      std::uint32_t, bool>,
            LtPlan>
       plans;
 };

@@ -73,15 +73,23 @@ std::uint32_t alignment(const void* p) {
 
 // The plan for C = A B with these operands, made on first use.
 const LtPlan& plan_for(Context::Impl& I, const void* a, const void* b, const void* c,
-                       std::int64_t m, std::int64_t n, std::int64_t k) {
+                       std::int64_t m, std::int64_t n, std::int64_t k, bool bias = false) {
   // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
   // matrix, A's a k x m one, C's an n x m one. No transposes needed.
   const std::uint32_t al_a = alignment(b), al_b = alignment(a), al_c = alignment(c);
-  const auto key = std::make_tuple(m, n, k, al_a, al_b, al_c);
+  const auto key = std::make_tuple(m, n, k, al_a, al_b, al_c, bias);
   auto it = I.plans.find(key);
   if (it != I.plans.end()) return it->second;
   LtPlan p;
   TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  if (bias) {  // one value per row of column-major C^T (an output feature), over every token
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    TPO_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    const cudaDataType_t bt = CUDA_R_16BF;
+    TPO_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+  }
   TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_16BF, n, k, n));
   TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16BF, k, m, k));
   TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lc, CUDA_R_16BF, n, m, n));
@@ -117,9 +125,13 @@ const LtPlan& plan_for(Context::Impl& I, const void* a, const void* b, const voi
 }  // namespace
 
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool accumulate, void* stream) {
+               std::int64_t k, bool accumulate, void* stream, const void* bias) {
   auto& I = ctx.impl();
-  const LtPlan& p = plan_for(I, a, b, c, m, n, k);
+  const LtPlan& p = plan_for(I, a, b, c, m, n, k, bias != nullptr);
+  if (bias) {  // the plan's descriptor is this context's, used by one host thread
+    TPO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof(bias)));
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   TPO_CUBLAS_CHECK(cublasLtMatmul(I.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
                                   p.has_algo ? &p.algo : nullptr, I.workspace.get(),

@@ -127,8 +127,9 @@ void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 
 // c[m x n] (+)= a[m x k] * b[k x n], bf16 row-major, fp32 accumulation (cuBLASLt).
+// With `bias` (n bf16 values), the epilogue adds it to every row: c = a b (+ c) + bias.
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool accumulate, void* stream);
+               std::int64_t k, bool accumulate, void* stream, const void* bias = nullptr);
 // The cuBLASLt algorithm configuration gemm_bf16 runs for these operands (its plan is made if
 // it is not yet): "tile 128x256, stages id 23, split-K 1, reduction none, swizzle 0, custom 0,
 // inner shape id 0, cluster id 2, algo 66, waves 2.55" — the ids are cublasLt.h enum values,

@@ -89,6 +89,11 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
         lw.q_norm = uniform(d.head_dim, 0.1f, seed, s + 8, 1.0f);
         lw.k_norm = uniform(d.head_dim, 0.1f, seed, s + 9, 1.0f);
       }
+      // Biases (the model's flags), small against the outputs as trained biases are.
+      if (w.model.qkv_bias) lw.bqkv = uniform(d.qkv_n(), 0.5f, seed, s + 12);
+      if (w.model.mlp_bias) lw.bgu = uniform(2 * d.ffn, 0.5f, seed, s + 13);
+      if (r == 0 && w.model.o_bias) lw.bo = uniform(d.hidden, 0.5f, seed, s + 14);
+      if (r == 0 && w.model.mlp_bias) lw.bd = uniform(d.hidden, 0.5f, seed, s + 15);
       if (m.post_norms) {  // replicated: drawn from the layer alone, the same on every rank
         const std::uint64_t rs = static_cast<std::uint64_t>(l * 16) + 0xABC0000ull;
         lw.post_attn_norm = uniform(d.hidden, 0.1f, seed, rs + 10, 1.0f);
@@ -122,7 +127,8 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
   const auto key = std::make_tuple(
       d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch, w.seq, w.context,
       seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
-      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms);
+      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms,
+      w.model.qkv_bias, w.model.o_bias, w.model.mlp_bias);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

@@ -18,6 +18,9 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;  // per-head norm weights (head_dim) where the model has them
   // Gemma's post-norm weights (hidden; the same on every rank) where the model has them.
   std::vector<float> post_attn_norm, post_mlp_norm;
+  // Biases where the model has them: qkv's and gate_up's this rank's shard; o_proj's and down's
+  // (row-parallel, added once before the all-reduce) on rank 0 only, empty elsewhere.
+  std::vector<float> bqkv, bo, bgu, bd;
 };
 
 struct ModelData {
