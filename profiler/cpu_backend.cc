@@ -53,6 +53,7 @@ class GemmRunner : public Runner {
         kv_heads_(it.kv_heads),
         qk_norm_(it.qk_norm) {
     if (qk_norm_) norm_w_.assign(static_cast<std::size_t>(head_dim_), 1.0f);
+    if (it.bias) bias_ = random_buffer(n_, 200u);
     const std::int64_t m = m_, kk = k_, n = n_, kv_width = kv_width_;
     if (rot_ > 0) table_ = k::rope_table(m, rot_, 10000.0);  // the angles do not change its time
     sets_ = rotation_sets(4 * (m * kk + kk * n));
@@ -72,6 +73,9 @@ class GemmRunner : public Runner {
   void run_untimed() {
     const auto s = static_cast<std::size_t>(next_++ % sets_);
     k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+    if (!bias_.empty()) {  // the bias, as the runtime adds it
+      for (std::int64_t r = 0; r < m_; ++r) k::add_inplace(c_.data() + r * n_, bias_.data(), n_);
+    }
     if (qk_norm_) {
       k::head_rmsnorm(c_.data(), n_, q_heads_, head_dim_, norm_w_.data(), m_);
       k::head_rmsnorm(c_.data() + q_heads_ * head_dim_, n_, kv_heads_, head_dim_, norm_w_.data(),
@@ -86,7 +90,7 @@ class GemmRunner : public Runner {
   bool qk_norm_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> a_, b_;
-  std::vector<float> c_, kc_, vc_, table_, norm_w_;
+  std::vector<float> c_, kc_, vc_, table_, norm_w_, bias_;
 };
 
 class AttentionRunner : public Runner {

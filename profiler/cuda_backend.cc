@@ -140,6 +140,7 @@ class GemmRunner : public Batched {
         q_heads_(it.q_heads),
         kv_heads_(it.kv_heads),
         qk_norm_(it.qk_norm) {
+    if (it.bias) bias_ = random_buffer(std::size_t(n_), 200, stream_);
     if (qk_norm_) {  // weights of ones (the values do not change the time)
       const std::vector<float> ones(std::size_t(head_dim_), 1.0f);
       norm_w_ = cu::Buffer(ones.size() * 2);
@@ -163,7 +164,7 @@ class GemmRunner : public Batched {
   }
   void launch(int s) override {
     cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m_, n_, k_,
-                  false, stream_);
+                  false, stream_, bias_.get());
     if (qk_norm_) {
       cu::head_rmsnorm_bf16(c_.get(), n_, q_heads_, head_dim_, norm_w_.get(), m_, 1e-5f, stream_);
       cu::head_rmsnorm_bf16(static_cast<char*>(c_.get()) + std::size_t(q_heads_ * head_dim_) * 2,
@@ -177,14 +178,15 @@ class GemmRunner : public Batched {
     }
   }
   std::string kernel() override {
-    return cu::gemm_kernel(ctx_, a_.front().get(), b_.front().get(), c_.get(), m_, n_, k_);
+    return cu::gemm_kernel(ctx_, a_.front().get(), b_.front().get(), c_.get(), m_, n_, k_,
+                           bias_.get() != nullptr);
   }
 
  private:
   std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_, q_heads_, kv_heads_;
   bool qk_norm_;
   std::vector<cu::Buffer> a_, b_;
-  cu::Buffer c_, kc_, vc_, table_, norm_w_;
+  cu::Buffer c_, kc_, vc_, table_, norm_w_, bias_;  // bias_: null without one
 };
 
 class AttentionRunner : public Batched {

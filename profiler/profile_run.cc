@@ -133,7 +133,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
     if (it.held_back || m.t.reps == 0) continue;  // held back, or skipped on this machine
     switch (it.kind) {
       case ItemKind::Gemm:
-        p.gemm.push_back({it.name, it.m, it.n, it.k, m.t, m.kernel});
+        p.gemm.push_back({it.name, it.m, it.n, it.k, m.t, m.kernel, it.bias});
         if (it.name == "qkv") {
           p.qkv_kv_store_width = it.kv_heads * it.head_dim;
           p.qkv_rope_dim = it.rope_dim;
@@ -280,6 +280,7 @@ std::vector<Measurement> measurements_of(const sim::Profile& p) {
       m.item.q_heads = p.qkv_rope_heads - m.item.kv_heads;
     }
     if (g.name == "qkv") m.item.qk_norm = p.qkv_qk_norm;
+    m.item.bias = g.bias;
     m.item.key = g.name + " " + std::to_string(g.m);
     m.t = g.t;
     ms.push_back(m);

@@ -118,6 +118,13 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     it.key = std::string("gemm/qkv") + (m.qk_norm ? "+qk_norm" : "") + "+rope+kv_store/m" +
              std::to_string(it.m);
   }
+  // A GEMM the model biases is timed with its bias in the epilogue, as the runtimes run it.
+  for (Item& it : items) {
+    if (it.kind != ItemKind::Gemm) continue;
+    it.bias = (it.name == "qkv" && m.qkv_bias) || (it.name == "o_proj" && m.o_bias) ||
+              ((it.name == "gate_up" || it.name == "down") && m.mlp_bias);
+    if (it.bias) it.key += "+bias";
+  }
   // Attention: a chunk of t tokens after prefixes of 0, t and 3t tokens (ISO's later chunks).
   add_sizes([&](std::int64_t t, bool hb) {
     for (std::int64_t mult : {0, 1, 3}) {

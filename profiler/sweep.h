@@ -45,6 +45,7 @@ struct Item {
   // qkv: the values its rotary kernel rotates per query and K head (0: no rotary kernel).
   std::int64_t rope_dim = 0;
   bool qk_norm = false;  // qkv: its per-head query and key norms first (Qwen3, Gemma-3)
+  bool bias = false;     // a GEMM with the model's bias in its epilogue
 };
 
 // A GEMM item of that shape alone (no qkv epilogue).

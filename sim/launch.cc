@@ -57,14 +57,15 @@ std::vector<std::int64_t> release_times(const Schedule& s, ExecMode mode, const 
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     double& t = host[static_cast<std::size_t>(std::clamp(op.rank, 0, s.num_ranks - 1))];
+    // A residual add's (Gemma's) post-norm is launched first: the op starts after both calls.
+    if (op.post_norm > 0) t += c.eager_of(OpKind::Norm) * 1e3;
     t += c.eager_of(op.kind) * 1e3;
     r[i] = std::llround(t);
     // qkv's per-head norms (two), rotary kernel and KV-cache write are launch calls of their
-    // own after its GEMM's, and a residual add's (Gemma's) post-norm one before the add's:
-    // they hold the host thread back from the next op.
-    const int extra = 2 * (qk_norm_bytes(op) > 0) + (rope_bytes(op) > 0) +
-                      (kv_store_bytes(op) > 0) + (op.post_norm > 0);
-    t += extra * c.eager_of(OpKind::Elementwise) * 1e3;
+    // own after its GEMM's: they hold the host thread back from the next op.
+    t += (2 * (qk_norm_bytes(op) > 0) * c.eager_of(OpKind::Norm) +
+          ((rope_bytes(op) > 0) + (kv_store_bytes(op) > 0)) * c.eager_of(OpKind::Elementwise)) *
+         1e3;
   }
   return r;
 }

@@ -43,8 +43,9 @@ LaunchCosts uniform_launch(double eager_us, double graph_launch_us, const std::s
 
 // When each op may start at the earliest (ns from the run's start), by the mode: empty for
 // queued (no constraint); eager: the end of the op's launch call, the rank's ops issued in
-// schedule order (a qkv op's per-head norms, rotary kernel and KV-cache write are more elementwise
-// launch calls after its GEMM's, which delay the ops after it); graph: the graph launch, for every
+// schedule order (a qkv op's per-head norms, rotary kernel and KV-cache write are more launch calls
+// after its GEMM's, which delay the ops after it; a residual add with a post-norm starts after
+// the norm's call and its own); graph: the graph launch, for every
 // op.
 std::vector<std::int64_t> release_times(const Schedule& s, ExecMode mode, const LaunchCosts& c);
 

@@ -99,6 +99,12 @@ void refuse_unmodelled(const nlohmann::json& j, const JsonObject& o, const std::
       " attention and the MLP side by side from one norm (a parallel block): not modelled as a "
       "model's own layout; tpo times that layout only as the parallel-block strategy applied to "
       "a sequential model";
+  if (type.starts_with("gemma3n")) {
+    throw InputError(path, "model_type",
+                     "'" + type +
+                         "' (Gemma 3n) has layers tpo does not model: AltUp, LAuReL, per-layer "
+                         "inputs and KV caches shared between layers");
+  }
   if (type == "cohere" || type == "cohere2") {
     throw InputError(path, "model_type", "'" + type + "' runs" + parallel);
   }
@@ -226,8 +232,12 @@ void read_architecture(const nlohmann::json& j, const JsonObject& o, const std::
   m.mlp_bias = flag(j, path, "mlp_bias");
   // Qwen3 and Gemma-3 normalize each query and key head (q_norm, k_norm; no config key says
   // so); our files say it with qk_norm.
-  m.qk_norm = j.contains("qk_norm") ? flag(j, path, "qk_norm")
-                                    : type == "qwen3" || type.starts_with("gemma3");
+  // Other families say it: StableLM's qk_layernorm (a LayerNorm per head: the same two
+  // memory-bound kernels), use_qk_norm.
+  m.qk_norm = j.contains("qk_norm")
+                  ? flag(j, path, "qk_norm")
+                  : type == "qwen3" || type.starts_with("gemma3") ||
+                        flag(j, path, "qk_layernorm") || flag(j, path, "use_qk_norm");
   // Gemma-2 and Gemma-3 norm each module's output too (four norms per layer).
   m.post_norms = j.contains("post_norms") ? flag(j, path, "post_norms")
                                           : type == "gemma2" || type.starts_with("gemma3");

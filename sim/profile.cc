@@ -66,6 +66,7 @@ ojson profile_to_json(const Profile& p) {
     ojson e{{"name", x.name}, {"m", x.m}, {"n", x.n}, {"k", x.k}};
     e.update(timing_json(x.t));
     if (!x.kernel.empty()) e["kernel"] = x.kernel;
+    if (x.bias) e["bias"] = true;
     g.push_back(e);
   }
   j["gemm"] = g;
@@ -214,8 +215,15 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   }
   each(j, file, "gemm", [&](const JsonObject& e) {
     check_entry_name(e, /*gemm=*/true);
-    p.gemm.push_back({e.string("name"), e.integer("m"), e.integer("n"), e.integer("k"),
-                      timing_from(e), e.string_or("kernel", "")});
+    GemmPoint g{e.string("name"), e.integer("m"), e.integer("n"),
+                e.integer("k"),   timing_from(e), e.string_or("kernel", "")};
+    if (e.has("bias")) {
+      if (!e.raw().at("bias").is_boolean()) {
+        throw InputError(e.file(), e.field("bias"), "must be true or false");
+      }
+      g.bias = e.raw().at("bias").get<bool>();
+    }
+    p.gemm.push_back(std::move(g));
   });
   each(j, file, "attention", [&](const JsonObject& e) {
     AttentionPoint a;

@@ -27,6 +27,9 @@ struct GemmPoint {
   std::int64_t m = 0, n = 0, k = 0;
   Timing t;
   std::string kernel;  // the library kernel measured (cuBLASLt's algorithm), where known
+  // Timed with the model's bias in the epilogue, as the runtimes run it since 2026-12-04 (false:
+  // without; the cost model takes the epilogue as free either way: n values read).
+  bool bias = false;
 };
 struct AttentionPoint {
   std::int64_t requests = 1, q_tokens = 0, prefix = 0;

@@ -75,7 +75,10 @@ void add_bias(Mat& x, const std::vector<float>& b) {
   }
 }
 
-// Per-head RMSNorm of the query heads and the K heads (the layer's q_norm, k_norm weights).
+// Per-head RMSNorm of the query heads and the K heads. Every norm here and in the runtimes
+// uses eps 1e-5 and plain weights (Qwen3 and Gemma use 1e-6, Gemma 1 + w): the same work, and
+// the runtimes are checked against this, not against a checkpoint. (the layer's q_norm, k_norm
+// weights).
 void head_norms(const ModelData& m, const LayerWeights& w, Mat& qkv) {
   const auto& d = m.d;
   if (!m.qk_norm) return;

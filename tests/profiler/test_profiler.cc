@@ -613,6 +613,52 @@ TEST_CASE("sweep: a GeGLU model's gated activation is measured as GELU, a SwiGLU
   }
 }
 
+TEST_CASE("sweep: qkv timed as the runtime runs it, and a biased GEMM with its bias") {
+  auto m = test::toy_model();  // rotary on the whole head of 16
+  const sim::ShardDims d = tiny_shard();
+  profiler::SweepOptions o;
+  o.max_tokens = 128;
+  o.quick = true;
+  for (const int variant : {0, 1, 2}) {
+    m.qk_norm = variant >= 1;
+    m.qkv_bias = variant == 2;
+    m.mlp_bias = variant == 2;
+    CAPTURE(variant);
+    int qkv = 0, biased = 0;
+    std::set<std::string> keys;
+    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+      if (it.kind != profiler::ItemKind::Gemm) continue;
+      CHECK(keys.insert(it.key).second);
+      const bool is_qkv = it.name == "qkv";
+      qkv += is_qkv;
+      CHECK(it.rope_dim == (is_qkv ? 16 : 0));
+      CHECK(it.qk_norm == (is_qkv && m.qk_norm));
+      const bool want_bias = variant == 2 && it.name != "o_proj";
+      CHECK(it.bias == want_bias);
+      biased += it.bias;
+      CHECK((it.key.find("+bias") != std::string::npos) == want_bias);
+      if (is_qkv) CHECK((it.key.find("+qk_norm+rope+kv_store") != std::string::npos) == m.qk_norm);
+    }
+    CHECK(qkv > 0);
+    CHECK((biased > 0) == (variant == 2));
+  }
+  // A GEMM point's bias round-trips through the profile file; a bad one names its field.
+  sim::Profile p;
+  p.tp = 2;
+  p.model = "tiny";
+  p.options = {{"hardware", "toy"}};
+  p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, "", true});
+  p.gemm.push_back({"o_proj", 64, 32, 16, {50, 50, 50, 1}, ""});
+  auto j = nlohmann::json::parse(sim::profile_to_json(p).dump());
+  CHECK_FALSE(j.at("gemm").at(1).contains("bias"));
+  const sim::Profile back = sim::profile_from_json(j, "p.json");
+  CHECK(back.gemm.at(0).bias);
+  CHECK_FALSE(back.gemm.at(1).bias);
+  j["gemm"][0]["bias"] = "yes";
+  CHECK(test::error_of([&] { sim::profile_from_json(j, "p.json"); }).find("bias") !=
+        std::string::npos);
+}
+
 TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
   const auto m = test::toy_model();
   const sim::ShardDims d = tiny_shard();

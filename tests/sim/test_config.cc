@@ -709,6 +709,14 @@ TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or
   }
   cfg.erase("hidden_activation");
   cfg["model_type"] = "llama";
+  cfg["qk_layernorm"] = true;  // StableLM's name for them
+  CHECK(load().qk_norm);
+  cfg.erase("qk_layernorm");
+  // Gemma 3n's layers are not modelled: refused, naming the field.
+  cfg["model_type"] = "gemma3n_text";
+  CHECK(error_of([&] { load(); }).find("field 'model_type': 'gemma3n_text' (Gemma 3n)") !=
+        std::string::npos);
+  cfg["model_type"] = "llama";
   // Gemma's post-norms: Gemma-2 and Gemma-3 by type; post_norms in a tpo.model/1 file.
   CHECK_FALSE(load().post_norms);
   for (const char* type : {"gemma2", "gemma3_text"}) {

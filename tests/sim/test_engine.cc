@@ -250,35 +250,36 @@ TEST_CASE("contention: memory-bound ops and a copy share HBM bandwidth") {
 
 TEST_CASE("execution modes: release times of eager (per launch call, in order) and graph") {
   // Rank 0: Qkv, AllReduce, ResidualAdd; rank 1: Qkv. Eager costs: gemm 5 us, all-reduce 9 us,
-  // norm/elementwise 2 us; the ranks' host threads run in parallel.
+  // norm 3 us, elementwise 2 us; the ranks' host threads run in parallel.
   Schedule s;
   s.num_ranks = 2;
   s.ops = {make(OpCode::Qkv), make(OpCode::AllReduce, {0}), make(OpCode::ResidualAdd, {1}),
            make(OpCode::Qkv)};
   s.ops[3].rank = 1;
   LaunchCosts c;
-  c.eager_us = {5, 4, 2, 2, 9};
+  c.eager_us = {5, 4, 3, 2, 9};
   c.graph_launch_us = 6.5;
   CHECK(release_times(s, ExecMode::Queued, c).empty());
   CHECK(release_times(s, ExecMode::Eager, c) ==
         std::vector<std::int64_t>{5000, 14000, 16000, 5000});
   CHECK(release_times(s, ExecMode::Graph, c) == std::vector<std::int64_t>{6500, 6500, 6500, 6500});
-  // A qkv op's own kernels after its GEMM are launch calls too (2 us each): its KV-cache write
-  // (1), rotary kernel (1) and per-head norms (2) delay the next op's launch by 2, 4 and 8 us.
-  Schedule g = s;  // a residual add's post-norm: one launch call more, before the add's
+  Schedule g = s;  // a residual add's post-norm: its norm's launch call (3 us) first
   g.ops[2].post_norm = 1;
   CHECK(release_times(g, ExecMode::Eager, c) ==
-        std::vector<std::int64_t>{5000, 14000, 16000, 5000});
+        std::vector<std::int64_t>{5000, 14000, 19000, 5000});
   g.ops.push_back(make(OpCode::ResidualAdd, {2}));
-  CHECK(release_times(g, ExecMode::Eager, c).back() == 20000);
-  for (const auto& [extra, what] : {std::pair{2, "kv"}, {4, "rope"}, {8, "qk_norm"}}) {
+  CHECK(release_times(g, ExecMode::Eager, c).back() == 21000);
+  // A qkv op's own kernels after its GEMM are launch calls too: its KV-cache write and rotary
+  // kernel (elementwise, 2 us each) and per-head norms (two norms, 3 us each) delay the next
+  // op's launch by 2, 4 and 10 us.
+  for (const auto& [extra, what] : {std::pair{2, "kv"}, {4, "rope"}, {10, "qk_norm"}}) {
     CAPTURE(what);
     Schedule q = s;
     Op& qkv = q.ops[0];
     set_gemm_work(qkv, 16, 64, 32, false);
     qkv.kv_width = 16;
     if (extra >= 4) qkv.rope_dim = qkv.rope_heads = 2;
-    if (extra == 8) qkv.qk_norm = true;
+    if (extra == 10) qkv.qk_norm = true;
     const auto r = release_times(q, ExecMode::Eager, c);
     CHECK(r[0] == 5000);
     CHECK(r[1] == 14000 + extra * 1000);

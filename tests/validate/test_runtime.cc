@@ -232,6 +232,7 @@ TEST_CASE("biases (Qwen2's qkv, Llama's attention_bias and mlp_bias): the runtim
       validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
   // Each bias alone changes the output; with all three every strategy matches its reference
   // (the row-parallel biases added once, by rank 0, before the all-reduce).
+  int ran = 0;
   for (const int which : {0, 1, 2, 3}) {
     w.model.qkv_bias = which == 0 || which == 3;
     w.model.o_bias = which == 1 || which == 3;
@@ -244,12 +245,14 @@ TEST_CASE("biases (Qwen2's qkv, Llama's attention_bias and mlp_bias): the runtim
           k == StrategyKind::Iso ? StrategySpec(k, {20, 44}) : StrategySpec(k);
       if (!sim::not_applicable_reason(w, spec).empty()) continue;
       CAPTURE(sim::strategy_name(k));
+      ++ran;
       const auto r = validate::run_cpu(w, sim::build_schedule(w, spec), o);
       CHECK(validate::relative_error(r.output, validate::reference_forward(w, spec, o.seed)) <
             1e-5);
       if (k == StrategyKind::None) CHECK(validate::relative_error(r.output, plain) > 1e-4);
     }
   }
+  CHECK(ran == 7);  // each bias alone unsplit (3), then all of them in four strategies
 }
 
 TEST_CASE("Gemma's post-norms: every strategy's runtime matches its reference, which is changed") {

@@ -139,8 +139,8 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
 }
 
 std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* c, std::int64_t m,
-                        std::int64_t n, std::int64_t k) {
-  return plan_for(ctx.impl(), a, b, c, m, n, k).kernel;
+                        std::int64_t n, std::int64_t k, bool bias) {
+  return plan_for(ctx.impl(), a, b, c, m, n, k, bias).kernel;
 }
 
 std::vector<GemmPlanInfo> gemm_plans(Context& ctx) {

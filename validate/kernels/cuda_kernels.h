@@ -136,7 +136,7 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
 // waves the heuristic's device-utilization estimate. "default" when the heuristic found none
 // and cuBLASLt chooses at the call.
 std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* c, std::int64_t m,
-                        std::int64_t n, std::int64_t k);
+                        std::int64_t n, std::int64_t k, bool bias = false);
 // Every GEMM shape this context has made a plan for, with its algorithm configuration (as
 // gemm_kernel), once per (m, n, k, configuration), in shape order.
 struct GemmPlanInfo {
