@@ -232,6 +232,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   os << "tpo plan --scenario generate — " << r.model_name << " on " << r.hardware_label << ", TP "
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
      << r.layers << " layers" << r.clock
+     << (o.plan.workload.rope == "none" ? ", no rotary kernel (--rope none)" : "")
      << "; with the embedding, final norm and LM head (a sweep's prefill leaves them out)\n";
   os << "predicted by the " << r.cost_model << " cost model, "
      << r.execution.value("mode", std::string("queued"))

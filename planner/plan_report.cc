@@ -58,7 +58,8 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << (w.phase == sim::Phase::Prefill && w.context > 0
              ? ", after " + std::to_string(w.context) + " cached tokens"
              : "")
-     << ", " << w.layers << " layers" << sim::sm_clock_text(w.hardware) << "\n";
+     << ", " << w.layers << " layers" << sim::sm_clock_text(w.hardware)
+     << (!w.rope && w.model.rotary_dim > 0 ? ", no rotary kernel (--rope none)" : "") << "\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";

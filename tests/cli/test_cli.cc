@@ -219,6 +219,27 @@ TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad
   CHECK(r.code == 2);
   CHECK(r.out.find("--rope fused: must be kernel") != std::string::npos);
   CHECK(slurp(without).find("\"none\"") != std::string::npos);  // the old report is intact
+  // A plan made with --rope none says so, records it in each point's run, and validate --plan
+  // runs it so: the CPU runtime without the kernel, predicted exactly as planned.
+  const fs::path plan = scratch() / "rope_none.plan.json", rep = scratch() / "rope_none.v.json";
+  r = tpo("plan --model " + data + "/tiny_model.json --tp 2 --hardware cpu-host --seq 64 " +
+          "--layers 1 --quiet --rope none --json " + plan.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 layers, no rotary kernel (--rope none)") != std::string::npos);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  CHECK(pj.at("lookup").at(0).at("run").at("workload").at("rope") == "none");
+  r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0 --json " + rep.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("no rotary kernel (--rope none)") != std::string::npos);
+  const auto vj = nlohmann::json::parse(slurp(rep));
+  CHECK(vj.at("cases").at(0).at("predicted_us").get<double>() ==
+        pj.at("lookup").at(0).at("predicted_us").get<double>());
+  // --rope given to validate --plan replaces the plan's: the kernel is predicted again.
+  r = tpo("validate --plan " + plan.string() + " --rope kernel --repeat 1 --warmup 0 --json " +
+          rep.string());
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(slurp(rep)).at("cases").at(0).at("predicted_us").get<double>() >
+        pj.at("lookup").at(0).at("predicted_us").get<double>());
 }
 
 TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget") {
