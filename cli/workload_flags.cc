@@ -249,6 +249,14 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "an engine that fuses them into attention costs about nothing for them)")
         ->capture_default_str();
   }
+  if (f.embed_head || f.vocab) {
+    sub->add_option("--vocab", w->vocab,
+                    "The embedding and LM head (with --embed-head, and plan --scenario "
+                    "generate): sharded (vocab-parallel as vLLM runs them: an all-reduce after "
+                    "the embedding, the logits gathered) or replicated (whole on every GPU, no "
+                    "collective: gpt-fast)")
+        ->capture_default_str();
+  }
   if (f.profile) {
     sub->add_option("--profile", w->profile,
                     "Use op costs measured by `tpo profile` (FILE); the analytical model fills "

@@ -293,6 +293,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"sm_clock", o.plan.workload.sm_clock},
                        {"exec", o.plan.workload.exec},
                        {"rope", o.plan.workload.rope},
+                       {"vocab", o.plan.workload.vocab},
                        {"threshold", o.plan.threshold}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;

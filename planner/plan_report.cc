@@ -225,6 +225,7 @@ ojson plan_json(const Plan& plan) {
                        {"sm_clock", o.workload.sm_clock},
                        {"exec", o.workload.exec},
                        {"rope", o.workload.rope},
+                       {"vocab", o.workload.vocab},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
   // Of a file only: a pipe (/dev/stdin) cannot be read again to fingerprint or to check.

@@ -49,7 +49,7 @@ class GraphBuilder {
     Op& op = s_.ops.emplace_back();
     op.code = code;
     op.kind = op_code_kind(code);
-    op.stream = code == OpCode::AllReduce ? StreamKind::Comm : StreamKind::Compute;
+    op.stream = op.kind == OpKind::AllReduce ? StreamKind::Comm : StreamKind::Compute;
     op.layer = layer;
     op.module = module;
     op.chunk = g.chunk;
@@ -229,12 +229,12 @@ class Emitter {
 
  private:
   // A vocab-parallel embedding: each rank gathers the rows of its vocabulary slice, and an
-  // all-reduce sums them. (The LM head's logits gather, B x vocab values, is not modelled.)
+  // all-reduce sums them.
   void embed() {
     if (!w_.embed_head) return;
     const Segment all{0, -1, 0, w_.batch, w_.context, w_.context + w_.seq};
     std::int32_t e = b_.rowwise(OpCode::Embed, all, -1, -1, d_.hidden, {});
-    if (w_.tp > 1) e = b_.allreduce(all, -1, -1, e);
+    if (w_.tp > 1 && !w_.vocab_replicated) e = b_.allreduce(all, -1, -1, e);
     for (auto& rw : residual_writers_) rw = {e};
   }
 
@@ -246,7 +246,14 @@ class Emitter {
     const std::int64_t end = w_.context + w_.seq;
     const Segment last{0, -1, 0, w_.batch, end - 1, end};
     const auto fn = b_.rowwise(OpCode::FinalNorm, last, -1, -1, d_.hidden, deps);
-    b_.gemm(OpCode::LmHead, last, -1, -1, d_.vocab, d_.hidden, {fn});
+    const auto head = b_.gemm(OpCode::LmHead, last, -1, -1, d_.vocab, d_.hidden, {fn});
+    // The logits of every rank's vocabulary slice gathered (batch x vocab bf16 values in all):
+    // an all-gather moves (n - 1) / n of them over each link, as an all-reduce of half of them.
+    if (w_.tp > 1 && !w_.vocab_replicated) {
+      Op& g = b_.base(OpCode::LogitsGather, last, -1, -1);
+      set_allreduce_work(g, w_.batch * d_.vocab * w_.tp / 2);
+      g.deps = {head};
+    }
   }
 
   // The residual adds of segment `seg` that are due before module `upto_module`.

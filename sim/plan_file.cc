@@ -138,6 +138,10 @@ WorkloadOptions workload_from_json(const JsonObject& o, const std::string& made_
       throw InputError(o.file(), o.field("exec"), "must be queued, eager or graph");
     }
   }
+  w.vocab = o.string_or("vocab", "sharded");
+  if (w.vocab != "sharded" && w.vocab != "replicated") {
+    throw InputError(o.file(), o.field("vocab"), "must be sharded or replicated");
+  }
   // Runs and plans recorded before 2026-12-04 neither ran nor timed rotary embeddings.
   w.rope = o.string_or("rope", "none");
   if (w.rope != "kernel" && w.rope != "none") {

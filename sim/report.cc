@@ -29,7 +29,8 @@ ojson workload_options_json(const WorkloadOptions& o) {
                {"phase", o.phase},       {"batch", o.batch},       {"seq", o.seq},
                {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
                {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
-               {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope}};
+               {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope},
+               {"vocab", o.vocab}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {

@@ -47,6 +47,8 @@ const char* op_code_name(OpCode c) {
       return "final_norm";
     case OpCode::LmHead:
       return "lm_head";
+    case OpCode::LogitsGather:
+      return "logits_gather";
   }
   return "?";
 }
@@ -66,6 +68,7 @@ OpKind op_code_kind(OpCode c) {
     case OpCode::FinalNorm:
       return OpKind::Norm;
     case OpCode::AllReduce:
+    case OpCode::LogitsGather:  // a collective on the comm stream
       return OpKind::AllReduce;
     case OpCode::Embed:
     case OpCode::SiluMul:

@@ -15,19 +15,21 @@ namespace tpo::sim {
 
 enum class OpKind : std::uint8_t { Gemm, Attention, Norm, Elementwise, AllReduce };
 enum class OpCode : std::uint8_t {
-  Embed,        // embedding lookup (memory)
-  AttnNorm,     // rmsnorm before attention
-  Qkv,          // fused Q/K/V projection
-  Attention,    // causal attention over the KV prefix and the new tokens
-  OProj,        // attention output projection (row-parallel)
-  MlpNorm,      // rmsnorm before the MLP
-  GateUp,       // fused gate and up projection (column-parallel)
-  SiluMul,      // silu(gate) * up
-  Down,         // down projection (row-parallel)
-  AllReduce,    // sum of the row-parallel partial outputs over the TP ranks
-  ResidualAdd,  // residual += reduced module output
-  FinalNorm,    // rmsnorm before the LM head
-  LmHead,       // logits for the last token of each request (vocab-parallel)
+  Embed,         // embedding lookup (memory)
+  AttnNorm,      // rmsnorm before attention
+  Qkv,           // fused Q/K/V projection
+  Attention,     // causal attention over the KV prefix and the new tokens
+  OProj,         // attention output projection (row-parallel)
+  MlpNorm,       // rmsnorm before the MLP
+  GateUp,        // fused gate and up projection (column-parallel)
+  SiluMul,       // silu(gate) * up
+  Down,          // down projection (row-parallel)
+  AllReduce,     // sum of the row-parallel partial outputs over the TP ranks
+  ResidualAdd,   // residual += reduced module output
+  FinalNorm,     // rmsnorm before the LM head
+  LmHead,        // logits for the last token of each request (vocab-parallel)
+  LogitsGather,  // the ranks' logit slices gathered (vLLM's LogitsProcessor: a gather or an
+                 // all-gather), priced as an all-reduce of half the logits (the same bus bytes)
 };
 enum class StreamKind : std::uint8_t { Compute = 0, Comm = 1 };
 constexpr int kStreamsPerRank = 2;

@@ -99,7 +99,7 @@ ShardDims validate_workload(const Workload& w) {
   d.head_dim = m.head_dim;
   d.hidden = m.hidden;
   d.ffn = m.ffn / w.tp;
-  d.vocab = (m.vocab + w.tp - 1) / w.tp;
+  d.vocab = w.vocab_replicated ? m.vocab : (m.vocab + w.tp - 1) / w.tp;
   // Does it fit? bf16 weights of the whole model's shard plus the KV cache per GPU.
   const double gib = 1024.0 * 1024.0 * 1024.0;
   const double per_layer =
@@ -212,6 +212,12 @@ Workload make_workload(const WorkloadOptions& o) {
                      "timed: fused into attention)");
   }
   w.rope = o.rope == "kernel";
+  if (o.vocab != "sharded" && o.vocab != "replicated") {
+    throw FieldError("vocab", o.vocab,
+                     "must be sharded (vocab-parallel embedding and LM head) or replicated (whole "
+                     "on every GPU)");
+  }
+  w.vocab_replicated = o.vocab == "replicated";
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

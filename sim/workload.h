@@ -44,6 +44,10 @@ struct WorkloadOptions {
   // its attention kernel adds, about nothing; and every run and plan recorded before
   // 2026-12-04, which a file without the field is read as).
   std::string rope = "kernel";
+  // The embedding and LM head with --embed-head: sharded (vocab-parallel, as vLLM runs them: the
+  // embedding's rows summed by an all-reduce, the logits gathered) | replicated (every GPU holds
+  // and runs them whole, no collective: gpt-fast, the ladder paper's runs).
+  std::string vocab = "sharded";
   bool operator==(const WorkloadOptions&) const = default;
 };
 
@@ -59,7 +63,8 @@ struct Workload {
   bool embed_head = false;   // include embedding, final norm and LM head
   std::string links_of;      // emulated: the machine whose links replaced the hardware's
   ExecMode exec = ExecMode::Queued;
-  bool rope = true;  // a rotary kernel after each qkv GEMM (WorkloadOptions::rope)
+  bool rope = true;               // a rotary kernel after each qkv GEMM (WorkloadOptions::rope)
+  bool vocab_replicated = false;  // WorkloadOptions::vocab
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and
@@ -70,7 +75,7 @@ struct ShardDims {
   std::int64_t head_dim = 0;
   std::int64_t hidden = 0;
   std::int64_t ffn = 0;
-  std::int64_t vocab = 0;  // rounded up (vocab-parallel padding)
+  std::int64_t vocab = 0;  // rounded up (vocab-parallel padding); the whole when replicated
   std::int64_t qkv_n() const { return (q_heads + 2 * kv_heads) * head_dim; }
 };
 

@@ -32,9 +32,10 @@ new tokens, --exec graph as their decode steps were CUDA-graph replays). Printed
 - what their code runs and tpo does not (what-if, not shipped): their LM head and embedding are
   not sharded (the logs' module trees print `(output): Linear(in_features=4096,
   out_features=128256)` at every TP, and the layers' shapes shrink with TP), so every GPU reads
-  the whole LM head each step; tpo divides it by TP. The batch-1 decode steps again with a model
-  copy whose vocab_size is multiplied by TP (each GPU's head is then the whole one; the
-  embedding's all-reduce, which an unsharded embedding does not need, is still charged);
+  the whole LM head each step; tpo divides it by TP. The batch-1 decode steps again with
+  `--vocab replicated` (each GPU runs the whole embedding and LM head, with no all-reduce after
+  the embedding and no logits gather; until 2026-12-04 a model copy whose vocab_size was
+  multiplied by TP, which still charged the embedding's all-reduce);
 - a sensitivity (what-if, not shipped): the batch-1 decode steps again with the hardware file
   given h200x8.json's GEMM terms (gemm_max, gemm_tiles, gemm_stream_k, gemm_overhead_us, fitted
   on our H200 profile; same GH100 compute), where the file has no gemm_overhead_us of its own.
@@ -58,9 +59,10 @@ FP16 = 2
 REF_BATCH = 4
 
 
-def predict(tpo, hardware, model, tp, batches):
+def predict(tpo, hardware, model, tp, batches, extra=()):
     """{(batch, strategy): result} of `tpo plan --scenario generate` at this TP (none, ladder)."""
-    return ladder_predict(tpo, hardware, model, batches, tp=tp, strategies="ladder")[0]
+    return ladder_predict(tpo, hardware, model, batches, tp=tp, strategies="ladder",
+                          extra=extra)[0]
 
 
 def allreduce_us(tpo, hardware, model, tp, batch):
@@ -123,30 +125,25 @@ def lm_head_what_if(tpo, hardware, groups, rows):
     """Batch-1 decode step errors, and every ladder speedup, with the LM head unsharded, as
     their code runs it."""
     cells, speedups = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for model, tp in groups:
-            if tp == 1:
-                continue
-            mine = [r for r in rows if r["model"] == model and int(r["tp"]) == tp]
-            pub = {(int(r["batch"]), STRATEGY[r["model_name"]]): r for r in mine}
-            m = model_file(model)
-            m["vocab_size"] = m["vocab_size"] * tp
-            path = os.path.join(tmp, f"{model}-head-x{tp}.json")
-            with open(path, "w") as f:
-                json.dump(m, f)
-            batches = sorted({b for b, _ in pub})
-            pred = predict(tpo, hardware, path, tp, batches)
-            if (1, "none") in pub:
-                step = pred[(1, "none")]["decode_step_us"] / 1e3
-                step_pub = float(pub[(1, "none")]["decode_s"]) / DECODE_STEPS * 1e3
-                gap = (step_pub - step) * 1e3 / m["num_hidden_layers"]
-                cells.append(f"{model} TP {tp} {err(step, step_pub):+.1%} ({gap:+.1f} us)")
-            speedups.extend(pred[(b, "ladder")]["speedup"]
-                            / (float(pub[(b, "ladder")]["tokens_per_s"])
-                               / float(pub[(b, "none")]["tokens_per_s"])) - 1
-                            for b in batches if (b, "ladder") in pub and (b, "none") in pub)
-    print("What their code runs (what-if, not shipped): decode step at batch 1 with the LM head "
-          "unsharded, err and (published - predicted) per layer: " + ", ".join(cells))
+    for model, tp in groups:
+        if tp == 1:
+            continue
+        mine = [r for r in rows if r["model"] == model and int(r["tp"]) == tp]
+        pub = {(int(r["batch"]), STRATEGY[r["model_name"]]): r for r in mine}
+        m = model_file(model)
+        batches = sorted({b for b, _ in pub})
+        pred = predict(tpo, hardware, model, tp, batches, extra=["--vocab", "replicated"])
+        if (1, "none") in pub:
+            step = pred[(1, "none")]["decode_step_us"] / 1e3
+            step_pub = float(pub[(1, "none")]["decode_s"]) / DECODE_STEPS * 1e3
+            gap = (step_pub - step) * 1e3 / m["num_hidden_layers"]
+            cells.append(f"{model} TP {tp} {err(step, step_pub):+.1%} ({gap:+.1f} us)")
+        speedups.extend(pred[(b, "ladder")]["speedup"]
+                        / (float(pub[(b, "ladder")]["tokens_per_s"])
+                           / float(pub[(b, "none")]["tokens_per_s"])) - 1
+                        for b in batches if (b, "ladder") in pub and (b, "none") in pub)
+    print("What their code runs (--vocab replicated): decode step at batch 1 with the embedding "
+          "and LM head unsharded, err and (published - predicted) per layer: " + ", ".join(cells))
     print(f"  and the ladder speedup, predicted / published - 1, all {len(speedups)} points at "
           f"TP > 1, with it: " + summary(speedups))
 

@@ -29,14 +29,15 @@ STRATEGY = {"gpt_dense": "none", "gpt_ladder": "ladder", "gpt_parallel": "parall
 DECODE_STEPS = 511  # gpt-fast: the first of the 512 new tokens comes from prefill
 
 
-def predict(tpo, hardware, model, batches, tp=8, strategies="ladder,parallel-block"):
-    """{(batch, strategy): result} of `tpo plan --scenario generate`, and the model's layers."""
+def predict(tpo, hardware, model, batches, tp=8, strategies="ladder,parallel-block", extra=()):
+    """{(batch, strategy): result} of `tpo plan --scenario generate` (with `extra` options), and
+    the model's layers."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "g.json")
         run_tpo([tpo, "plan", "--scenario", "generate", "--model", model, "--hardware", hardware,
                  "--tp", str(tp), "--prompt", "1024", "--new-tokens", "512", "--batch",
                  ",".join(map(str, batches)), "--strategies", strategies, "--exec", "graph",
-                 "--json", out])
+                 "--json", out] + list(extra))
         g = json.load(open(out))
     results = {(b["batch"], r["strategy"]): r for b in g["batches"] for r in b["results"]}
     return results, g["num_layers"]

@@ -219,6 +219,22 @@ TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad
   CHECK(r.code == 2);
   CHECK(r.out.find("--rope fused: must be kernel") != std::string::npos);
   CHECK(slurp(without).find("\"none\"") != std::string::npos);  // the old report is intact
+  // --vocab: a bad value is named; replicated removes the logits gather (decode, embed-head).
+  r = tpo(base + without.string() + " --vocab half");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--vocab half: must be sharded") != std::string::npos);
+  const fs::path rep_v = scratch() / "vocab.json";
+  const std::string step =
+      "simulate --model llama3.1-8b --hardware h200x8 --phase decode --batch 8 "
+      "--seq 1024 --layers 2 --embed-head --json " +
+      rep_v.string();
+  REQUIRE(tpo(step).code == 0);
+  const auto sharded = nlohmann::json::parse(slurp(rep_v));
+  CHECK(sharded.at("options").at("vocab") == "sharded");
+  REQUIRE(tpo(step + " --vocab replicated").code == 0);
+  const auto replicated = nlohmann::json::parse(slurp(rep_v));
+  CHECK(replicated.at("options").at("vocab") == "replicated");
+  CHECK(replicated.at("total_us").get<double>() != sharded.at("total_us").get<double>());
   // A plan made with --rope none says so, records it in each point's run, and validate --plan
   // runs it so: the CPU runtime without the kernel, predicted exactly as planned.
   const fs::path plan = scratch() / "rope_none.plan.json", rep = scratch() / "rope_none.v.json";

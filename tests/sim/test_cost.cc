@@ -484,3 +484,41 @@ TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rot
     }
   }
 }
+
+TEST_CASE("the LM head's logits gathered over the ranks: a collective after it, only under TP") {
+  auto w = tpo::test::toy_workload(64, 1);  // vocab 100 over TP 2: 50 per rank
+  w.embed_head = true;
+  w.batch = 3;
+  for (const std::int64_t tp : {2, 1}) {
+    w.tp = tp;
+    const Schedule s = build_schedule(w, {StrategyKind::None});
+    std::int32_t head = -1, gathers = 0;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const Op& op = s.ops[i];
+      if (op.code == OpCode::LmHead) head = static_cast<std::int32_t>(i);
+      if (op.code != OpCode::LogitsGather) continue;
+      ++gathers;
+      CHECK(op.kind == OpKind::AllReduce);
+      CHECK(op.stream == StreamKind::Comm);
+      CHECK(op.deps.size() == 1);
+      CHECK(op.deps[0] == head);
+      // 3 requests x 100 logits in bf16 (600 bytes) gathered: priced as an all-reduce of half.
+      CHECK(op.bytes == 300);
+    }
+    CHECK(head >= 0);
+    CHECK(gathers == (tp > 1 ? 1 : 0));
+  }
+  CHECK(std::string(op_code_name(OpCode::LogitsGather)) == "logits_gather");
+  // --vocab replicated (gpt-fast): every rank runs the whole LM head and embedding, with no
+  // collective after either.
+  w.tp = 2;
+  w.vocab_replicated = true;
+  CHECK(validate_workload(w).vocab == 100);
+  for (const Op& op : build_schedule(w, {StrategyKind::None}).ops) {
+    CHECK(op.code != OpCode::LogitsGather);
+    CHECK((op.code != OpCode::AllReduce || op.layer >= 0));  // no embedding all-reduce
+    if (op.code == OpCode::LmHead) CHECK(op.n == 100);
+  }
+  w.vocab_replicated = false;
+  CHECK(validate_workload(w).vocab == 50);
+}
