@@ -127,6 +127,7 @@ std::string workload_line(const Workload& w) {
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
   os << " layers" << sm_clock_text(w.hardware);
   if (!w.rope && w.model.rotary_dim > 0) os << ", no rotary kernel (--rope none)";
+  if (w.embed_head && w.vocab_replicated) os << ", embedding and LM head whole on every GPU";
   return os.str();
 }
 
