@@ -69,7 +69,7 @@ void check_given(const PlanCli& c, const CLI::App& sub) {
       }
     }
   } else {
-    for (const char* opt : {"--prompt", "--new-tokens"}) {
+    for (const char* opt : {"--prompt", "--new-tokens", "--vocab"}) {
       if (given(opt)) throw InputError(opt, "", "applies to --scenario generate only");
     }
     if (c.plan.workload.phase == "decode" && given("--context")) {

@@ -223,6 +223,10 @@ std::function<int()> add_simulate(CLI::App& app) {
                   "Write a Chrome trace to FILE (open it in https://ui.perfetto.dev)");
   return [c, sub] {
     check_given(c->workload, c->strategy, *sub, c->compare);
+    if (sub->count("--vocab") && !c->workload.embed_head) {
+      throw InputError("--vocab", c->workload.vocab,
+                       "applies with --embed-head (the embedding and LM head it describes)");
+    }
     return run_simulate(*c);
   };
 }

@@ -233,9 +233,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
      << r.layers << " layers" << r.clock
      << (o.plan.workload.rope == "none" ? ", no rotary kernel (--rope none)" : "")
-     << "; with the embedding, final norm and LM head"
-     << (o.plan.workload.vocab == "replicated" ? " (whole on every GPU: --vocab replicated)" : "")
-     << " (a sweep's prefill leaves them out)\n";
+     << "; with the embedding, final norm and LM head ("
+     << (o.plan.workload.vocab == "replicated" ? "whole on every GPU: --vocab replicated; " : "")
+     << "a sweep's prefill leaves them out)\n";
   os << "predicted by the " << r.cost_model << " cost model, "
      << r.execution.value("mode", std::string("queued"))
      << " execution (not measured); tokens/s = batch x new tokens / "

@@ -220,9 +220,16 @@ TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad
   CHECK(r.out.find("--rope fused: must be kernel") != std::string::npos);
   CHECK(slurp(without).find("\"none\"") != std::string::npos);  // the old report is intact
   // --vocab: a bad value is named; replicated removes the logits gather (decode, embed-head).
-  r = tpo(base + without.string() + " --vocab half");
+  r = tpo(base + without.string() + " --embed-head --vocab half");
   CHECK(r.code == 2);
   CHECK(r.out.find("--vocab half: must be sharded") != std::string::npos);
+  // Without the embedding and head it would describe nothing: refused, in a sweep plan too.
+  r = tpo(base + without.string() + " --vocab replicated");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--vocab replicated: applies with --embed-head") != std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware h200x8 --seq 1024 --quiet --vocab replicated");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--vocab: applies to --scenario generate only") != std::string::npos);
   const fs::path rep_v = scratch() / "vocab.json";
   const std::string step =
       "simulate --model llama3.1-8b --hardware h200x8 --phase decode --batch 8 "
@@ -234,7 +241,15 @@ TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad
   REQUIRE(tpo(step + " --vocab replicated").code == 0);
   const auto replicated = nlohmann::json::parse(slurp(rep_v));
   CHECK(replicated.at("options").at("vocab") == "replicated");
-  CHECK(replicated.at("total_us").get<double>() != sharded.at("total_us").get<double>());
+  // Sharded: the embedding's all-reduce and the logits' gather; replicated: neither, and the
+  // LM head reads the whole vocabulary.
+  auto names = [](const nlohmann::json& j) {
+    std::string all;
+    for (const auto& op : j.at("other_ops")) all += op.at("name").get<std::string>() + " ";
+    return all;
+  };
+  CHECK(names(sharded) == "embed allreduce final_norm lm_head logits_gather ");
+  CHECK(names(replicated) == "embed final_norm lm_head ");
   // A plan made with --rope none says so, records it in each point's run, and validate --plan
   // runs it so: the CPU runtime without the kernel, predicted exactly as planned.
   const fs::path plan = scratch() / "rope_none.plan.json", rep = scratch() / "rope_none.v.json";
