@@ -40,30 +40,19 @@ std::vector<float> random_buffer(std::int64_t n, unsigned seed) {
 class GemmRunner : public Runner {
  public:
   GemmRunner(std::int64_t m, std::int64_t n, std::int64_t kk) : GemmRunner(gemm_item(m, n, kk)) {}
-  explicit GemmRunner(const Item& it)
-      : m_(it.m),
-        n_(it.n),
-        k_(it.k),
-        q_width_(it.q_heads * it.head_dim),
-        kv_width_(it.kv_heads * it.head_dim),
-        heads_(it.q_heads + it.kv_heads),
-        head_dim_(it.head_dim),
-        rot_(it.rope_dim),
-        q_heads_(it.q_heads),
-        kv_heads_(it.kv_heads),
-        qk_norm_(it.qk_norm) {
-    if (qk_norm_) norm_w_.assign(static_cast<std::size_t>(head_dim_), 1.0f);
-    if (it.bias) bias_ = random_buffer(n_, 200u);
-    const std::int64_t m = m_, kk = k_, n = n_, kv_width = kv_width_;
-    if (rot_ > 0) table_ = k::rope_table(m, rot_, 10000.0);  // the angles do not change its time
+  explicit GemmRunner(const Item& it) : it_(it) {
+    const std::int64_t m = it.m, kk = it.k, n = it.n;
+    if (it.qk_norm) norm_w_.assign(static_cast<std::size_t>(it.head_dim), 1.0f);
+    if (it.bias) bias_ = random_buffer(n, 200u);
+    if (it.rope_dim > 0) table_ = k::rope_table(m, it.rope_dim, 10000.0);  // angles: no matter
     sets_ = rotation_sets(4 * (m * kk + kk * n));
     for (int s = 0; s < sets_; ++s) {
       a_.push_back(random_buffer(m * kk, 1u + static_cast<unsigned>(s)));
       b_.push_back(random_buffer(kk * n, 100u + static_cast<unsigned>(s)));
     }
     c_.resize(static_cast<std::size_t>(m * n));
-    kc_.resize(static_cast<std::size_t>(m * kv_width));
-    vc_.resize(static_cast<std::size_t>(m * kv_width));
+    kc_.resize(static_cast<std::size_t>(m * it.kv_width()));
+    vc_.resize(static_cast<std::size_t>(m * it.kv_width()));
   }
   double run_once() override {
     const auto t0 = Clock::now();
@@ -71,23 +60,27 @@ class GemmRunner : public Runner {
     return seconds_since(t0);
   }
   void run_untimed() {
+    const Item& it = it_;
+    const std::int64_t m = it.m, n = it.n, hd = it.head_dim;
     const auto s = static_cast<std::size_t>(next_++ % sets_);
-    k::gemm(a_[s].data(), b_[s].data(), c_.data(), m_, n_, k_);
+    k::gemm(a_[s].data(), b_[s].data(), c_.data(), m, n, it.k);
     if (!bias_.empty()) {  // the bias, as the runtime adds it
-      for (std::int64_t r = 0; r < m_; ++r) k::add_inplace(c_.data() + r * n_, bias_.data(), n_);
+      for (std::int64_t r = 0; r < m; ++r) k::add_inplace(c_.data() + r * n, bias_.data(), n);
     }
-    if (qk_norm_) {
-      k::head_rmsnorm(c_.data(), n_, q_heads_, head_dim_, norm_w_.data(), m_);
-      k::head_rmsnorm(c_.data() + q_heads_ * head_dim_, n_, kv_heads_, head_dim_, norm_w_.data(),
-                      m_);
+    if (it.qk_norm) {
+      k::head_rmsnorm(c_.data(), n, it.q_heads, hd, norm_w_.data(), m);
+      k::head_rmsnorm(c_.data() + it.q_width(), n, it.kv_heads, hd, norm_w_.data(), m);
     }
-    if (rot_ > 0) k::rope(c_.data(), n_, heads_, head_dim_, rot_, m_, 0, table_.data());
-    if (kv_width_ > 0) k::store_kv(c_.data(), n_, q_width_, kv_width_, m_, kc_.data(), vc_.data());
+    if (it.rope_dim > 0) {
+      k::rope(c_.data(), n, it.q_heads + it.kv_heads, hd, it.rope_dim, m, 0, table_.data());
+    }
+    if (it.kv_width() > 0) {
+      k::store_kv(c_.data(), n, it.q_width(), it.kv_width(), m, kc_.data(), vc_.data());
+    }
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_, q_heads_, kv_heads_;
-  bool qk_norm_;
+  const Item it_;
   int sets_ = 2, next_ = 0;
   std::vector<std::vector<float>> a_, b_;
   std::vector<float> c_, kc_, vc_, table_, norm_w_, bias_;

@@ -129,26 +129,16 @@ class GemmRunner : public Batched {
       : GemmRunner(ctx, gemm_item(m, n, k)) {}
   GemmRunner(cu::Context& ctx, const Item& it)
       : Batched(ctx, ctx.compute_stream(), rotation_sets(2 * (it.m * it.k + it.k * it.n))),
-        m_(it.m),
-        n_(it.n),
-        k_(it.k),
-        q_width_(it.q_heads * it.head_dim),
-        kv_width_(it.kv_heads * it.head_dim),
-        heads_(it.q_heads + it.kv_heads),
-        head_dim_(it.head_dim),
-        rot_(it.rope_dim),
-        q_heads_(it.q_heads),
-        kv_heads_(it.kv_heads),
-        qk_norm_(it.qk_norm) {
-    if (it.bias) bias_ = random_buffer(std::size_t(n_), 200, stream_);
-    if (qk_norm_) {  // weights of ones (the values do not change the time)
-      const std::vector<float> ones(std::size_t(head_dim_), 1.0f);
+        it_(it) {
+    const std::int64_t m = it.m, n = it.n, k = it.k;
+    if (it.bias) bias_ = random_buffer(std::size_t(n), 200, stream_);
+    if (it.qk_norm) {  // weights of ones (the values do not change the time)
+      const std::vector<float> ones(std::size_t(it.head_dim), 1.0f);
       norm_w_ = cu::Buffer(ones.size() * 2);
       cu::copy_from_host_float_to_bf16(ones.data(), norm_w_.get(), ones.size());
     }
-    const std::int64_t m = m_, n = n_, k = k_;
-    if (rot_ > 0) {  // bf16 cosines and sines, as the runtime's table (the angles do not matter)
-      const std::vector<float> t = validate::cpu::rope_table(m, rot_, 10000.0);
+    if (it.rope_dim > 0) {  // bf16 cosines and sines, as the runtime's table (angles: no matter)
+      const std::vector<float> t = validate::cpu::rope_table(m, it.rope_dim, 10000.0);
       table_ = cu::Buffer(t.size() * 2);
       cu::copy_from_host_float_to_bf16(t.data(), table_.get(), t.size());
     }
@@ -157,34 +147,36 @@ class GemmRunner : public Batched {
       b_.push_back(random_buffer(std::size_t(k * n), 100 + s, stream_));
     }
     c_ = cu::Buffer(std::size_t(m * n) * 2);
-    if (kv_width_ > 0) {
-      kc_ = cu::Buffer(std::size_t(m * kv_width_) * 2);
-      vc_ = cu::Buffer(std::size_t(m * kv_width_) * 2);
+    if (it.kv_width() > 0) {
+      kc_ = cu::Buffer(std::size_t(m * it.kv_width()) * 2);
+      vc_ = cu::Buffer(std::size_t(m * it.kv_width()) * 2);
     }
   }
   void launch(int s) override {
-    cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m_, n_, k_,
+    const Item& it = it_;
+    const std::int64_t m = it.m, n = it.n, hd = it.head_dim;
+    cu::gemm_bf16(ctx_, a_[std::size_t(s)].get(), b_[std::size_t(s)].get(), c_.get(), m, n, it.k,
                   false, stream_, bias_.get());
-    if (qk_norm_) {
-      cu::head_rmsnorm_bf16(c_.get(), n_, q_heads_, head_dim_, norm_w_.get(), m_, 1e-5f, stream_);
-      cu::head_rmsnorm_bf16(static_cast<char*>(c_.get()) + std::size_t(q_heads_ * head_dim_) * 2,
-                            n_, kv_heads_, head_dim_, norm_w_.get(), m_, 1e-5f, stream_);
+    if (it.qk_norm) {
+      cu::head_rmsnorm_bf16(c_.get(), n, it.q_heads, hd, norm_w_.get(), m, 1e-5f, stream_);
+      cu::head_rmsnorm_bf16(static_cast<char*>(c_.get()) + std::size_t(it.q_width()) * 2, n,
+                            it.kv_heads, hd, norm_w_.get(), m, 1e-5f, stream_);
     }
-    if (rot_ > 0) {
-      cu::rope_bf16(c_.get(), n_, heads_, head_dim_, rot_, m_, 0, table_.get(), stream_);
+    if (it.rope_dim > 0) {
+      cu::rope_bf16(c_.get(), n, it.q_heads + it.kv_heads, hd, it.rope_dim, m, 0, table_.get(),
+                    stream_);
     }
-    if (kv_width_ > 0) {
-      cu::store_kv_bf16(c_.get(), n_, q_width_, kv_width_, m_, kc_.get(), vc_.get(), stream_);
+    if (it.kv_width() > 0) {
+      cu::store_kv_bf16(c_.get(), n, it.q_width(), it.kv_width(), m, kc_.get(), vc_.get(), stream_);
     }
   }
   std::string kernel() override {
-    return cu::gemm_kernel(ctx_, a_.front().get(), b_.front().get(), c_.get(), m_, n_, k_,
+    return cu::gemm_kernel(ctx_, a_.front().get(), b_.front().get(), c_.get(), it_.m, it_.n, it_.k,
                            bias_.get() != nullptr);
   }
 
  private:
-  std::int64_t m_, n_, k_, q_width_, kv_width_, heads_, head_dim_, rot_, q_heads_, kv_heads_;
-  bool qk_norm_;
+  const Item it_;
   std::vector<cu::Buffer> a_, b_;
   cu::Buffer c_, kc_, vc_, table_, norm_w_, bias_;  // bias_: null without one
 };

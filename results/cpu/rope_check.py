@@ -14,11 +14,9 @@ Usage: python3 results/cpu/rope_check.py TPO [OUT_DIR]
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from window_check import run, setup
+
 # Two models: the test fixture (head_dim 32) and one with Llama's head_dim 128 and a partial
 # rotary factor of 0.5 (64 values of each head rotated).
 MODELS = [("tiny", {}),
@@ -27,10 +25,6 @@ MODELS = [("tiny", {}),
                            "partial_rotary_factor": 0.5, "rope_theta": 500000.0})]
 CASES = [(1024, ["--strategy", "none"]), (1024, ["--strategy", "iso", "--chunks", "2"]),
          (2048, ["--strategy", "iso", "--chunks", "3"])]
-
-
-def run(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
 def qkv_ops(tpo, mpath, prof, seq, strat, rope, rep):
@@ -43,13 +37,7 @@ def qkv_ops(tpo, mpath, prof, seq, strat, rope, rep):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    tpo = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) == 3 else tempfile.mkdtemp()
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(ROOT, "tests/data/tiny_model.json")) as f:
-        base = json.load(f)
+    tpo, out, base = setup(__doc__)
     rows, errs, adds = [], {"kernel": [], "none": []}, []
     for name, changes in MODELS:
         mpath = os.path.join(out, f"{name}.json")

@@ -32,14 +32,19 @@ def run(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def main():
+def setup(doc):
+    """(TPO, OUT_DIR, the tiny test model's JSON) from `script TPO [OUT_DIR]`; exits with `doc`
+    else. Shared with rope_check.py."""
     if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    tpo = sys.argv[1]
+        sys.exit(doc)
     out = sys.argv[2] if len(sys.argv) == 3 else tempfile.mkdtemp()
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(ROOT, "tests/data/tiny_model.json")) as f:
-        base = json.load(f)
+        return sys.argv[1], out, json.load(f)
+
+
+def main():
+    tpo, out, base = setup(__doc__)
     rows, errs = [], {True: [], False: []}
     for window, seq, strat in CASES:
         model = dict(base, name=f"tiny-w{window}", sliding_window=window,

@@ -34,6 +34,15 @@ using namespace tpo;
 namespace cpu = tpo::validate::cpu;
 
 namespace {
+
+// An empty profile of the tiny model at TP 2, as tpo profile would name it for toy hardware.
+sim::Profile toy_profile() {
+  sim::Profile p;
+  p.tp = 2;
+  p.model = "tiny";
+  p.options = {{"hardware", "toy"}};
+  return p;
+}
 const std::string data = TPO_TEST_DATA;
 
 sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -463,13 +472,8 @@ TEST_CASE("profile cost model: the rows every GEMM measured, and its leave-one-o
 }
 
 TEST_CASE("profile cost model: qkv's KV-cache write added only where the profile did not time it") {
-  auto hw = test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;
-  hw.kernel_overhead_us = 1;
-  sim::Profile p;
-  p.tp = 2;
-  p.model = "tiny";
-  p.options = {{"hardware", "toy"}};
+  const auto hw = test::byte_per_ns_hardware();
+  sim::Profile p = toy_profile();
   p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, ""});
   sim::Op qkv = gemm_op(64, 48, 128);
   qkv.code = sim::OpCode::Qkv;
@@ -643,10 +647,7 @@ TEST_CASE("sweep: qkv timed as the runtime runs it, and a biased GEMM with its b
     CHECK((biased > 0) == (variant == 2));
   }
   // A GEMM point's bias round-trips through the profile file; a bad one names its field.
-  sim::Profile p;
-  p.tp = 2;
-  p.model = "tiny";
-  p.options = {{"hardware", "toy"}};
+  sim::Profile p = toy_profile();
   p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, "", true});
   p.gemm.push_back({"o_proj", 64, 32, 16, {50, 50, 50, 1}, ""});
   auto j = nlohmann::json::parse(sim::profile_to_json(p).dump());
@@ -1037,10 +1038,7 @@ TEST_CASE("interference check: the copy beside a GEMM victim is the profiler's t
 
 TEST_CASE(
     "profile cost model: a residual add's post-norm priced on the norm's curve, then the add") {
-  sim::Profile p;
-  p.tp = 2;
-  p.model = "tiny";
-  p.options = {{"hardware", "toy"}};
+  sim::Profile p = toy_profile();
   p.rowwise.push_back({"rmsnorm", 64, 128, {7, 7, 7, 5}});
   p.rowwise.push_back({"residual_add", 64, 128, {3, 3, 3, 5}});
   const sim::ProfileCostModel cm(p, test::toy_hardware(), 2);
@@ -1057,13 +1055,8 @@ TEST_CASE(
 
 TEST_CASE(
     "profile cost model: qkv's rotary kernel added where not timed, taken off where not run") {
-  auto hw = test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;
-  hw.kernel_overhead_us = 1;
-  sim::Profile p;
-  p.tp = 2;
-  p.model = "tiny";
-  p.options = {{"hardware", "toy"}};
+  const auto hw = test::byte_per_ns_hardware();
+  sim::Profile p = toy_profile();
   p.qkv_kv_store_width = 8;
   p.gemm.push_back({"qkv", 64, 48, 128, {100, 100, 100, 1}, ""});
   sim::Op qkv = gemm_op(64, 48, 128);

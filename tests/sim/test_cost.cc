@@ -344,15 +344,10 @@ TEST_CASE("attention: the efficiency rises with the keys each query block stream
 }
 
 TEST_CASE("qkv: the KV-cache write after its GEMM is one kernel moving K and V of its rows") {
-  auto hw = tpo::test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
-  hw.kernel_overhead_us = 1;
+  auto hw = tpo::test::byte_per_ns_hardware();
   hw.gemm_overhead_us = 5;
   const AnalyticalCostModel cm(hw, 2);
-  Op qkv;
-  qkv.code = OpCode::Qkv;
-  qkv.kind = OpKind::Gemm;
-  set_gemm_work(qkv, 4, 48, 64, false);
+  Op qkv = tpo::test::qkv_op(4, 48, 64, 0);
   const std::int64_t gemm_alone = cm.standalone_ns(qkv);
   qkv.kv_width = 8;
   // K and V: 4 rows x 8 values x 2 bytes each, read and written: 256 bytes, 256 ns, + 1 us.
@@ -379,15 +374,8 @@ TEST_CASE("qkv: the KV-cache write after its GEMM is one kernel moving K and V o
 }
 
 TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and --rope none") {
-  auto hw = tpo::test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
-  hw.kernel_overhead_us = 1;
-  const AnalyticalCostModel cm(hw, 2);
-  Op qkv;
-  qkv.code = OpCode::Qkv;
-  qkv.kind = OpKind::Gemm;
-  set_gemm_work(qkv, 4, 64, 64, false);
-  qkv.kv_width = 16;
+  const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
+  Op qkv = tpo::test::qkv_op(4, 64, 64, 16);
   const std::int64_t without = cm.standalone_ns(qkv);
   CHECK(rope_bytes(qkv) == 0);
   CHECK(cm.rope_ns(qkv) == 0);
@@ -419,10 +407,7 @@ TEST_CASE("qkv: the rotary kernel between its GEMM and its KV-cache write, and -
 }
 
 TEST_CASE("residual add: Gemma's post-norm first, a norm kernel of its own, in the graph") {
-  auto hw = tpo::test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
-  hw.kernel_overhead_us = 1;
-  const AnalyticalCostModel cm(hw, 2);
+  const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
   Op add;
   add.code = OpCode::ResidualAdd;
   add.kind = OpKind::Elementwise;
@@ -459,15 +444,8 @@ TEST_CASE("residual add: Gemma's post-norm first, a norm kernel of its own, in t
 }
 
 TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {
-  auto hw = tpo::test::toy_hardware();
-  hw.memory_bandwidth_gbps = 1;  // 1 byte/ns
-  hw.kernel_overhead_us = 1;
-  const AnalyticalCostModel cm(hw, 2);
-  Op qkv;
-  qkv.code = OpCode::Qkv;
-  qkv.kind = OpKind::Gemm;
-  set_gemm_work(qkv, 4, 64, 64, false);  // 2 query heads, 1 K and 1 V head of 16
-  qkv.kv_width = 16;
+  const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
+  Op qkv = tpo::test::qkv_op(4, 64, 64, 16);  // 2 query heads, 1 K and 1 V head of 16
   const std::int64_t without = cm.standalone_ns(qkv);
   CHECK(qk_norm_bytes(qkv) == 0);
   qkv.qk_norm = true;

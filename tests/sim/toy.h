@@ -56,6 +56,26 @@ inline sim::HardwareConfig toy_hardware() {
   return h;
 }
 
+// Toy hardware whose HBM moves 1 byte per ns and whose every kernel costs 1 us more: a
+// memory-bound kernel's time reads as its bytes + 1000.
+inline sim::HardwareConfig byte_per_ns_hardware() {
+  sim::HardwareConfig h = toy_hardware();
+  h.memory_bandwidth_gbps = 1;
+  h.kernel_overhead_us = 1;
+  return h;
+}
+
+// A qkv op: the GEMM of m rows (n x k), writing kv_width values of K (and of V) per row into
+// the KV cache.
+inline sim::Op qkv_op(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t kv_width) {
+  sim::Op op;
+  op.code = sim::OpCode::Qkv;
+  op.kind = sim::OpKind::Gemm;
+  sim::set_gemm_work(op, m, n, k, false);
+  op.kv_width = kv_width;
+  return op;
+}
+
 inline sim::Workload toy_workload(std::int64_t seq, std::int64_t layers = 1) {
   sim::Workload w;
   w.model = toy_model();

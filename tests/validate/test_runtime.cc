@@ -31,6 +31,19 @@ sim::Workload tiny(sim::Phase phase, std::int64_t batch, std::int64_t seq, std::
   return w;
 }
 
+// One measured run, no warm-up: these tests check what is computed, not how fast.
+validate::RunOptions once() {
+  validate::RunOptions o;
+  o.repeat = 1;
+  o.warmup = 0;
+  return o;
+}
+
+// What `none` computes on the CPU runtime for this workload.
+std::vector<float> none_output(const sim::Workload& w, const validate::RunOptions& o) {
+  return validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+}
+
 void check_timeline(const sim::Schedule& s, const validate::RunResult& r) {
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     CHECK(r.end_ns[i] >= r.start_ns[i]);
@@ -48,9 +61,7 @@ void check_timeline(const sim::Schedule& s, const validate::RunResult& r) {
 }  // namespace
 
 TEST_CASE("every strategy runs on a tiny model and computes what its architecture should") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
     const auto w = phase == sim::Phase::Prefill ? tiny(phase, 2, 96, 0) : tiny(phase, 4, 1, 40);
     const auto none =
@@ -88,9 +99,7 @@ TEST_CASE("a wrong graph is caught: residual adds out of order change the output
       break;
     }
   }
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   const auto r = validate::run_cpu(w, s, o);
   const auto ref = validate::reference_forward(w, StrategySpec(StrategyKind::None), o.seed);
   CHECK(validate::relative_error(r.output, ref) > 1e-3);
@@ -98,9 +107,7 @@ TEST_CASE("a wrong graph is caught: residual adds out of order change the output
 
 TEST_CASE("random valid schedules never deadlock and stay correct") {
   std::mt19937 rng(7);
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   for (int trial = 0; trial < 12; ++trial) {
     const std::int64_t seq = 64 + 32 * static_cast<std::int64_t>(rng() % 4);
     const std::int64_t batch = 1 + static_cast<std::int64_t>(rng() % 3);
@@ -139,12 +146,9 @@ TEST_CASE("the error measure: max |difference| / max |reference|, and NaN anywhe
 }
 
 TEST_CASE("a GeGLU model runs on the CPU and matches its reference, which is not SwiGLU's") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   auto w = tiny(sim::Phase::Prefill, 1, 64, 0, 2);
-  const auto silu_out =
-      validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+  const auto silu_out = none_output(w, o);
   w.model.activation = sim::ModelConfig::Activation::Gelu;
   const StrategySpec iso(StrategyKind::Iso, {32, 32});
   const auto r = validate::run_cpu(w, sim::build_schedule(w, iso), o);
@@ -197,9 +201,7 @@ TEST_CASE("the rotary kernel: rotate-half pairs by position, scores depend on di
 }
 
 TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --rope none not") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
   std::vector<float> rotated;
   // The whole head (16 values), half of it (partial_rotary_factor 0.5), then none.
@@ -224,12 +226,9 @@ TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --r
 }
 
 TEST_CASE("biases (Qwen2's qkv, Llama's attention_bias and mlp_bias): the runtime adds them") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
-  const auto plain =
-      validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+  const auto plain = none_output(w, o);
   // Each bias alone changes the output; with all three every strategy matches its reference
   // (the row-parallel biases added once, by rank 0, before the all-reduce).
   int ran = 0;
@@ -256,12 +255,9 @@ TEST_CASE("biases (Qwen2's qkv, Llama's attention_bias and mlp_bias): the runtim
 }
 
 TEST_CASE("Gemma's post-norms: every strategy's runtime matches its reference, which is changed") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
-  const auto plain =
-      validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+  const auto plain = none_output(w, o);
   w.model.post_norms = true;
   int ran = 0;
   for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder,
@@ -282,14 +278,11 @@ TEST_CASE("Gemma's post-norms: every strategy's runtime matches its reference, w
 
 TEST_CASE(
     "per-head query and key norms (Qwen3): the runtime matches its reference, which is changed") {
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
     auto w = phase == sim::Phase::Prefill ? tiny(phase, 2, 64, 16, 2) : tiny(phase, 3, 1, 40, 2);
     CAPTURE(sim::phase_name(phase));
-    const auto plain =
-        validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+    const auto plain = none_output(w, o);
     w.model.qk_norm = true;
     for (auto k : {StrategyKind::None, StrategyKind::Iso}) {
       StrategySpec spec(k);
@@ -325,14 +318,11 @@ TEST_CASE(
 TEST_CASE("sliding-window layers run on the CPU past the window and match their reference") {
   // Layers 0 and 2 attend over the last 24 positions, layer 1 over all (Gemma-2's pattern);
   // prompts and contexts reach past the window, in prefill and decode, cut into ISO chunks.
-  validate::RunOptions o;
-  o.repeat = 1;
-  o.warmup = 0;
+  const validate::RunOptions o = once();
   for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
     auto w = phase == sim::Phase::Prefill ? tiny(phase, 2, 64, 16) : tiny(phase, 3, 1, 40);
     CAPTURE(sim::phase_name(phase));
-    const auto full_out =
-        validate::run_cpu(w, sim::build_schedule(w, StrategySpec(StrategyKind::None)), o).output;
+    const auto full_out = none_output(w, o);
     w.model.sliding_window = 24;
     w.model.windowed_layers = {true, false, true};
     for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder}) {
