@@ -33,6 +33,7 @@ struct WorkloadFlags {
   bool sm_clock = false;
   bool exec = false;
   bool rope = false;
+  bool add_norm = false;
   bool vocab = false;  // --vocab without --embed-head (plan: its generate scenario)
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);

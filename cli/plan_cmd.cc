@@ -163,6 +163,7 @@ std::function<int()> add_plan(CLI::App& app) {
   f.sm_clock = true;
   f.exec = true;
   f.rope = true;
+  f.add_norm = true;
   f.vocab = true;
   bind_workload(sub, &o.workload, f);
   sub->add_option("--seq", o.seq,

@@ -212,6 +212,7 @@ std::function<int()> add_simulate(CLI::App& app) {
   f.sm_clock = true;
   f.exec = true;
   f.rope = true;
+  f.add_norm = true;
   bind_workload(sub, &c->workload, f);
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,

@@ -83,6 +83,7 @@ std::function<int()> add_validate(CLI::App& app) {
   f.sm_clock = true;
   f.exec = true;
   f.rope = true;
+  f.add_norm = true;
   bind_workload(sub, &o->workload, f);
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
@@ -137,6 +138,7 @@ std::function<int()> add_validate(CLI::App& app) {
       o->layers_given = sub->count("--layers") > 0;  // then predictions are re-simulated
       o->exec_given = sub->count("--exec") > 0;
       o->rope_given = sub->count("--rope") > 0;
+      o->add_norm_given = sub->count("--add-norm") > 0;
       o->sm_clock_given = sub->count("--sm-clock") > 0;    // 0 included: as quoted
       o->comm_ctas_given = sub->count("--comm-ctas") > 0;  // 0 included: the default
     } else if (sub->count("--alternatives")) {

@@ -249,6 +249,13 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "an engine that fuses them into attention costs about nothing for them)")
         ->capture_default_str();
   }
+  if (f.add_norm) {
+    sub->add_option("--add-norm", w->add_norm,
+                    "A residual add and the norm after it: fused (one kernel adds and "
+                    "normalizes, as vLLM's and SGLang's fused_add_rms_norm and torch.compile run "
+                    "them) or separate (two kernels, as Hugging Face transformers' eager forward)")
+        ->capture_default_str();
+  }
   if (f.embed_head || f.vocab) {
     sub->add_option("--vocab", w->vocab,
                     "The embedding and LM head (with --embed-head, and plan --scenario "

@@ -233,6 +233,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << o.plan.workload.tp << ", prompt " << o.prompt << " + " << o.new_tokens << " new tokens, "
      << r.layers << " layers" << r.clock
      << (o.plan.workload.rope == "none" ? ", no rotary kernel (--rope none)" : "")
+     << (o.plan.workload.add_norm == "separate"
+             ? ", residual add and norm apart (--add-norm separate)"
+             : "")
      << "; with the embedding, final norm and LM head ("
      << (o.plan.workload.vocab == "replicated" ? "whole on every GPU: --vocab replicated; " : "")
      << "a sweep's prefill leaves them out)\n";
@@ -296,6 +299,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"exec", o.plan.workload.exec},
                        {"rope", o.plan.workload.rope},
                        {"vocab", o.plan.workload.vocab},
+                       {"add_norm", o.plan.workload.add_norm},
                        {"threshold", o.plan.threshold}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;

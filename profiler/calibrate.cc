@@ -41,7 +41,8 @@ sim::PlannedRun legacy_case_run(const JsonObject& rep, const JsonObject& c) {
   w.seq = w.phase == "decode" ? w.context : c.integer("seq_len");
   w.layers = c.integer("num_layers");
   w.emulate = rep.string_or("emulated_links", "");
-  w.rope = "none";  // such reports predate the rotary kernel
+  w.rope = "none";          // such reports predate the rotary kernel
+  w.add_norm = "separate";  // and the fused add and norm
   const JsonObject s = c.object("strategy");
   const std::string name = s.string("name");
   const sim::StrategyDescriptor* d = sim::find_strategy(name);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "profiler/backend.h"
+#include "sim/profile.h"
 #include "validate/kernels/cpu_kernels.h"
 
 namespace tpo::profiler {
@@ -118,10 +119,12 @@ class RowwiseRunner : public Runner {
   explicit RowwiseRunner(const Item& it)
       : name_(it.name), rows_(it.m), cols_(it.n), gelu_(it.gelu) {
     const std::int64_t in = name_ == "silu_mul" ? 2 * rows_ * cols_ : rows_ * cols_;
-    sets_ = rotation_sets(4 * 2 * in);
+    const bool fused = name_ == sim::kAddNormName;  // x: the module's output, y: the residual
+    sets_ = rotation_sets(4 * (2 * in + (fused ? rows_ * cols_ : 0)));
     for (int s = 0; s < sets_; ++s) {
       x_.push_back(random_buffer(in, 11u + static_cast<unsigned>(s)));
       y_.push_back(random_buffer(rows_ * cols_, 111u + static_cast<unsigned>(s)));
+      if (fused) z_.push_back(random_buffer(rows_ * cols_, 211u + static_cast<unsigned>(s)));
     }
     w_ = random_buffer(cols_, 5u);
   }
@@ -132,6 +135,8 @@ class RowwiseRunner : public Runner {
       k::rmsnorm(x_[s].data(), w_.data(), y_[s].data(), rows_, cols_);
     } else if (name_ == "silu_mul") {
       k::silu_mul(x_[s].data(), y_[s].data(), rows_, cols_, gelu_);
+    } else if (name_ == sim::kAddNormName) {
+      k::add_rmsnorm(y_[s].data(), x_[s].data(), w_.data(), z_[s].data(), rows_, cols_);
     } else {
       k::add_inplace(y_[s].data(), x_[s].data(), rows_ * cols_);
     }
@@ -143,7 +148,7 @@ class RowwiseRunner : public Runner {
   std::int64_t rows_, cols_;
   bool gelu_;
   int sets_ = 2, next_ = 0;
-  std::vector<std::vector<float>> x_, y_;
+  std::vector<std::vector<float>> x_, y_, z_;
   std::vector<float> w_;
 };
 

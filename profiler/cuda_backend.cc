@@ -13,6 +13,7 @@
 
 #include "profiler/backend.h"
 #include "sim/error.h"
+#include "sim/profile.h"
 #include "validate/kernels/cpu_kernels.h"
 #include "validate/kernels/cuda_kernels.h"
 
@@ -218,7 +219,8 @@ class AttentionRunner : public Batched {
 
 class RowwiseRunner : public Batched {
   static const std::string& name_of(const Item& it) {
-    if (it.name != "rmsnorm" && it.name != "silu_mul" && it.name != "residual_add") {
+    if (it.name != "rmsnorm" && it.name != "silu_mul" && it.name != "residual_add" &&
+        it.name != sim::kAddNormName) {
       throw std::runtime_error("cuda backend: unknown row-wise op " + it.name);
     }
     return it.name;
@@ -226,8 +228,10 @@ class RowwiseRunner : public Batched {
 
  public:
   RowwiseRunner(cu::Context& ctx, const Item& it)
-      : Batched(ctx, ctx.compute_stream(),
-                rotation_sets(2 * (name_of(it) == "silu_mul" ? 3 : 2) * it.m * it.n)),
+      : Batched(
+            ctx, ctx.compute_stream(),
+            rotation_sets(2 * (name_of(it) == "silu_mul" || it.name == sim::kAddNormName ? 3 : 2) *
+                          it.m * it.n)),
         name_(name_of(it)),
         rows_(it.m),
         cols_(it.n),
@@ -236,6 +240,10 @@ class RowwiseRunner : public Batched {
     for (int s = 0; s < sets(); ++s) {
       x_.push_back(random_buffer(in, 11 + s, stream_));
       y_.push_back(random_buffer(std::size_t(rows_ * cols_), 111 + s, stream_));
+      // The fused add and norm: x the module's output, y the residual, z the normalized rows.
+      if (name_ == sim::kAddNormName) {
+        z_.push_back(random_buffer(std::size_t(rows_ * cols_), 211 + s, stream_));
+      }
     }
     w_ = random_buffer(std::size_t(cols_), 5, stream_);
   }
@@ -245,6 +253,9 @@ class RowwiseRunner : public Batched {
       cu::rmsnorm_bf16(x_[i].get(), w_.get(), y_[i].get(), rows_, cols_, 1e-5f, stream_);
     } else if (name_ == "silu_mul") {
       cu::silu_mul_bf16(x_[i].get(), y_[i].get(), rows_, cols_, stream_, gelu_);
+    } else if (name_ == sim::kAddNormName) {
+      cu::add_rmsnorm_bf16(y_[i].get(), x_[i].get(), w_.get(), z_[i].get(), rows_, cols_, 1e-5f,
+                           stream_);
     } else {
       cu::add_bf16(y_[i].get(), x_[i].get(), rows_ * cols_, stream_);
     }
@@ -254,7 +265,7 @@ class RowwiseRunner : public Batched {
   std::string name_;
   std::int64_t rows_, cols_;
   bool gelu_;
-  std::vector<cu::Buffer> x_, y_;
+  std::vector<cu::Buffer> x_, y_, z_;
   cu::Buffer w_;
 };
 

@@ -70,6 +70,7 @@ sim::Op op_of(const Item& it) {
       op.req_end = 1;
       op.seq_end = it.m;
       sim::set_rowwise_work(op, it.m, it.n);
+      if (it.name == sim::kAddNormName) op.norm_after = 1;
       break;
     default:  // all-reduce
       op.code = sim::OpCode::AllReduce;

@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "sim/profile.h"
+
 namespace tpo::profiler {
 
 std::vector<std::int64_t> token_grid(const SweepOptions& o) {
@@ -165,7 +167,11 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     const char* name;
     std::int64_t cols;
   };
-  const R rows[] = {{"rmsnorm", d.hidden}, {"silu_mul", d.ffn}, {"residual_add", d.hidden}};
+  // add_rmsnorm: the residual add and the next norm in one kernel (--add-norm fused, the default).
+  const R rows[] = {{"rmsnorm", d.hidden},
+                    {"silu_mul", d.ffn},
+                    {"residual_add", d.hidden},
+                    {sim::kAddNormName, d.hidden}};
   for (const auto& r : rows) add_rows(ItemKind::Rowwise, "rowwise", r.name, r.cols, 0, "rows");
   if (tp > 1) {
     add_sizes([&](std::int64_t t, bool hb) {

@@ -28,7 +28,19 @@ Op post_norm_op(const Op& add) {
   n.code = OpCode::MlpNorm;
   n.kind = OpKind::Norm;
   n.post_norm = 0;
+  n.norm_after = 0;
   set_rowwise_work(n, add.m, add.n);
+  return n;
+}
+
+Op fused_norm_op(const Op& add) {
+  Op n = add;
+  n.code = add.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm;
+  n.kind = OpKind::Norm;
+  n.post_norm = 0;
+  n.norm_after = 0;
+  set_rowwise_work(n, add.m, add.n);
+  n.bytes -= 2.0 * static_cast<double>(add.m) * static_cast<double>(add.n);
   return n;
 }
 

@@ -147,6 +147,11 @@ WorkloadOptions workload_from_json(const JsonObject& o, const std::string& made_
   if (w.rope != "kernel" && w.rope != "none") {
     throw InputError(o.file(), o.field("rope"), "must be kernel or none");
   }
+  // Runs and plans recorded before --add-norm ran the add and the norm as two kernels.
+  w.add_norm = o.string_or("add_norm", "separate");
+  if (w.add_norm != "fused" && w.add_norm != "separate") {
+    throw InputError(o.file(), o.field("add_norm"), "must be fused or separate");
+  }
   return w;
 }
 
@@ -168,6 +173,7 @@ PlannedRun legacy_run(const JsonObject& plan, const JsonObject& e, std::int64_t 
   r.workload.layers = opts.count_or("layers", 0);
   // Plans of 2026-12-04 on say it in their options; older ones had no rotary kernel.
   r.workload.rope = opts.string_or("rope", "none");
+  r.workload.add_norm = opts.string_or("add_norm", "separate");
   r.workload.profile = opts.string_or("profile", "");
   const std::string name = e.string("strategy");
   const StrategyDescriptor* d = find_strategy(name);

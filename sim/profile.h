@@ -38,7 +38,7 @@ struct AttentionPoint {
   Timing t;
 };
 struct RowwisePoint {
-  std::string name;  // rmsnorm, silu_mul, residual_add
+  std::string name;  // rmsnorm, silu_mul, residual_add, add_rmsnorm
   std::int64_t rows = 0, cols = 0;
   Timing t;
 };
@@ -118,6 +118,10 @@ nlohmann::ordered_json profile_to_json(const Profile& p);
 // The name a profile's row-wise entry has for an op ("rmsnorm" for every norm), or nullptr for
 // an op that is not row-wise. GEMM entries are named by op_code_name.
 const char* rowwise_name(OpCode c);
+// The row-wise entry of a residual add fused with the norm after it (Op::norm_after): one kernel,
+// timed by `tpo profile` since 2026-12-04 (older profiles price it from their residual_add and
+// rmsnorm entries).
+inline constexpr const char* kAddNormName = "add_rmsnorm";
 
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 Profile load_profile(const std::string& path);

@@ -189,6 +189,25 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
         if (std::string_view(n.origin) == "analytical") e.origin = n.origin;  // the less measured
         return e;
       }
+      if (op.norm_after > 0) {
+        // The fused kernel where the profile timed it; else the add and the norm as timed apart,
+        // the norm's time scaled by what fusing leaves of it in the analytical model (its bytes
+        // less the residual's read, no kernel term of its own).
+        if (auto it = rowwise_.find({kAddNormName, op.n}); it != rowwise_.end()) {
+          return on_curve(it->second, static_cast<double>(op.m), op);
+        }
+        Op add = op;
+        add.norm_after = 0;
+        Estimate e = estimate(add);
+        const Op norm = fused_norm_op(op);
+        Op whole = norm;
+        set_rowwise_work(whole, op.m, op.n);
+        const Estimate n = estimate(whole);
+        const double whole_ns = static_cast<double>(a_.standalone_ns(whole));
+        e.us += whole_ns > 0 ? n.us * a_.rowwise_ns(norm) / whole_ns : 0.0;
+        if (std::string_view(n.origin) == "analytical") e.origin = n.origin;
+        return e;
+      }
       if (const char* name = rowwise_name(op.code)) {
         if (auto it = rowwise_.find({name, op.n}); it != rowwise_.end()) {
           return on_curve(it->second, static_cast<double>(op.m), op);

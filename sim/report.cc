@@ -30,7 +30,7 @@ ojson workload_options_json(const WorkloadOptions& o) {
                {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
                {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
                {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope},
-               {"vocab", o.vocab}};
+               {"vocab", o.vocab},       {"add_norm", o.add_norm}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
@@ -128,6 +128,7 @@ std::string workload_line(const Workload& w) {
   os << " layers" << sm_clock_text(w.hardware);
   if (!w.rope && w.model.rotary_dim > 0) os << ", no rotary kernel (--rope none)";
   if (w.embed_head && w.vocab_replicated) os << ", embedding and LM head whole on every GPU";
+  if (!w.fused_add_norm) os << ", residual add and norm apart (--add-norm separate)";
   return os.str();
 }
 
@@ -194,6 +195,10 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
       e["kv_prefix"] = op.kv_prefix();
       if (op.window > 0) e["window"] = op.window;
     }
+    if (op.norm_after > 0) {  // the next module's norm fused into this residual add
+      e["norm_after"] = op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+      e["norm_layer"] = op.norm_layer;
+    }
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
     e["standalone_us"] = to_us(r.costs.standalone_ns[i]);
@@ -255,6 +260,10 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
       args["q_tokens"] = op.seq_end - op.seq_begin;
       args["kv_prefix"] = op.kv_prefix();
       if (op.window > 0) args["window"] = op.window;
+    }
+    if (op.norm_after > 0) {
+      args["norm_after"] = op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+      args["norm_layer"] = op.norm_layer;
     }
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;

@@ -109,6 +109,12 @@ struct Op {
   // ResidualAdd: the RMSNorm it runs first on the module's reduced output, in a kernel of its
   // own (Gemma's post-norms): 1 the attention's weight, 2 the MLP's; 0 none.
   std::int8_t post_norm = 0;
+  // ResidualAdd: the next module's RMSNorm fused into the add (vLLM's and SGLang's
+  // fused_add_rms_norm, --add-norm fused): after the add the kernel also writes the normalized
+  // residual with layer `norm_layer`'s attention (1) or MLP (2) norm weight, and no norm op
+  // follows; 0 none.
+  std::int8_t norm_after = 0;
+  std::int32_t norm_layer = -1;
   DepList deps;
 
   // Attention: KV tokens before the op's first position (cached context + earlier chunks).
@@ -123,7 +129,7 @@ inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
                          o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads,
-                         o.qk_norm, o.post_norm);
+                         o.qk_norm, o.post_norm, o.norm_after);
 }
 
 struct Schedule {
@@ -189,6 +195,12 @@ inline double qk_norm_bytes(const Op& op) {
 // and width, which the cost models price and the contention model streams. Call only where
 // op.post_norm is set.
 Op post_norm_op(const Op& add);
+// The norm a residual add runs after its add (op.norm_after) as the part of one fused kernel: an
+// rmsnorm of the same rows and width less its read of the residual, which the add has just
+// written (the kernel reads the module output and the residual and writes both the residual and
+// the normalized values: four passes for the two ops' five). Call only where op.norm_after is
+// set.
+Op fused_norm_op(const Op& add);
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.
 inline double norm_weight_bytes(const Op& op) {

@@ -218,6 +218,12 @@ Workload make_workload(const WorkloadOptions& o) {
                      "on every GPU)");
   }
   w.vocab_replicated = o.vocab == "replicated";
+  if (o.add_norm != "fused" && o.add_norm != "separate") {
+    throw FieldError("add_norm", o.add_norm,
+                     "must be fused (one kernel adds to the residual and normalizes it) or "
+                     "separate (an add kernel, then a norm kernel)");
+  }
+  w.fused_add_norm = o.add_norm == "fused";
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

@@ -48,6 +48,11 @@ struct WorkloadOptions {
   // embedding's rows summed by an all-reduce, the logits gathered) | replicated (every GPU holds
   // and runs them whole, no collective: gpt-fast, the ladder paper's runs).
   std::string vocab = "sharded";
+  // A residual add and the norm after it: fused (one kernel that adds and normalizes, vLLM's and
+  // SGLang's fused_add_rms_norm, what torch.compile makes of the two) | separate (two kernels:
+  // Hugging Face transformers' eager forward; and every run and plan recorded before the option
+  // (2026-12-04), which a file without the field is read as).
+  std::string add_norm = "fused";
   bool operator==(const WorkloadOptions&) const = default;
 };
 
@@ -65,6 +70,7 @@ struct Workload {
   ExecMode exec = ExecMode::Queued;
   bool rope = true;               // a rotary kernel after each qkv GEMM (WorkloadOptions::rope)
   bool vocab_replicated = false;  // WorkloadOptions::vocab
+  bool fused_add_norm = true;     // WorkloadOptions::add_norm
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and

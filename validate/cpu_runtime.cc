@@ -176,15 +176,21 @@ class CpuKernels final : public RankKernels {
   }
 
   void residual_add(std::int64_t module, std::int64_t row, std::int64_t len, std::int64_t layer,
-                    int post_norm) override {
+                    int post_norm, std::int64_t norm_layer, int norm_after) override {
     const std::int64_t H = m_.d.hidden;
+    float* o = s_.out[static_cast<std::size_t>(module)].data() + row * H;
     if (post_norm > 0) {
       const auto& lw = weights(layer);
-      float* o = s_.out[static_cast<std::size_t>(module)].data() + row * H;
       cpu::rmsnorm(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).data(), o, len, H);
     }
-    cpu::add_inplace(s_.x.data() + row * H,
-                     s_.out[static_cast<std::size_t>(module)].data() + row * H, len * H);
+    if (norm_after > 0) {
+      const auto& nw = weights(norm_layer);
+      cpu::add_rmsnorm(s_.x.data() + row * H, o,
+                       (norm_after == 2 ? nw.mlp_norm : nw.attn_norm).data(),
+                       s_.normed.data() + row * H, len, H);
+    } else {
+      cpu::add_inplace(s_.x.data() + row * H, o, len * H);
+    }
   }
 
   std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) override {

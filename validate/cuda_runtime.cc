@@ -159,15 +159,22 @@ class CudaKernels final : public RankKernels {
   }
 
   void residual_add(std::int64_t module, std::int64_t row, std::int64_t len, std::int64_t layer,
-                    int post_norm) override {
+                    int post_norm, std::int64_t norm_layer, int norm_after) override {
     const std::int64_t H = m_.d.hidden;
+    char* o = at(r_.out[std::size_t(module)], row * H);
     if (post_norm > 0) {  // in place: each thread rewrites the values it read
       const DeviceLayer& lw = r_.layers[std::size_t(layer)];
-      char* o = at(r_.out[std::size_t(module)], row * H);
       cu::rmsnorm_bf16(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).get(), o, len, H,
                        1e-5f, st_);
     }
-    cu::add_bf16(at(r_.x, row * H), at(r_.out[std::size_t(module)], row * H), len * H, st_);
+    if (norm_after > 0) {
+      const DeviceLayer& nw = r_.layers[std::size_t(norm_layer)];
+      cu::add_rmsnorm_bf16(at(r_.x, row * H), o,
+                           (norm_after == 2 ? nw.mlp_norm : nw.attn_norm).get(),
+                           at(r_.normed, row * H), len, H, 1e-5f, st_);
+    } else {
+      cu::add_bf16(at(r_.x, row * H), o, len * H, st_);
+    }
   }
 
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
@@ -579,7 +586,8 @@ class AttentionShapes final : public RankKernels {
     shapes.push_back(a);
   }
   void gated_act(std::int64_t, std::int64_t) override {}
-  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int) override {}
+  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
+                    int) override {}
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override { return 0; }
 
  private:

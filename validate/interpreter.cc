@@ -51,7 +51,8 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         break;
       }
       case OpCode::ResidualAdd:
-        k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm);
+        k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm, op.norm_layer,
+                       op.norm_after);
         break;
       default:  // check_runnable let nothing else through
         throw std::logic_error(std::string("runtime: unexpected op ") + sim::op_code_name(op.code));

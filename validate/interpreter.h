@@ -47,9 +47,12 @@ class RankKernels {
   // act[rows] = act(gate) * up of gate_up[rows] (SwiGLU or GeGLU).
   virtual void gated_act(std::int64_t row, std::int64_t len) = 0;
   // x[rows] += out[module][rows]; with `post_norm` (Gemma) out[module][rows] is first
-  // normalized in place with layer `layer`'s post-attention (1) or post-MLP (2) norm weight.
+  // normalized in place with layer `layer`'s post-attention (1) or post-MLP (2) norm weight;
+  // with `norm_after`, in the same kernel as the add, normed[rows] = rmsnorm(x[rows]) with layer
+  // `norm_layer`'s attention (1) or MLP (2) norm weight (the fused add and norm).
   virtual void residual_add(std::int64_t module, std::int64_t row, std::int64_t len,
-                            std::int64_t layer, int post_norm) = 0;
+                            std::int64_t layer, int post_norm, std::int64_t norm_layer,
+                            int norm_after) = 0;
   // out[module][rows] summed over the TP ranks; returns when every rank had arrived
   // (steady_clock ns since its epoch), or 0 where that is not known.
   virtual std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) = 0;

@@ -91,6 +91,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.layers_given) r.workload.layers = o.workload.layers;
       if (o.exec_given) r.workload.exec = o.workload.exec;
       if (o.rope_given) r.workload.rope = o.workload.rope;
+      if (o.add_norm_given) r.workload.add_norm = o.workload.add_norm;
       if (o.sm_clock_given) r.workload.sm_clock = o.workload.sm_clock;
       if (o.comm_ctas_given) r.workload.comm_ctas = o.workload.comm_ctas;
       // The plan's predictions came from its profile as it was: one changed since would be
@@ -133,8 +134,8 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
         const bool overridden =
             (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
             (f == "layers" && o.layers_given) || (f == "exec" && o.exec_given) ||
-            (f == "rope" && o.rope_given) || (f == "sm_clock" && o.sm_clock_given) ||
-            (f == "comm_ctas" && o.comm_ctas_given) ||
+            (f == "rope" && o.rope_given) || (f == "add_norm" && o.add_norm_given) ||
+            (f == "sm_clock" && o.sm_clock_given) || (f == "comm_ctas" && o.comm_ctas_given) ||
             (f == "emulate" && !o.workload.emulate.empty());
         if (overridden) throw;
         const std::string replace_hint =

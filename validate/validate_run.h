@@ -26,8 +26,8 @@ struct ValidateOptions {
   sim::StrategyOptions strategy;
   std::string plan_path;  // validate the plan's points instead of one strategy
   bool hardware_given = false, profile_given = false,  // replace the plan's
-      layers_given = false, exec_given = false, rope_given = false, sm_clock_given = false,
-       comm_ctas_given = false;
+      layers_given = false, exec_given = false, rope_given = false, add_norm_given = false,
+       sm_clock_given = false, comm_ctas_given = false;
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated
   std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)

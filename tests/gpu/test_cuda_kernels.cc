@@ -322,6 +322,16 @@ int main() {
     for (std::size_t i = 0; i < hsum.size(); ++i) hsum[i] += hx[i];
     std::snprintf(name, sizeof name, "add/%d", int(cols));
     expect_close(name, device_values(y, rows * cols), hsum);
+    // The fused add and norm (--add-norm fused): y += x, then the normalized y into z.
+    std::vector<float> hres = device_values(y, rows * cols), hz(rows * cols);
+    cu::Buffer z(rows * cols * 2);
+    cu::add_rmsnorm_bf16(y.get(), x.get(), w.get(), z.get(), rows, cols, 1e-5f, s);
+    ctx.synchronize();
+    cpu::add_rmsnorm(hres.data(), hx.data(), hw.data(), hz.data(), rows, cols);
+    std::snprintf(name, sizeof name, "add_rmsnorm/%d x", int(cols));
+    expect_close(name, device_values(y, rows * cols), hres);
+    std::snprintf(name, sizeof name, "add_rmsnorm/%d y", int(cols));
+    expect_close(name, device_values(z, rows * cols), hz);
   }
   // The rotary kernel against the CPU one: 2 requests x 5 rows at positions 7..11, 3 heads of
   // 64 with 48 values rotated (partial), rows 224 values apart (a qkv row's K and V after

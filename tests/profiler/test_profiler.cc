@@ -748,7 +748,7 @@ TEST_CASE(
   const std::set<std::int64_t> decode{1, 8, 32};
   for (const char* g : {"qkv", "o_proj", "gate_up", "down"})
     CHECK(below_grid(profiler::ItemKind::Gemm, g) == decode);
-  for (const char* r : {"rmsnorm", "silu_mul", "residual_add"})
+  for (const char* r : {"rmsnorm", "silu_mul", "residual_add", sim::kAddNormName})
     CHECK(below_grid(profiler::ItemKind::Rowwise, r) == decode);
   CHECK(profiler::gemm_rows(o).front() == 1);
   // Keys stay unique with the dense rows and the decode rows.
@@ -1051,6 +1051,40 @@ TEST_CASE(
   add.post_norm = 1;
   CHECK(cm.standalone_ns(add) == 10000);
   CHECK(cm.origin(add) == std::string("measured"));
+}
+
+TEST_CASE(
+    "profile cost model: a fused add and norm on its own curve, else the add and the norm's "
+    "part") {
+  sim::Profile p = toy_profile();
+  p.rowwise.push_back({"rmsnorm", 64, 128, {7, 7, 7, 5}});
+  p.rowwise.push_back({"residual_add", 64, 128, {3, 3, 3, 5}});
+  const auto hw = test::byte_per_ns_hardware();
+  sim::Op add;
+  add.code = sim::OpCode::ResidualAdd;
+  add.kind = sim::OpKind::Elementwise;
+  sim::set_rowwise_work(add, 64, 128);
+  add.norm_after = 2;
+  // A profile without the fused kernel (made before it): the add as measured, and the norm's
+  // measured time scaled by the part of it the analytical model leaves when fused.
+  const sim::AnalyticalCostModel a(hw, 2);
+  const sim::Op part = sim::fused_norm_op(add);
+  sim::Op whole = part;
+  sim::set_rowwise_work(whole, 64, 128);
+  const double kept = a.rowwise_ns(part) / static_cast<double>(a.standalone_ns(whole));
+  CHECK(kept > 0.1);
+  CHECK(kept < 0.9);
+  const sim::ProfileCostModel old(p, hw, 2);
+  CHECK(old.standalone_ns(add) == std::llround(3000 + 7000 * kept));
+  CHECK(old.origin(add) == std::string("measured"));
+  // Timed fused: its own entry, which a profile file may hold.
+  p.rowwise.push_back({sim::kAddNormName, 64, 128, {8, 8, 8, 5}});
+  const sim::Profile back = sim::profile_from_json(sim::profile_to_json(p), "p.json");
+  const sim::ProfileCostModel timed(back, hw, 2);
+  CHECK(timed.standalone_ns(add) == 8000);
+  CHECK(timed.origin(add) == std::string("measured"));
+  add.norm_after = 0;
+  CHECK(timed.standalone_ns(add) == 3000);
 }
 
 TEST_CASE(

@@ -443,6 +443,36 @@ TEST_CASE("residual add: Gemma's post-norm first, a norm kernel of its own, in t
   }
 }
 
+TEST_CASE("residual add with the next norm fused: its write and weight, no read, no kernel") {
+  const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
+  Op add;
+  add.code = OpCode::ResidualAdd;
+  add.kind = OpKind::Elementwise;
+  set_rowwise_work(add, 8, 64);
+  const std::int64_t alone = cm.standalone_ns(add);
+  Op norm;
+  norm.code = OpCode::MlpNorm;
+  norm.kind = OpKind::Norm;
+  set_rowwise_work(norm, 8, 64);
+  const std::int64_t apart = alone + cm.standalone_ns(norm);
+  add.norm_after = 2;
+  const Op part = fused_norm_op(add);
+  CHECK(part.code == OpCode::MlpNorm);
+  CHECK(part.kind == OpKind::Norm);
+  CHECK(part.norm_after == 0);
+  CHECK(part.bytes == 1024 + 128);  // the normalized rows written and the weight read
+  CHECK(fused_norm_op(Op(add)).bytes == part.bytes);
+  add.norm_after = 1;
+  CHECK(fused_norm_op(add).code == OpCode::AttnNorm);
+  // One kernel: the add's bytes and time, the norm's write and weight; the residual's read
+  // (1024 bytes) and the norm's kernel term (1 us) saved.
+  CHECK(cm.standalone_ns(add) == alone + 1024 + 128);
+  CHECK(apart - cm.standalone_ns(add) == 1024 + 1000);
+  // Gemma: the post-norm, a kernel of its own, then the fused add and norm.
+  add.post_norm = 1;
+  CHECK(cm.standalone_ns(add) == alone + 1024 + 128 + 2048 + 128 + 1000);
+}
+
 TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {
   const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
   Op qkv = tpo::test::qkv_op(4, 64, 64, 16);  // 2 query heads, 1 K and 1 V head of 16

@@ -212,3 +212,99 @@ TEST_CASE("chunk resolution: counts, ratios, even splits and the errors") {
   CHECK_THROWS_AS(resolve_chunks(3, 4, ""), tpo::InputError);
   CHECK_THROWS_AS(resolve_chunks(2, 0, "0.9999,0.0001"), tpo::InputError);
 }
+
+namespace {
+// For each op with norm_after, the GEMMs that read its output must be the first of that norm's
+// module (qkv for the attention's norm, gate_up for the MLP's) in layer norm_layer, same chunk.
+void check_fused_adds(const Schedule& s) {
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& add = s.ops[i];
+    if (add.norm_after == 0) continue;
+    CHECK(add.code == OpCode::ResidualAdd);
+    int readers = 0;
+    for (const Op& op : s.ops) {
+      if (std::find(op.deps.begin(), op.deps.end(), static_cast<std::int32_t>(i)) ==
+              op.deps.end() ||
+          op.kind != OpKind::Gemm) {
+        continue;
+      }
+      ++readers;
+      CHECK(op.layer == add.norm_layer);
+      CHECK(op.chunk == add.chunk);
+      // (A parallel block's one norm feeds its qkv and its gate_up.)
+      CHECK((op.code == OpCode::GateUp || (add.norm_after == 1 && op.code == OpCode::Qkv)));
+      if (s.strategy != "parallel-block") {
+        CHECK(op.code == (add.norm_after == 2 ? OpCode::GateUp : OpCode::Qkv));
+      }
+    }
+    CHECK(readers >= 1);
+  }
+}
+}  // namespace
+
+TEST_CASE("fused add and norm: each add before a module's norm runs it, in every strategy") {
+  for (auto kind :
+       {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder, StrategyKind::GemmSplit,
+        StrategyKind::Microbatch, StrategyKind::ParallelBlock, StrategyKind::IsoLadder}) {
+    CAPTURE(strategy_name(kind));
+    auto w = toy_workload(8, 3);
+    w.batch = 2;
+    StrategySpec spec(kind);
+    if (strategy(kind).uses_chunks()) spec.chunk_tokens = {3, 5};
+    if (kind == StrategyKind::GemmSplit) spec.pieces = 2;
+    auto count = [](const Schedule& s, auto pred) {
+      return std::count_if(s.ops.begin(), s.ops.end(), pred);
+    };
+    auto is_norm = [](const Op& op) {
+      return op.code == OpCode::AttnNorm || op.code == OpCode::MlpNorm;
+    };
+    w.fused_add_norm = false;
+    const Schedule apart = build_schedule(w, spec);
+    w.fused_add_norm = true;
+    const Schedule fused = build_schedule(w, spec);
+    CHECK(count(apart, [](const Op& op) { return op.norm_after > 0; }) == 0);
+    const auto fused_norms = count(fused, [](const Op& op) { return op.norm_after > 0; });
+    // Every norm is either an op of its own or fused, never both, never lost.
+    CHECK(count(fused, is_norm) + fused_norms == count(apart, is_norm));
+    // Each segment's first module reads the embedding, and the last adds run after every module:
+    // neither fuses; a ladder's first module past a standard layer has no add due before it.
+    const std::int64_t segs = static_cast<std::int64_t>(fused.chunk_tokens.size()) *
+                              (kind == StrategyKind::Microbatch ? 2 : 1);
+    const bool ladder = kind == StrategyKind::Ladder || kind == StrategyKind::IsoLadder;
+    CHECK(count(fused, is_norm) == segs * (ladder ? 2 : 1));
+    check_fused_adds(fused);
+    // The fused graph is the same computation: its adds cover the same rows, after the same
+    // all-reduces (one fused add over a gemm-split's pieces waits for all of them).
+    for (const Op& op : fused.ops) {
+      if (op.norm_after == 0) continue;
+      CHECK(static_cast<std::int64_t>(op.deps.size()) ==
+            (kind == StrategyKind::GemmSplit ? spec.pieces : 1));
+      for (auto d : op.deps) {
+        CHECK(fused.ops[static_cast<std::size_t>(d)].code == OpCode::AllReduce);
+        CHECK(fused.ops[static_cast<std::size_t>(d)].module == op.residual_of);
+      }
+    }
+    // A ladder fuses module m-2's add with module m's norm.
+    if (kind == StrategyKind::Ladder) {
+      for (const Op& op : fused.ops) {
+        if (op.norm_after == 0) continue;
+        const int next = op.residual_of + 2;
+        CHECK(op.norm_after == (next % 2 == 1 ? 2 : 1));
+        CHECK(op.norm_layer == next / 2);
+      }
+    }
+  }
+}
+
+TEST_CASE("fused add and norm on the toy model: one op fewer, the norm's time gone") {
+  // The toy cost charges the fused op as an add (1 ns per token): the MLP's norm (8) is gone
+  // from the timeline of the test above, 168 -> 160; the all-reduces stay exposed.
+  auto w = toy_workload(8);
+  w.fused_add_norm = true;
+  const Schedule s = build_schedule(w, {StrategyKind::None});
+  const Timeline tl = run(s, ToyCost());
+  CHECK(tl.total_ns == 160);
+  CHECK(tl.exposed_comm_ns == 48);
+  CHECK(std::count_if(s.ops.begin(), s.ops.end(),
+                      [](const Op& op) { return op.code == OpCode::MlpNorm; }) == 0);
+}

@@ -370,7 +370,8 @@ struct CountingKernels : validate::RankKernels {
     batched.push_back(requests);
   }
   void gated_act(std::int64_t, std::int64_t) override { ++calls; }
-  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int) override {
+  void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
+                    int) override {
     ++calls;
   }
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
@@ -416,6 +417,45 @@ TEST_CASE("a batch cut into ISO chunks: rows chunk by chunk, one kernel per chun
   const sim::Schedule none = sim::build_schedule(w, StrategySpec(StrategyKind::None));
   const validate::RowLayout n = validate::row_layout(m, none);
   CHECK(n.row(2, 5) == 2 * 96 + 5);
+}
+
+TEST_CASE("fused add and norm: the runtimes run the norm in the add's call, the output unchanged") {
+  const validate::RunOptions o = once();
+  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+  w.model.post_norms = true;  // the post-norm, then the fused add and norm
+  int ran = 0;
+  for (auto k :
+       {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder, StrategyKind::ParallelBlock,
+        StrategyKind::GemmSplit, StrategyKind::IsoLadder, StrategyKind::Microbatch}) {
+    StrategySpec spec(k);
+    if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder)
+      spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+    if (!sim::not_applicable_reason(w, spec).empty()) continue;
+    CAPTURE(sim::strategy_name(k));
+    ++ran;
+    w.fused_add_norm = false;
+    const sim::Schedule apart = sim::build_schedule(w, spec);
+    const auto a = validate::run_cpu(w, apart, o);
+    w.fused_add_norm = true;
+    const sim::Schedule fused = sim::build_schedule(w, spec);
+    REQUIRE(fused.ops.size() < apart.ops.size());
+    const auto f = validate::run_cpu(w, fused, o);
+    // The same arithmetic in the same order (cpu::add_rmsnorm is add_inplace then rmsnorm).
+    CHECK(validate::relative_error(f.output, a.output) < 1e-6);
+    CHECK(validate::relative_error(f.output, validate::reference_forward(w, spec, o.seed)) < 1e-5);
+    check_timeline(fused, f);
+  }
+  CHECK(ran == 7);
+  // The kernel: x += o, y = rmsnorm(x), as the two kernels apart.
+  std::vector<float> x = {1, -2, 3, 0.5f, 2, 2, -1, 4}, out = {0.5f, 1, -1, 2, 0, -3, 1, 1};
+  const std::vector<float> wt = {1.0f, 0.5f, 2.0f, 1.5f};
+  std::vector<float> x2 = x, y(8), y2(8);
+  validate::cpu::add_rmsnorm(x.data(), out.data(), wt.data(), y.data(), 2, 4);
+  validate::cpu::add_inplace(x2.data(), out.data(), 8);
+  validate::cpu::rmsnorm(x2.data(), wt.data(), y2.data(), 2, 4);
+  CHECK(x == x2);
+  CHECK(y == y2);
+  CHECK(x[1] == -1.0f);
 }
 
 TEST_CASE("a first op that starts much later than predicted is noted, with its share") {

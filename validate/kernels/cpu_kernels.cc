@@ -35,6 +35,22 @@ void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::i
   }
 }
 
+void add_rmsnorm(float* x, const float* o, const float* w, float* y, std::int64_t rows,
+                 std::int64_t cols, float eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * cols;
+    const float* orow = o + r * cols;
+    float* yr = y + r * cols;
+    double ss = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      xr[c] += orow[c];
+      ss += static_cast<double>(xr[c]) * xr[c];
+    }
+    const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
+    for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
+  }
+}
+
 void head_rmsnorm(float* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,
                   const float* w, std::int64_t rows, float eps) {
   for (std::int64_t r = 0; r < rows; ++r)

@@ -21,6 +21,11 @@ void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
              float eps = 1e-5f);
 
+// x += o, then y = x / rms(x) * w, row by row in one pass over the row (the fused add and norm,
+// --add-norm fused): the same arithmetic as add_inplace then rmsnorm.
+void add_rmsnorm(float* x, const float* o, const float* w, float* y, std::int64_t rows,
+                 std::int64_t cols, float eps = 1e-5f);
+
 // Per-head RMSNorm in place (Qwen3's q_norm and k_norm): in each of `rows` rows `pitch` values
 // apart, `heads` heads of head_dim values from x, each normalized with the weight w (head_dim).
 void head_rmsnorm(float* x, std::int64_t pitch, std::int64_t heads, std::int64_t head_dim,

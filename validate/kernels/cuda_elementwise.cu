@@ -47,6 +47,53 @@ __global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64
   }
 }
 
+// One block per row: x += o, then y = rmsnorm(x) with w. Each thread reads back in the second
+// pass exactly the values it wrote in the first (the same columns), so no barrier is needed
+// between them but block_sum's.
+template <bool VEC>
+__global__ void add_rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y,
+                                   std::int64_t cols, float eps) {
+  bf16* xr = x + blockIdx.x * cols;
+  const bf16* orow = o + blockIdx.x * cols;
+  bf16* yr = y + blockIdx.x * cols;
+  float ss = 0;
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      const Bf16x8 b = *reinterpret_cast<const Bf16x8*>(orow + c);
+      for (int e = 0; e < 8; ++e) {
+        a.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) + __bfloat162float(b.v[e]));
+        const float v = __bfloat162float(a.v[e]);
+        ss += v * v;
+      }
+      *reinterpret_cast<Bf16x8*>(xr + c) = a;
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      xr[c] = __float2bfloat16(__bfloat162float(xr[c]) + __bfloat162float(orow[c]));
+      const float v = __bfloat162float(xr[c]);
+      ss += v * v;
+    }
+  }
+  ss = block_sum(ss);
+  const float inv = rsqrtf(ss / float(cols) + eps);
+  if (VEC) {
+    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
+      const Bf16x8 g = *reinterpret_cast<const Bf16x8*>(w + c);
+      Bf16x8 r;
+      for (int e = 0; e < 8; ++e) {
+        r.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) * inv * __bfloat162float(g.v[e]));
+      }
+      *reinterpret_cast<Bf16x8*>(yr + c) = r;
+    }
+  } else {
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
+    }
+  }
+}
+
 // The gate's activation: SiLU (SwiGLU), or GELU's tanh approximation (GeGLU, Gemma's
 // gelu_pytorch_tanh; the CPU kernels' gelu_tanh).
 template <bool GELU>
@@ -199,6 +246,21 @@ void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std:
   } else {
     rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(
         static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
+  }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_rmsnorm_bf16(void* x, const void* o, const void* w, void* y, std::int64_t rows,
+                      std::int64_t cols, float eps, void* stream) {
+  if (rows == 0) return;
+  auto* xb = static_cast<bf16*>(x);
+  const auto* ob = static_cast<const bf16*>(o);
+  const auto* wb = static_cast<const bf16*>(w);
+  auto* yb = static_cast<bf16*>(y);
+  if (cols % 8 == 0 && aligned16(x) && aligned16(o) && aligned16(w) && aligned16(y)) {
+    add_rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
+  } else {
+    add_rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }

@@ -179,6 +179,11 @@ void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std:
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
                    void* stream, bool gelu = false);
 void add_bf16(void* acc, const void* x, std::int64_t n, void* stream);
+// x += o (rounded to bf16 as add_bf16 stores it), then y = rmsnorm(x) with w, over `rows` rows of
+// `cols` in one kernel (one block per row; the norm's pass reads back the row the add wrote, from
+// cache: vLLM's fused_add_rms_norm). As cpu::add_rmsnorm.
+void add_rmsnorm_bf16(void* x, const void* o, const void* w, void* y, std::int64_t rows,
+                      std::int64_t cols, float eps, void* stream);
 
 // Holds `stream` for that much GPU time: enqueued before a timed region, it lets the host
 // queue the region's launches before the GPU starts on them, so host launch time is not timed.
