@@ -211,7 +211,7 @@ class Emitter {
         modules_(std::move(modules)),
         pieces_(pieces),
         residual_writers_(segs_.size()),
-        fused_add_(segs_.size(), -1),
+        fused_(segs_.size(), false),
         layer_qkv_(segs_.size(), -1) {}
 
   void run() {
@@ -258,12 +258,12 @@ class Emitter {
   }
 
   // The residual adds of segment `seg` that are due before module `upto_module`. With
-  // --add-norm fused, where one module's add is due right before a module's norm (not after the
-  // last module: the final norm, if any, is on the last rows only), the add is one op over the
-  // segment's rows that emit() makes that norm's kernel too (fused_add_).
+  // --add-norm fused, where one module's adds are due right before a module's norm (not after
+  // the last module: the final norm, if any, is on the last rows only), emit() makes each of
+  // them that norm's kernel over its rows too (fused_).
   void flush(std::size_t seg, std::int32_t upto_module) {
     const bool before_module = upto_module < static_cast<std::int32_t>(modules_.size());
-    fused_add_[seg] = -1;
+    fused_[seg] = false;
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->segment != seg || it->due > upto_module) {
         ++it;
@@ -272,34 +272,26 @@ class Emitter {
       std::vector<std::int32_t>& writers = residual_writers_[seg];
       writers.clear();
       const Module& m = modules_[static_cast<std::size_t>(it->module)];
-      auto add = [&](const Segment& rows, DepList ars) {
-        const auto id = b_.rowwise(OpCode::ResidualAdd, rows, m.layer, m.index, d_.hidden, ars);
-        Op& op = s_.ops[static_cast<std::size_t>(id)];
-        op.residual_of = m.index;
+      for (std::size_t p = it->first; p < it->first + it->count; ++p) {
+        const auto id = b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer, m.index, d_.hidden,
+                                   {pool_ars_[p]});
+        Op& add = s_.ops[static_cast<std::size_t>(id)];
+        add.residual_of = m.index;
         // Gemma's post-norm on the module's output (a parallel block's: the attention's).
-        if (w_.model.post_norms) op.post_norm = m.type == ModuleType::Mlp ? 2 : 1;
+        if (w_.model.post_norms) add.post_norm = m.type == ModuleType::Mlp ? 2 : 1;
         writers.push_back(id);
-        return id;
-      };
-      // Dues rise with the module index (a ladder's delay never falls), so at most one add is
-      // due before a module.
-      if (w_.fused_add_norm && before_module) {
-        DepList ars;
-        for (std::size_t p = it->first; p < it->first + it->count; ++p) ars.push_back(pool_ars_[p]);
-        fused_add_[seg] = add(segs_[seg], std::move(ars));
-      } else {
-        for (std::size_t p = it->first; p < it->first + it->count; ++p) {
-          add(pool_rows_[p], {pool_ars_[p]});
-        }
       }
+      // Dues rise with the module index (a ladder's delay never falls), so at most one module's
+      // adds are due before a module.
+      fused_[seg] = w_.fused_add_norm && before_module;
       it = pending_.erase(it);
     }
   }
 
   // qkv and attention of segment j; attention waits for the KV of earlier chunks.
-  std::int32_t attention_part(const Module& m, std::size_t j, std::int32_t norm) {
+  std::int32_t attention_part(const Module& m, std::size_t j, const DepList& norm) {
     const Segment& g = segs_[j];
-    const auto qkv = b_.gemm(OpCode::Qkv, g, m.layer, m.index, d_.qkv_n(), d_.hidden, {norm});
+    const auto qkv = b_.gemm(OpCode::Qkv, g, m.layer, m.index, d_.qkv_n(), d_.hidden, norm);
     Op& q = s_.ops[static_cast<std::size_t>(qkv)];
     q.kv_width = d_.kv_heads * d_.head_dim;
     q.qk_norm = w_.model.qk_norm;
@@ -322,17 +314,20 @@ class Emitter {
     return b_.attention(g, m.layer, m.index, deps);
   }
 
-  // The module's input norm on segment j: the residual add just flushed, made to run it too
-  // (--add-norm fused), else a norm op of its own.
-  std::int32_t norm(const Module& m, std::size_t j, OpCode code) {
-    if (const std::int32_t add = fused_add_[j]; add >= 0) {
-      Op& a = s_.ops[static_cast<std::size_t>(add)];
-      a.norm_after = code == OpCode::MlpNorm ? 2 : 1;
-      a.norm_layer = m.layer;
-      fused_add_[j] = -1;
-      return add;
+  // The module's input norm on segment j: the residual adds just flushed, made to run it over
+  // their rows too (--add-norm fused; a gemm-split's pieces: one each), else a norm op of its
+  // own. Returns what the module's GEMMs wait for.
+  DepList norm(const Module& m, std::size_t j, OpCode code) {
+    if (fused_[j]) {
+      fused_[j] = false;
+      for (const std::int32_t add : residual_writers_[j]) {
+        Op& a = s_.ops[static_cast<std::size_t>(add)];
+        a.norm_after = code == OpCode::MlpNorm ? 2 : 1;
+        a.norm_layer = m.layer;
+      }
+      return residual_writers_[j];
     }
-    return b_.rowwise(code, segs_[j], m.layer, m.index, d_.hidden, residual_writers_[j]);
+    return {b_.rowwise(code, segs_[j], m.layer, m.index, d_.hidden, residual_writers_[j])};
   }
 
   // The module's compute on segment j, its all-reduces, and its pending residual add.
@@ -356,14 +351,14 @@ class Emitter {
       last_gemm(OpCode::OProj, d_.hidden, qd, {attention_part(m, j, n)}, false);
     } else if (m.type == ModuleType::Mlp) {
       const auto n = norm(m, j, OpCode::MlpNorm);
-      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, {n});
+      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, n);
       const auto act = b_.rowwise(OpCode::SiluMul, g, m.layer, m.index, d_.ffn, {gu});
       last_gemm(OpCode::Down, d_.hidden, d_.ffn, {act}, false);
     } else {  // parallel block: attention and MLP read one norm; down accumulates into o_proj
       const auto n = norm(m, j, OpCode::AttnNorm);
       const auto attn = attention_part(m, j, n);
       const auto o = b_.gemm(OpCode::OProj, g, m.layer, m.index, d_.hidden, qd, {attn});
-      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, {n});
+      const auto gu = b_.gemm(OpCode::GateUp, g, m.layer, m.index, 2 * d_.ffn, d_.hidden, n);
       const auto act = b_.rowwise(OpCode::SiluMul, g, m.layer, m.index, d_.ffn, {gu});
       last_gemm(OpCode::Down, d_.hidden, d_.ffn, {act, o}, true);
     }
@@ -385,8 +380,8 @@ class Emitter {
   std::int64_t pieces_;
   // Per segment: the ops that last wrote its residual stream (what the next norm reads).
   std::vector<std::vector<std::int32_t>> residual_writers_;
-  // Per segment: the residual add just flushed that the next norm fuses into, or -1.
-  std::vector<std::int32_t> fused_add_;
+  // Per segment: whether the residual adds just flushed run the next norm too.
+  std::vector<bool> fused_;
   std::vector<PendingResidual> pending_;
   std::vector<std::int32_t> pool_ars_;  // see PendingResidual
   std::vector<Segment> pool_rows_;
