@@ -195,8 +195,8 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
       e["kv_prefix"] = op.kv_prefix();
       if (op.window > 0) e["window"] = op.window;
     }
-    if (op.norm_after > 0) {  // the next module's norm fused into this residual add
-      e["norm_after"] = op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+    if (const char* n = norm_after_name(op)) {  // the next module's norm fused into this add
+      e["norm_after"] = n;
       e["norm_layer"] = op.norm_layer;
     }
     e["flops"] = op.flops;
@@ -261,8 +261,8 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
       args["kv_prefix"] = op.kv_prefix();
       if (op.window > 0) args["window"] = op.window;
     }
-    if (op.norm_after > 0) {
-      args["norm_after"] = op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+    if (const char* n = norm_after_name(op)) {
+      args["norm_after"] = n;
       args["norm_layer"] = op.norm_layer;
     }
     args["flops"] = op.flops;

@@ -201,6 +201,12 @@ Op post_norm_op(const Op& add);
 // the normalized values: four passes for the two ops' five). Call only where op.norm_after is
 // set.
 Op fused_norm_op(const Op& add);
+// The name of the norm a residual add runs after its add ("attn_norm", "mlp_norm"), for
+// reports; nullptr where it runs none.
+inline const char* norm_after_name(const Op& op) {
+  if (op.norm_after == 0) return nullptr;
+  return op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+}
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.
 inline double norm_weight_bytes(const Op& op) {

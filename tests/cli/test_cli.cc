@@ -288,6 +288,23 @@ TEST_CASE("--add-norm: fused by default, separate on request, a bad value named,
   const auto f = nlohmann::json::parse(slurp(fused)), a = nlohmann::json::parse(slurp(apart));
   CHECK(f.at("options").at("add_norm") == "fused");
   CHECK(a.at("options").at("add_norm") == "separate");
+  // Each op says which norm it runs: 64 norms, the first after the embedding apart, the rest in
+  // the 63 adds before them; the last add (after the last MLP) runs none.
+  auto ops = [](const nlohmann::json& j, const std::string& name, const std::string& after) {
+    int n = 0;
+    for (const auto& l : j.at("layers")) {
+      for (const auto& op : l.at("ops")) {
+        n += op.at("name") == name && op.value("norm_after", std::string()) == after;
+      }
+    }
+    return n;
+  };
+  CHECK(ops(f, "residual_add", "attn_norm") == 31);
+  CHECK(ops(f, "residual_add", "mlp_norm") == 32);
+  CHECK(ops(f, "residual_add", "") == 1);
+  CHECK(ops(f, "attn_norm", "") + ops(f, "mlp_norm", "") == 1);
+  CHECK(ops(a, "attn_norm", "") + ops(a, "mlp_norm", "") == 64);
+  CHECK(ops(a, "residual_add", "") == 64);
   // Two norms per layer fused: each saves a read of the residual (32 MiB at 4096 x 4096 bf16)
   // and a kernel term, some 10 us on an H200; not more than the two norms cost.
   const double per_layer = (a.at("total_us").get<double>() - f.at("total_us").get<double>()) / 32.0;
@@ -318,6 +335,12 @@ TEST_CASE("--add-norm: fused by default, separate on request, a bad value named,
   };
   CHECK(validated("") == planned_apart);
   CHECK(validated(" --add-norm fused") < planned_apart);
+  // The validate report's ops say which adds ran a norm (2 layers: 3 of the 4).
+  int ran_norm = 0;
+  const auto fused_rep = nlohmann::json::parse(slurp(rep));
+  for (const auto& op : fused_rep.at("cases").at(0).at("ops"))
+    ran_norm += op.contains("norm_after");
+  CHECK(ran_norm == 3);
   // A plan written before the option (no add_norm anywhere) ran them apart, and is read so.
   REQUIRE(tpo(tiny).code == 0);  // fused
   pj = nlohmann::json::parse(slurp(plan));

@@ -1,0 +1,95 @@
+"""The residual add fused with the next norm on the CPU: each fused op (add, then the next
+module's RMSNorm, one kernel: cpu::add_rmsnorm) predicted from a CPU profile that timed it
+(add_rmsnorm rows) against the CPU runtime's measured times; and what fusing saves per layer,
+measured (the separate run's residual adds and the norms they feed, less the fused run's adds)
+against predicted.
+
+This validates two small models on this VM's CPU, unsplit and in ISO chunks, with
+--add-norm fused and --add-norm separate, from one profile. CPU measurements only: nothing here
+ran on a GPU, where the saving (a pass over the residual from HBM and a kernel's start and drain)
+is larger than on a CPU, whose caches hold these rows.
+
+Usage: python3 results/cpu/add_norm_check.py TPO [OUT_DIR]
+  e.g. python3 results/cpu/add_norm_check.py build/cli/tpo
+"""
+import json
+import os
+import statistics
+
+from window_check import run, setup
+
+MODELS = [("tiny", {}),
+          ("small-h1024", {"hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2,
+                           "head_dim": 128, "intermediate_size": 2048})]
+CASES = [(1024, ["--strategy", "none"]), (1024, ["--strategy", "iso", "--chunks", "2"]),
+         (2048, ["--strategy", "iso", "--chunks", "3"])]
+NORMS = ("attn_norm", "mlp_norm", "residual_add")
+
+
+def case_of(tpo, mpath, prof, seq, strat, add_norm, rep):
+    run([tpo, "validate", "--backend", "cpu", "--model", mpath, "--hardware", "cpu-host",
+         "--tp", "2", "--seq", str(seq), "--repeat", "5", "--profile", prof, "--add-norm",
+         add_norm, "--json", rep] + strat)
+    with open(rep) as f:
+        return json.load(f)["cases"][0]
+
+
+def rowwise_us(case, key):
+    """Sum over the case's residual adds and norms of `key` (predicted_us or measured_us)."""
+    return sum(op[key] for op in case["ops"] if op["name"] in NORMS)
+
+
+def main():
+    tpo, out, base = setup(__doc__)
+    rows, errs, saves, totals = [], [], [], []
+    for name, changes in MODELS:
+        mpath = os.path.join(out, f"{name}.json")
+        with open(mpath, "w") as f:
+            json.dump(dict(base, name=name, **changes), f)
+        prof = os.path.join(out, f"{name}-profile.json")
+        if not os.path.exists(prof):
+            run([tpo, "profile", "--backend", "cpu", "--model", mpath, "--tp", "2",
+                 "--hardware", "cpu-host", "--max-tokens", "2048", "--quiet", "--out", prof])
+        for seq, strat in CASES:
+            tag = f"{name}-{seq}-{'-'.join(strat[1:])}"
+            got = {a: case_of(tpo, mpath, prof, seq, strat, a,
+                              os.path.join(out, f"validate-{tag}-{a}.json"))
+                   for a in ("fused", "separate")}
+            fused = got["fused"]
+            for op in fused["ops"]:
+                if op["name"] != "residual_add" or "norm_after" not in op:
+                    continue
+                err = op["predicted_us"] / op["measured_us"] - 1
+                errs.append(err)
+                rows.append((name, seq, " ".join(strat[1:]), op["layer"], op["chunk"],
+                             op["norm_after"], op["predicted_us"], op["measured_us"], err))
+            layers = fused["num_layers"] if "num_layers" in fused else 2
+            saves.append(tuple((rowwise_us(got["separate"], k) - rowwise_us(fused, k)) / layers
+                               for k in ("measured_us", "predicted_us")))
+            for a in ("fused", "separate"):
+                c = got[a]
+                totals.append((name, seq, " ".join(strat[1:]), a, c["predicted_us"],
+                               c["measured_us"]))
+    print("tpo validate --backend cpu on cpu-host, TP 2, profiled on this CPU (the fused add and "
+          "norm timed as add_rmsnorm rows); each op's time is the median of 5 runs")
+    print(f"{'model':<12} {'prompt':>6} {'strategy':<16} {'layer':>5} {'chunk':>5} "
+          f"{'norm after':<10} {'pred us':>9} {'meas us':>9} {'error':>7}")
+    for m, s, st, layer, chunk, norm, p, meas, e in rows:
+        print(f"{m:<12} {s:>6} {st:<16} {layer:>5} {chunk:>5} {norm:<10} {p:>9.1f} {meas:>9.1f} "
+              f"{e:>+7.1%}")
+    e = [abs(x) for x in errs]
+    print(f"fused residual adds: {len(e)}, median |error| {statistics.median(e):.1%}, worst "
+          f"{max(e):.1%}, mean signed {statistics.mean(errs):+.1%}")
+    meas = [a for a, _ in saves]
+    pred = [b for _, b in saves]
+    print(f"what fusing saves per layer (separate - fused, residual adds and norms, {len(saves)} "
+          f"cases): measured median {statistics.median(meas):.1f} us (from {min(meas):.1f} to "
+          f"{max(meas):.1f}), predicted median {statistics.median(pred):.1f} us (from "
+          f"{min(pred):.1f} to {max(pred):.1f})")
+    print("whole cases, predicted / measured us:")
+    for m, s, st, a, p, meas in totals:
+        print(f"  {m:<12} {s:>6} {st:<16} {a:<9} {p:>10.1f} / {meas:>10.1f} {p / meas - 1:>+7.1%}")
+
+
+if __name__ == "__main__":
+    main()
