@@ -152,7 +152,8 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
     for kind, v in a.items():
         print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
 rows = []
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))):
+for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
+               + glob.glob(os.path.join(r, "addnorm-*.json"))):
     try:
         j = json.load(open(f))
     except Exception as e:
@@ -162,7 +163,8 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.pat
         rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
                      c["predicted_us"] / 1e3, c["measured_us"] / 1e3, 100 * c["error"],
                      c["predicted_speedup"], c["measured_speedup"], c["correct"],
-                     j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")))
+                     j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")
+                     + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
 if rows:
     print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
     print("all-reduce time of the target machine's links; measured are compute and overlap only")
@@ -405,6 +407,14 @@ never_run_steps() {
     step "exec-$ex-prefill" 90 "$TPO" validate --backend cuda --comm emulated \
       --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
+  done
+  # The residual add fused with the next norm (add_rmsnorm_bf16, written 2026-12-04) against the
+  # two kernels apart: the same case both ways, each predicted from this run's profile (which
+  # timed add_rmsnorm rows). Named addnorm-*.json: calibration takes validate-*.json only.
+  for an in fused separate; do
+    step "addnorm-$an" 90 "$TPO" validate --backend cuda --comm emulated \
+      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 4096 "${popt[@]}" --layers 4 \
+      --repeat 5 --strategy iso --split 2048,2048 --add-norm "$an" --json "$R/addnorm-$an.json"
   done
 }
 

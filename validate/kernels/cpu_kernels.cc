@@ -43,8 +43,9 @@ void add_rmsnorm(float* x, const float* o, const float* w, float* y, std::int64_
     float* yr = y + r * cols;
     double ss = 0;
     for (std::int64_t c = 0; c < cols; ++c) {
-      xr[c] += orow[c];
-      ss += static_cast<double>(xr[c]) * xr[c];
+      const float v = xr[c] + orow[c];  // a local: the store to xr need not be read back
+      xr[c] = v;
+      ss += static_cast<double>(v) * v;
     }
     const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
     for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
