@@ -253,7 +253,8 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
     sub->add_option("--add-norm", w->add_norm,
                     "A residual add and the norm after it: fused (one kernel adds and "
                     "normalizes, as vLLM's and SGLang's fused_add_rms_norm and torch.compile run "
-                    "them) or separate (two kernels, as Hugging Face transformers' eager forward)")
+                    "them) or separate (an add kernel, then the norm's own, as Hugging Face "
+                    "transformers' eager forward runs them)")
         ->capture_default_str();
   }
   if (f.embed_head || f.vocab) {

@@ -295,12 +295,10 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       break;
     case OpKind::Norm:
     case OpKind::Elementwise:
-      t = rowwise_ns(op);
+      // An add that runs the next norm too: one kernel, priced as that norm (fused_norm_op).
+      t = rowwise_ns(op.norm_after > 0 ? fused_norm_op(op) : op);
       // A post-norm first: a norm kernel of its own.
       if (op.post_norm > 0) t += static_cast<double>(standalone_ns(post_norm_op(op)));
-      // The next norm fused into the add: its bytes but the residual's read, no kernel of its
-      // own.
-      if (op.norm_after > 0) t += rowwise_ns(fused_norm_op(op));
       break;
     case OpKind::AllReduce:
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});

@@ -70,10 +70,9 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
     case OpKind::Elementwise:
       // A residual add's post-norm and fused norm stream their bytes too (their time is in
       // standalone_ns).
-      r.hbm_gbps =
-          static_cast<float>((op.bytes + (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0) +
-                              (op.norm_after > 0 ? fused_norm_op(op).bytes : 0.0)) /
-                             ns);
+      r.hbm_gbps = static_cast<float>(((op.norm_after > 0 ? fused_norm_op(op).bytes : op.bytes) +
+                                       (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0)) /
+                                      ns);
       break;
     case OpKind::AllReduce:
       r.comm = true;

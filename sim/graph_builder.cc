@@ -258,19 +258,24 @@ class Emitter {
   }
 
   // The residual adds of segment `seg` that are due before module `upto_module`. With
-  // --add-norm fused, where one module's adds are due right before a module's norm (not after
-  // the last module: the final norm, if any, is on the last rows only), emit() makes each of
-  // them that norm's kernel over its rows too (fused_).
+  // --add-norm fused, where one module's adds are due right before a module's norm, emit() makes
+  // each of them that norm's kernel over its rows too (fused_). Not after the last module: the
+  // final norm (--embed-head) runs on the last rows only, where vLLM fuses the last add into a
+  // final norm over every row (a difference the README states).
   void flush(std::size_t seg, std::int32_t upto_module) {
     const bool before_module = upto_module < static_cast<std::int32_t>(modules_.size());
     fused_[seg] = false;
+    std::vector<std::int32_t>& writers = residual_writers_[seg];
+    bool any = false;
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->segment != seg || it->due > upto_module) {
         ++it;
         continue;
       }
-      std::vector<std::int32_t>& writers = residual_writers_[seg];
-      writers.clear();
+      // The adds due now replace the stream's last writers (all of them: after the last module a
+      // ladder has two modules' adds due).
+      if (!any) writers.clear();
+      any = true;
       const Module& m = modules_[static_cast<std::size_t>(it->module)];
       for (std::size_t p = it->first; p < it->first + it->count; ++p) {
         const auto id = b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer, m.index, d_.hidden,

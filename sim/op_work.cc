@@ -23,24 +23,28 @@ void set_gemm_work(Op& op, std::int64_t m, std::int64_t n, std::int64_t k, bool 
   }
 }
 
-Op post_norm_op(const Op& add) {
+namespace {
+// A norm of an add's rows and width, as an op of its own.
+Op norm_of(const Op& add, OpCode code) {
   Op n = add;
-  n.code = OpCode::MlpNorm;
+  n.code = code;
   n.kind = OpKind::Norm;
   n.post_norm = 0;
   n.norm_after = 0;
   set_rowwise_work(n, add.m, add.n);
   return n;
 }
+}  // namespace
+
+Op post_norm_op(const Op& add) {
+  return norm_of(add, OpCode::MlpNorm);
+}
 
 Op fused_norm_op(const Op& add) {
-  Op n = add;
-  n.code = add.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm;
-  n.kind = OpKind::Norm;
-  n.post_norm = 0;
-  n.norm_after = 0;
-  set_rowwise_work(n, add.m, add.n);
-  n.bytes -= 2.0 * static_cast<double>(add.m) * static_cast<double>(add.n);
+  Op n = norm_of(add, add.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+  // The norm's bytes (rows read and written, the weight) less the residual's read, plus the
+  // add's (residual and module output read, residual written).
+  n.bytes += add.bytes - 2.0 * static_cast<double>(add.m) * static_cast<double>(add.n);
   return n;
 }
 

@@ -17,6 +17,14 @@ namespace tpo::sim {
 
 namespace {
 
+// Of two cost sources, the less measured: measured < interpolated < extrapolated < analytical.
+const char* less_measured(const char* a, const char* b) {
+  auto rank = [](std::string_view o) {
+    return o == "measured" ? 0 : o == "interpolated" ? 1 : o == "extrapolated" ? 2 : 3;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
 void sort_curve(std::vector<std::pair<double, double>>& c) {
   std::sort(c.begin(), c.end());
   // Duplicate sizes: keep the first (profiles do not repeat a size; imports might).
@@ -186,26 +194,26 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
         Estimate e = estimate(add);
         const Estimate n = estimate(post_norm_op(op));
         e.us += n.us;
-        if (std::string_view(n.origin) == "analytical") e.origin = n.origin;  // the less measured
+        e.origin = less_measured(e.origin, n.origin);
         return e;
       }
       if (op.norm_after > 0) {
         // The fused kernel where the profile timed it; else the add and the norm as timed apart,
-        // the norm's time scaled by what fusing leaves of it in the analytical model (its bytes
-        // less the residual's read, no kernel term of its own).
+        // the norm's time scaled by what fusing adds to the add in the analytical model against
+        // the norm alone (no second read of the residual, no kernel term of its own).
         if (auto it = rowwise_.find({kAddNormName, op.n}); it != rowwise_.end()) {
           return on_curve(it->second, static_cast<double>(op.m), op);
         }
         Op add = op;
         add.norm_after = 0;
         Estimate e = estimate(add);
-        const Op norm = fused_norm_op(op);
-        Op whole = norm;
-        set_rowwise_work(whole, op.m, op.n);
-        const Estimate n = estimate(whole);
-        const double whole_ns = static_cast<double>(a_.standalone_ns(whole));
-        e.us += whole_ns > 0 ? n.us * a_.rowwise_ns(norm) / whole_ns : 0.0;
-        if (std::string_view(n.origin) == "analytical") e.origin = n.origin;
+        Op norm = fused_norm_op(op);
+        set_rowwise_work(norm, op.m, op.n);  // the norm as a kernel of its own
+        const Estimate n = estimate(norm);
+        const double norm_ns = static_cast<double>(a_.standalone_ns(norm));
+        const double added = static_cast<double>(a_.standalone_ns(op) - a_.standalone_ns(add));
+        e.us += norm_ns > 0 ? n.us * std::max(0.0, added) / norm_ns : 0.0;
+        e.origin = less_measured(e.origin, n.origin);
         return e;
       }
       if (const char* name = rowwise_name(op.code)) {

@@ -195,11 +195,12 @@ inline double qk_norm_bytes(const Op& op) {
 // and width, which the cost models price and the contention model streams. Call only where
 // op.post_norm is set.
 Op post_norm_op(const Op& add);
-// The norm a residual add runs after its add (op.norm_after) as the part of one fused kernel: an
-// rmsnorm of the same rows and width less its read of the residual, which the add has just
-// written (the kernel reads the module output and the residual and writes both the residual and
-// the normalized values: four passes for the two ops' five). Call only where op.norm_after is
-// set.
+// A residual add that runs the next norm after its add (op.norm_after) as the one kernel it is,
+// priced as a norm (one block per row, so too few rows slow all its row bytes; and not an
+// in-place update for the L2 rule: it writes the normalized rows elsewhere): the add's bytes,
+// then the normalized rows written and the weight read, not the residual read again (the
+// kernel reads the module output and the residual, and writes the residual and the normalized
+// values: four passes for the two ops' five). Call only where op.norm_after is set.
 Op fused_norm_op(const Op& add);
 // The name of the norm a residual add runs after its add ("attn_norm", "mlp_norm"), for
 // reports; nullptr where it runs none.

@@ -694,7 +694,10 @@ ojson validate_json(const ValidateReport& r) {
               {"predicted_us", pd},
               {"measured_start_us", to_us(c.measured.start_ns[i])},
               {"measured_us", md}};
-      if (const char* n = sim::norm_after_name(op)) e["norm_after"] = n;
+      if (const char* n = sim::norm_after_name(op)) {
+        e["norm_after"] = n;
+        e["norm_layer"] = op.norm_layer;
+      }
       // Only where measured (the CPU's shared-memory all-reduce knows when the last rank came).
       if (i < c.measured.wait_ns.size()) e["measured_wait_us"] = to_us(c.measured.wait_ns[i]);
       // Emulated: the copy kernel lasted the predicted all-reduce time; not a measured link.

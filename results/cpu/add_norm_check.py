@@ -63,7 +63,7 @@ def main():
                 errs.append(err)
                 rows.append((name, seq, " ".join(strat[1:]), op["layer"], op["chunk"],
                              op["norm_after"], op["predicted_us"], op["measured_us"], err))
-            layers = fused["num_layers"] if "num_layers" in fused else 2
+            layers = fused["num_layers"]
             saves.append(tuple((rowwise_us(got["separate"], k) - rowwise_us(fused, k)) / layers
                                for k in ("measured_us", "predicted_us")))
             for a in ("fused", "separate"):

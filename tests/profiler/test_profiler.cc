@@ -1066,12 +1066,15 @@ TEST_CASE(
   sim::set_rowwise_work(add, 64, 128);
   add.norm_after = 2;
   // A profile without the fused kernel (made before it): the add as measured, and the norm's
-  // measured time scaled by the part of it the analytical model leaves when fused.
+  // measured time scaled by what fusing adds to the add in the analytical model against the
+  // norm alone.
   const sim::AnalyticalCostModel a(hw, 2);
-  const sim::Op part = sim::fused_norm_op(add);
-  sim::Op whole = part;
-  sim::set_rowwise_work(whole, 64, 128);
-  const double kept = a.rowwise_ns(part) / static_cast<double>(a.standalone_ns(whole));
+  sim::Op plain = add, norm = add;
+  plain.norm_after = 0;
+  norm = sim::fused_norm_op(add);
+  sim::set_rowwise_work(norm, 64, 128);
+  const double kept = static_cast<double>(a.standalone_ns(add) - a.standalone_ns(plain)) /
+                      static_cast<double>(a.standalone_ns(norm));
   CHECK(kept > 0.1);
   CHECK(kept < 0.9);
   const sim::ProfileCostModel old(p, hw, 2);
@@ -1085,6 +1088,17 @@ TEST_CASE(
   CHECK(timed.origin(add) == std::string("measured"));
   add.norm_after = 0;
   CHECK(timed.standalone_ns(add) == 3000);
+  // From two parts, the less measured one's label: the add measured at 64 rows, the norm read
+  // off a curve that starts at 128 (extrapolated).
+  sim::Profile q = toy_profile();
+  q.rowwise.push_back({"rmsnorm", 128, 128, {14, 14, 14, 5}});
+  q.rowwise.push_back({"rmsnorm", 256, 128, {28, 28, 28, 5}});
+  q.rowwise.push_back({"residual_add", 64, 128, {3, 3, 3, 5}});
+  add.norm_after = 1;
+  CHECK(sim::ProfileCostModel(q, hw, 2).origin(add) == std::string("extrapolated"));
+  add.norm_after = 0;
+  add.post_norm = 1;
+  CHECK(sim::ProfileCostModel(q, hw, 2).origin(add) == std::string("extrapolated"));
 }
 
 TEST_CASE(

@@ -456,21 +456,42 @@ TEST_CASE("residual add with the next norm fused: its write and weight, no read,
   set_rowwise_work(norm, 8, 64);
   const std::int64_t apart = alone + cm.standalone_ns(norm);
   add.norm_after = 2;
-  const Op part = fused_norm_op(add);
-  CHECK(part.code == OpCode::MlpNorm);
-  CHECK(part.kind == OpKind::Norm);
-  CHECK(part.norm_after == 0);
-  CHECK(part.bytes == 1024 + 128);  // the normalized rows written and the weight read
-  CHECK(fused_norm_op(Op(add)).bytes == part.bytes);
+  const Op kernel = fused_norm_op(add);
+  CHECK(kernel.code == OpCode::MlpNorm);
+  CHECK(kernel.kind == OpKind::Norm);
+  CHECK(kernel.norm_after == 0);
+  // The add's bytes, the normalized rows written and the weight read.
+  CHECK(kernel.bytes == add.bytes + 1024 + 128);
   add.norm_after = 1;
   CHECK(fused_norm_op(add).code == OpCode::AttnNorm);
-  // One kernel: the add's bytes and time, the norm's write and weight; the residual's read
-  // (1024 bytes) and the norm's kernel term (1 us) saved.
+  // One kernel: the residual's second read (1024 bytes) and the norm's kernel term (1 us) saved.
   CHECK(cm.standalone_ns(add) == alone + 1024 + 128);
   CHECK(apart - cm.standalone_ns(add) == 1024 + 1000);
   // Gemma: the post-norm, a kernel of its own, then the fused add and norm.
   add.post_norm = 1;
   CHECK(cm.standalone_ns(add) == alone + 1024 + 128 + 2048 + 128 + 1000);
+  add.post_norm = 0;
+  // One block per row, as a norm: with fewer rows than a wave (4 SMs x 1 block here, 2 rows)
+  // all its row bytes are slowed, the add's too; the weight is not.
+  auto h = tpo::test::byte_per_ns_hardware();
+  h.sms = 4;
+  h.norm_blocks_per_sm = 1;
+  Op two = add;
+  set_rowwise_work(two, 2, 64);
+  two.norm_after = 1;
+  const double row_bytes = fused_norm_op(two).bytes - 128;
+  CHECK(AnalyticalCostModel(h, 2).standalone_ns(two) == std::llround(row_bytes / 0.5 + 128 + 1000));
+  // The L2 rule for in-place updates only (h200x8): the add alone is served from L2, the fused
+  // kernel, which writes the normalized rows elsewhere, is not.
+  h = tpo::test::byte_per_ns_hardware();
+  h.l2_resident_mib = 1;
+  h.l2_gbps = 1000;
+  h.l2_in_place_only = true;
+  const AnalyticalCostModel l2(h, 2);
+  Op plain = add;
+  plain.norm_after = 0;
+  CHECK(l2.standalone_ns(plain) == std::llround(add.bytes / 1000 + 1000));
+  CHECK(l2.standalone_ns(add) == std::llround(fused_norm_op(add).bytes + 1000));
 }
 
 TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "sim/chunk_split.h"
@@ -311,4 +312,27 @@ TEST_CASE("fused add and norm on the toy model: one op fewer, the norm's time go
   CHECK(tl.exposed_comm_ns == 48);
   CHECK(std::count_if(s.ops.begin(), s.ops.end(),
                       [](const Op& op) { return op.code == OpCode::MlpNorm; }) == 0);
+}
+
+TEST_CASE("fused add and norm under ladder on the last layers: the switch-over") {
+  // 3 layers, ladder on the last 2: module 0 and 1 (layer 0) standard, 2..5 delayed by one.
+  // Adds due: 0 before 1, 1 before 2, nothing before 3, 2 before 4, 3 before 5, 4 and 5 at the
+  // end. So the norms of modules 0 and 3 stay ops of their own, the adds of 4 and 5 plain adds.
+  auto w = toy_workload(8, 3);
+  w.fused_add_norm = true;
+  StrategySpec spec(StrategyKind::Ladder);
+  spec.ladder_layers = 2;
+  const Schedule s = build_schedule(w, spec);
+  std::map<int, int> norm_of;  // residual_of -> the module whose norm the add runs
+  std::vector<int> own;        // modules with a norm op of their own
+  for (const Op& op : s.ops) {
+    if (op.code == OpCode::AttnNorm || op.code == OpCode::MlpNorm) own.push_back(op.module);
+    if (op.code == OpCode::ResidualAdd) {
+      norm_of[op.residual_of] =
+          op.norm_after == 0 ? -1 : 2 * op.norm_layer + (op.norm_after == 2 ? 1 : 0);
+    }
+  }
+  CHECK(own == std::vector<int>{0, 3});
+  CHECK(norm_of == std::map<int, int>{{0, 1}, {1, 2}, {2, 4}, {3, 5}, {4, -1}, {5, -1}});
+  check_fused_adds(s);
 }

@@ -23,15 +23,22 @@ void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t
   }
 }
 
+namespace {
+// y = x / rms(x) * w over one row whose sum of squares is `ss`.
+void normalize_row(const float* x, const float* w, float* y, std::int64_t cols, double ss,
+                   float eps) {
+  const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
+  for (std::int64_t c = 0; c < cols; ++c) y[c] = x[c] * inv * w[c];
+}
+}  // namespace
+
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,
              float eps) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
-    float* yr = y + r * cols;
     double ss = 0;
     for (std::int64_t c = 0; c < cols; ++c) ss += static_cast<double>(xr[c]) * xr[c];
-    const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
-    for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
+    normalize_row(xr, w, y + r * cols, cols, ss, eps);
   }
 }
 
@@ -47,8 +54,7 @@ void add_rmsnorm(float* x, const float* o, const float* w, float* y, std::int64_
       xr[c] = v;
       ss += static_cast<double>(v) * v;
     }
-    const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(cols)) + eps);
-    for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
+    normalize_row(xr, w, yr, cols, ss, eps);
   }
 }
 

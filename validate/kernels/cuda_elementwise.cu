@@ -7,70 +7,35 @@ namespace tpo::validate::cuda {
 
 namespace {
 
-// One block per row; VEC: 8 values per load.
-template <bool VEC>
-__global__ void rmsnorm_kernel(const bf16* x, const bf16* w, bf16* y, std::int64_t cols,
+// One block per row; VEC: 8 values per load. With ADD, x += o first (rounded to bf16 and
+// stored, as add_bf16 stores it) and the norm is of the sum: the fused add and norm. Each thread
+// reads back in the second pass exactly the values it wrote in the first (the same columns), so
+// no barrier is needed between them but block_sum's. Without ADD, x is only read (y may be x).
+template <bool VEC, bool ADD>
+__global__ void rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, std::int64_t cols,
                                float eps) {
-  const bf16* xr = x + blockIdx.x * cols;
-  bf16* yr = y + blockIdx.x * cols;
-  float ss = 0;
-  if (VEC) {
-    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
-      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
-      for (int e = 0; e < 8; ++e) {
-        const float v = __bfloat162float(a.v[e]);
-        ss += v * v;
-      }
-    }
-  } else {
-    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      const float v = __bfloat162float(xr[c]);
-      ss += v * v;
-    }
-  }
-  ss = block_sum(ss);
-  const float inv = rsqrtf(ss / float(cols) + eps);
-  if (VEC) {
-    for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
-      const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
-      const Bf16x8 g = *reinterpret_cast<const Bf16x8*>(w + c);
-      Bf16x8 o;
-      for (int e = 0; e < 8; ++e) {
-        o.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) * inv * __bfloat162float(g.v[e]));
-      }
-      *reinterpret_cast<Bf16x8*>(yr + c) = o;
-    }
-  } else {
-    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
-    }
-  }
-}
-
-// One block per row: x += o, then y = rmsnorm(x) with w. Each thread reads back in the second
-// pass exactly the values it wrote in the first (the same columns), so no barrier is needed
-// between them but block_sum's.
-template <bool VEC>
-__global__ void add_rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y,
-                                   std::int64_t cols, float eps) {
   bf16* xr = x + blockIdx.x * cols;
-  const bf16* orow = o + blockIdx.x * cols;
+  const bf16* orow = ADD ? o + blockIdx.x * cols : nullptr;
   bf16* yr = y + blockIdx.x * cols;
   float ss = 0;
   if (VEC) {
     for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
       Bf16x8 a = *reinterpret_cast<const Bf16x8*>(xr + c);
-      const Bf16x8 b = *reinterpret_cast<const Bf16x8*>(orow + c);
+      if (ADD) {
+        const Bf16x8 b = *reinterpret_cast<const Bf16x8*>(orow + c);
+        for (int e = 0; e < 8; ++e) {
+          a.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) + __bfloat162float(b.v[e]));
+        }
+        *reinterpret_cast<Bf16x8*>(xr + c) = a;
+      }
       for (int e = 0; e < 8; ++e) {
-        a.v[e] = __float2bfloat16(__bfloat162float(a.v[e]) + __bfloat162float(b.v[e]));
         const float v = __bfloat162float(a.v[e]);
         ss += v * v;
       }
-      *reinterpret_cast<Bf16x8*>(xr + c) = a;
     }
   } else {
     for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      xr[c] = __float2bfloat16(__bfloat162float(xr[c]) + __bfloat162float(orow[c]));
+      if (ADD) xr[c] = __float2bfloat16(__bfloat162float(xr[c]) + __bfloat162float(orow[c]));
       const float v = __bfloat162float(xr[c]);
       ss += v * v;
     }
@@ -92,6 +57,23 @@ __global__ void add_rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* 
       yr[c] = __float2bfloat16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c]));
     }
   }
+}
+
+// rmsnorm_kernel<VEC, ADD> on `rows` rows: the vector path where every pointer allows it.
+template <bool ADD>
+void launch_rmsnorm(void* x, const void* o, const void* w, void* y, std::int64_t rows,
+                    std::int64_t cols, float eps, void* stream) {
+  if (rows == 0) return;
+  auto* xb = static_cast<bf16*>(x);
+  const auto* ob = static_cast<const bf16*>(o);
+  const auto* wb = static_cast<const bf16*>(w);
+  auto* yb = static_cast<bf16*>(y);
+  if (cols % 8 == 0 && aligned16(x) && (!ADD || aligned16(o)) && aligned16(w) && aligned16(y)) {
+    rmsnorm_kernel<true, ADD><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
+  } else {
+    rmsnorm_kernel<false, ADD><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
+  }
+  TPO_CUDA_CHECK(cudaGetLastError());
 }
 
 // The gate's activation: SiLU (SwiGLU), or GELU's tanh approximation (GeGLU, Gemma's
@@ -239,30 +221,13 @@ void spin(void* stream, double microseconds) {
 
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
                   float eps, void* stream) {
-  if (rows == 0) return;
-  if (cols % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
-    rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(
-        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
-  } else {
-    rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(
-        static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(y), cols, eps);
-  }
-  TPO_CUDA_CHECK(cudaGetLastError());
+  // Without ADD the kernel does not write x.
+  launch_rmsnorm<false>(const_cast<void*>(x), nullptr, w, y, rows, cols, eps, stream);
 }
 
 void add_rmsnorm_bf16(void* x, const void* o, const void* w, void* y, std::int64_t rows,
                       std::int64_t cols, float eps, void* stream) {
-  if (rows == 0) return;
-  auto* xb = static_cast<bf16*>(x);
-  const auto* ob = static_cast<const bf16*>(o);
-  const auto* wb = static_cast<const bf16*>(w);
-  auto* yb = static_cast<bf16*>(y);
-  if (cols % 8 == 0 && aligned16(x) && aligned16(o) && aligned16(w) && aligned16(y)) {
-    add_rmsnorm_kernel<true><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
-  } else {
-    add_rmsnorm_kernel<false><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
-  }
-  TPO_CUDA_CHECK(cudaGetLastError());
+  launch_rmsnorm<true>(x, o, w, y, rows, cols, eps, stream);
 }
 
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
