@@ -239,15 +239,32 @@ class Emitter {
     for (auto& rw : residual_writers_) rw = {e};
   }
 
-  // Final norm and LM head on the last position of each request.
+  // Final norm and LM head on the last position of each request. With --add-norm fused the last
+  // module's adds run the final norm over their rows, as vLLM's norm(hidden_states, residual)
+  // does over every token; else a final norm op on the last positions.
   void head() {
     if (!w_.embed_head) return;
     std::vector<std::int32_t> deps;
-    for (const auto& rw : residual_writers_) deps.insert(deps.end(), rw.begin(), rw.end());
+    for (const auto& rw : residual_writers_) {
+      std::int32_t last_module = -1;
+      for (const auto id : rw) {
+        last_module = std::max(last_module, s_.ops[static_cast<std::size_t>(id)].residual_of);
+      }
+      for (const auto id : rw) {
+        Op& add = s_.ops[static_cast<std::size_t>(id)];
+        if (w_.fused_add_norm && add.code == OpCode::ResidualAdd &&
+            add.residual_of == last_module) {
+          add.norm_after = 3;
+        }
+        deps.push_back(id);
+      }
+    }
     const std::int64_t end = w_.context + w_.seq;
     const Segment last{0, -1, 0, w_.batch, end - 1, end};
-    const auto fn = b_.rowwise(OpCode::FinalNorm, last, -1, -1, d_.hidden, deps);
-    const auto head = b_.gemm(OpCode::LmHead, last, -1, -1, d_.vocab, d_.hidden, {fn});
+    const auto fn =
+        w_.fused_add_norm ? -1 : b_.rowwise(OpCode::FinalNorm, last, -1, -1, d_.hidden, deps);
+    const auto head = b_.gemm(OpCode::LmHead, last, -1, -1, d_.vocab, d_.hidden,
+                              fn >= 0 ? DepList{fn} : DepList(deps));
     // The logits of every rank's vocabulary slice gathered (batch x vocab bf16 values in all):
     // an all-gather moves (n - 1) / n of them over each link, as an all-reduce of half of them.
     if (w_.tp > 1 && !w_.vocab_replicated) {
@@ -259,9 +276,8 @@ class Emitter {
 
   // The residual adds of segment `seg` that are due before module `upto_module`. With
   // --add-norm fused, where one module's adds are due right before a module's norm, emit() makes
-  // each of them that norm's kernel over its rows too (fused_). Not after the last module: the
-  // final norm (--embed-head) runs on the last rows only, where vLLM fuses the last add into a
-  // final norm over every row (a difference the README states).
+  // each of them that norm's kernel over its rows too (fused_). After the last module, head()
+  // gives the last adds the final norm (--embed-head).
   void flush(std::size_t seg, std::int32_t upto_module) {
     const bool before_module = upto_module < static_cast<std::int32_t>(modules_.size());
     fused_[seg] = false;

@@ -41,7 +41,9 @@ Op post_norm_op(const Op& add) {
 }
 
 Op fused_norm_op(const Op& add) {
-  Op n = norm_of(add, add.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+  Op n = norm_of(add, add.norm_after == 3   ? OpCode::FinalNorm
+                      : add.norm_after == 2 ? OpCode::MlpNorm
+                                            : OpCode::AttnNorm);
   // The norm's bytes (rows read and written, the weight) less the residual's read, plus the
   // add's (residual and module output read, residual written).
   n.bytes += add.bytes - 2.0 * static_cast<double>(add.m) * static_cast<double>(add.n);

@@ -197,7 +197,7 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
     }
     if (const char* n = norm_after_name(op)) {  // the next module's norm fused into this add
       e["norm_after"] = n;
-      e["norm_layer"] = op.norm_layer;
+      if (op.norm_layer >= 0) e["norm_layer"] = op.norm_layer;
     }
     e["flops"] = op.flops;
     e["bytes"] = op.bytes;
@@ -263,7 +263,7 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
     }
     if (const char* n = norm_after_name(op)) {
       args["norm_after"] = n;
-      args["norm_layer"] = op.norm_layer;
+      if (op.norm_layer >= 0) args["norm_layer"] = op.norm_layer;
     }
     args["flops"] = op.flops;
     args["bytes"] = op.bytes;

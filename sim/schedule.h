@@ -111,8 +111,8 @@ struct Op {
   std::int8_t post_norm = 0;
   // ResidualAdd: the next module's RMSNorm fused into the add (vLLM's and SGLang's
   // fused_add_rms_norm, --add-norm fused): after the add the kernel also writes the normalized
-  // residual with layer `norm_layer`'s attention (1) or MLP (2) norm weight, and no norm op
-  // follows; 0 none.
+  // residual with layer `norm_layer`'s attention (1) or MLP (2) norm weight, or the final norm's
+  // (3, the last module's adds with --embed-head), and no norm op follows; 0 none.
   std::int8_t norm_after = 0;
   std::int32_t norm_layer = -1;
   DepList deps;
@@ -206,7 +206,9 @@ Op fused_norm_op(const Op& add);
 // reports; nullptr where it runs none.
 inline const char* norm_after_name(const Op& op) {
   if (op.norm_after == 0) return nullptr;
-  return op_code_name(op.norm_after == 2 ? OpCode::MlpNorm : OpCode::AttnNorm);
+  return op_code_name(op.norm_after == 3   ? OpCode::FinalNorm
+                      : op.norm_after == 2 ? OpCode::MlpNorm
+                                           : OpCode::AttnNorm);
 }
 // Bytes of a norm's weight vector (op.n bf16 values), read once and shared by all its rows; 0 for
 // every other op.

@@ -51,6 +51,9 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
         break;
       }
       case OpCode::ResidualAdd:
+        if (op.norm_after == 3) {  // the final norm: check_runnable refuses --embed-head graphs
+          throw std::logic_error("runtime: unexpected final norm in a residual add");
+        }
         k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm, op.norm_layer,
                        op.norm_after);
         break;

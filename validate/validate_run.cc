@@ -696,7 +696,7 @@ ojson validate_json(const ValidateReport& r) {
               {"measured_us", md}};
       if (const char* n = sim::norm_after_name(op)) {
         e["norm_after"] = n;
-        e["norm_layer"] = op.norm_layer;
+        if (op.norm_layer >= 0) e["norm_layer"] = op.norm_layer;
       }
       // Only where measured (the CPU's shared-memory all-reduce knows when the last rank came).
       if (i < c.measured.wait_ns.size()) e["measured_wait_us"] = to_us(c.measured.wait_ns[i]);

@@ -249,8 +249,16 @@ TEST_CASE("simulate --rope: the rotary kernel by default, none on request, a bad
     for (const auto& op : j.at("other_ops")) all += op.at("name").get<std::string>() + " ";
     return all;
   };
-  CHECK(names(sharded) == "embed allreduce final_norm lm_head logits_gather ");
-  CHECK(names(replicated) == "embed final_norm lm_head ");
+  // (The final norm runs in the last add's kernel, as vLLM's norm(hidden_states, residual).)
+  CHECK(names(sharded) == "embed allreduce lm_head logits_gather ");
+  CHECK(names(replicated) == "embed lm_head ");
+  const auto& last_ops = sharded.at("layers").back().at("ops");
+  CHECK(last_ops.back().at("name") == "residual_add");
+  CHECK(last_ops.back().at("norm_after") == "final_norm");
+  CHECK_FALSE(last_ops.back().contains("norm_layer"));
+  REQUIRE(tpo(step + " --add-norm separate").code == 0);
+  CHECK(names(nlohmann::json::parse(slurp(rep_v))) ==
+        "embed allreduce final_norm lm_head logits_gather ");
   // A plan made with --rope none says so, records it in each point's run, and validate --plan
   // runs it so: the CPU runtime without the kernel, predicted exactly as planned.
   const fs::path plan = scratch() / "rope_none.plan.json", rep = scratch() / "rope_none.v.json";
@@ -350,6 +358,14 @@ TEST_CASE("--add-norm: fused by default, separate on request, a bad value named,
   for (auto& e : pj.at("lookup")) e.at("run").at("workload").erase("add_norm");
   std::ofstream(plan) << pj.dump();
   CHECK(validated("") == planned_apart);
+  // A plan whose run says something else is refused, the file and the field named, exit 2.
+  pj.at("lookup").at(0).at("run").at("workload")["add_norm"] = "maybe";
+  std::ofstream(plan) << pj.dump();
+  r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("add_norm") != std::string::npos);
+  CHECK(r.out.find("must be fused or separate") != std::string::npos);
+  CHECK(r.out.find(plan.filename().string()) != std::string::npos);
 }
 
 TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget") {

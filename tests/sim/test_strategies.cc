@@ -336,3 +336,44 @@ TEST_CASE("fused add and norm under ladder on the last layers: the switch-over")
   CHECK(norm_of == std::map<int, int>{{0, 1}, {1, 2}, {2, 4}, {3, 5}, {4, -1}, {5, -1}});
   check_fused_adds(s);
 }
+
+TEST_CASE("fused add and norm with the embedding and LM head: the last adds run the final norm") {
+  for (auto kind :
+       {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder, StrategyKind::GemmSplit}) {
+    CAPTURE(strategy_name(kind));
+    auto w = toy_workload(8, 2);
+    w.embed_head = true;
+    StrategySpec spec(kind);
+    if (kind == StrategyKind::Iso) spec.chunk_tokens = {3, 5};
+    if (kind == StrategyKind::GemmSplit) spec.pieces = 2;
+    for (const bool fused : {false, true}) {
+      w.fused_add_norm = fused;
+      const Schedule s = build_schedule(w, spec);
+      int final_norms = 0, final_adds = 0;
+      std::int32_t head = -1;
+      for (std::size_t i = 0; i < s.ops.size(); ++i) {
+        const Op& op = s.ops[i];
+        final_norms += op.code == OpCode::FinalNorm;
+        if (op.norm_after == 3) {
+          ++final_adds;
+          CHECK(op.residual_of == 3);  // the last module's (ladder: not the one before it)
+          CHECK(std::string(norm_after_name(op)) == "final_norm");
+        }
+        if (op.code == OpCode::LmHead) head = static_cast<std::int32_t>(i);
+      }
+      REQUIRE(head >= 0);
+      // Separate: a final norm op on the last positions, which the LM head waits for. Fused:
+      // none; the last module's adds (one per ISO chunk, one per gemm-split piece) run it over
+      // their rows, and the LM head waits for every add of the last flush.
+      CHECK(final_norms == (fused ? 0 : 1));
+      const std::int64_t per = kind == StrategyKind::Iso         ? 2
+                               : kind == StrategyKind::GemmSplit ? 2
+                                                                 : 1;
+      CHECK(final_adds == (fused ? per : 0));
+      for (auto d : s.ops[static_cast<std::size_t>(head)].deps) {
+        const Op& dep = s.ops[static_cast<std::size_t>(d)];
+        CHECK(dep.code == (fused ? OpCode::ResidualAdd : OpCode::FinalNorm));
+      }
+    }
+  }
+}
