@@ -139,6 +139,7 @@ std::function<int()> add_validate(CLI::App& app) {
       o->exec_given = sub->count("--exec") > 0;
       o->rope_given = sub->count("--rope") > 0;
       o->add_norm_given = sub->count("--add-norm") > 0;
+      o->allreduce_fusion_given = sub->count("--allreduce-fusion") > 0;
       o->sm_clock_given = sub->count("--sm-clock") > 0;    // 0 included: as quoted
       o->comm_ctas_given = sub->count("--comm-ctas") > 0;  // 0 included: the default
     } else if (sub->count("--alternatives")) {

@@ -236,6 +236,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << (o.plan.workload.add_norm == "separate"
              ? ", residual add and norm apart (--add-norm separate)"
              : "")
+     << (o.plan.workload.allreduce_fusion == "add-norm"
+             ? ", all-reduces add and normalize (--allreduce-fusion add-norm)"
+             : "")
      << "; with the embedding, final norm and LM head ("
      << (o.plan.workload.vocab == "replicated" ? "whole on every GPU: --vocab replicated; " : "")
      << "a sweep's prefill leaves them out)\n";
@@ -300,6 +303,7 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"rope", o.plan.workload.rope},
                        {"vocab", o.plan.workload.vocab},
                        {"add_norm", o.plan.workload.add_norm},
+                       {"allreduce_fusion", o.plan.workload.allreduce_fusion},
                        {"threshold", o.plan.threshold}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;

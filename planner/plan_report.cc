@@ -60,7 +60,9 @@ void print_plan(std::ostream& os, const Plan& plan) {
              : "")
      << ", " << w.layers << " layers" << sim::sm_clock_text(w.hardware)
      << (!w.rope && w.model.rotary_dim > 0 ? ", no rotary kernel (--rope none)" : "")
-     << (!w.fused_add_norm ? ", residual add and norm apart (--add-norm separate)" : "") << "\n";
+     << (!w.fused_add_norm ? ", residual add and norm apart (--add-norm separate)" : "")
+     << (w.allreduce_add ? ", all-reduces add and normalize (--allreduce-fusion add-norm)" : "")
+     << "\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
@@ -228,6 +230,7 @@ ojson plan_json(const Plan& plan) {
                        {"rope", o.workload.rope},
                        {"vocab", o.workload.vocab},
                        {"add_norm", o.workload.add_norm},
+                       {"allreduce_fusion", o.workload.allreduce_fusion},
                        {"interpolation_risk",
                         o.interpolation_risk < 0 ? ojson("auto") : ojson(o.interpolation_risk)}};
   // Of a file only: a pipe (/dev/stdin) cannot be read again to fingerprint or to check.

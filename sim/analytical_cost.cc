@@ -302,6 +302,14 @@ std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {
       break;
     case OpKind::AllReduce:
       t = allreduce_ns({CollectiveKind::AllReduce, static_cast<std::int64_t>(op.bytes), tp_});
+      // Its kernel also adds and normalizes (--allreduce-fusion add-norm): that work's bytes at
+      // HBM speed, no kernel term of its own (an assumption: the fused kernel's reduction does
+      // not hide them).
+      if (op.residual_of >= 0) {
+        const Op add = allreduce_add_op(op);
+        t += rowwise_ns(add.norm_after > 0 ? fused_norm_op(add) : add);
+        if (add.post_norm > 0) t += rowwise_ns(post_norm_op(add));
+      }
       break;
   }
   // A published all-reduce time already holds its kernel's start and drain.

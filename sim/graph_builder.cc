@@ -252,8 +252,7 @@ class Emitter {
       }
       for (const auto id : rw) {
         Op& add = s_.ops[static_cast<std::size_t>(id)];
-        if (w_.fused_add_norm && add.code == OpCode::ResidualAdd &&
-            add.residual_of == last_module) {
+        if (w_.fused_add_norm && add.residual_of >= 0 && add.residual_of == last_module) {
           add.norm_after = 3;
         }
         deps.push_back(id);
@@ -293,9 +292,13 @@ class Emitter {
       if (!any) writers.clear();
       any = true;
       const Module& m = modules_[static_cast<std::size_t>(it->module)];
+      // --allreduce-fusion add-norm: the all-reduce's kernel adds (not a ladder's delayed add:
+      // the next module reads the residual without it while the all-reduce runs).
+      const bool in_allreduce = w_.allreduce_add && w_.tp > 1 && m.delay == 0;
       for (std::size_t p = it->first; p < it->first + it->count; ++p) {
-        const auto id = b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer, m.index, d_.hidden,
-                                   {pool_ars_[p]});
+        const auto id = in_allreduce ? pool_ars_[p]
+                                     : b_.rowwise(OpCode::ResidualAdd, pool_rows_[p], m.layer,
+                                                  m.index, d_.hidden, {pool_ars_[p]});
         Op& add = s_.ops[static_cast<std::size_t>(id)];
         add.residual_of = m.index;
         // Gemma's post-norm on the module's output (a parallel block's: the attention's).

@@ -40,6 +40,16 @@ Op post_norm_op(const Op& add) {
   return norm_of(add, OpCode::MlpNorm);
 }
 
+Op allreduce_add_op(const Op& ar) {
+  Op a = ar;
+  a.code = OpCode::ResidualAdd;
+  a.kind = OpKind::Elementwise;
+  a.stream = StreamKind::Compute;
+  const std::int64_t rows = std::max<std::int64_t>(1, ar.tokens());
+  set_rowwise_work(a, rows, static_cast<std::int64_t>(ar.bytes / 2.0) / rows);
+  return a;
+}
+
 Op fused_norm_op(const Op& add) {
   Op n = norm_of(add, add.norm_after == 3   ? OpCode::FinalNorm
                       : add.norm_after == 2 ? OpCode::MlpNorm

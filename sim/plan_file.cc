@@ -152,6 +152,10 @@ WorkloadOptions workload_from_json(const JsonObject& o, const std::string& made_
   if (w.add_norm != "fused" && w.add_norm != "separate") {
     throw InputError(o.file(), o.field("add_norm"), "must be fused or separate");
   }
+  w.allreduce_fusion = o.string_or("allreduce_fusion", "none");
+  if (w.allreduce_fusion != "none" && w.allreduce_fusion != "add-norm") {
+    throw InputError(o.file(), o.field("allreduce_fusion"), "must be none or add-norm");
+  }
   return w;
 }
 

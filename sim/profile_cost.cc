@@ -223,6 +223,19 @@ ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
       }
       break;
     case OpKind::AllReduce:
+      if (op.residual_of >= 0) {
+        // --allreduce-fusion add-norm: the all-reduce, then its add (and norms) priced as the
+        // residual add kernel the profile timed (what the runtimes run after it on the comm
+        // stream).
+        Op pure = op;
+        pure.residual_of = -1;
+        pure.post_norm = pure.norm_after = 0;
+        Estimate e = estimate(pure);
+        const Estimate a = estimate(allreduce_add_op(op));
+        e.us += a.us;
+        e.origin = less_measured(e.origin, a.origin);
+        return e;
+      }
       if (auto it = allreduce_.find(tp_); it != allreduce_.end()) {
         const double elements = op.bytes / 2.0;  // the graph counts bf16 messages
         Estimate e = on_curve(it->second, elements, op);

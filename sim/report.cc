@@ -25,12 +25,13 @@ std::string model_and_exec(const CostModel& cm) {
 }
 
 ojson workload_options_json(const WorkloadOptions& o) {
-  return ojson{{"model", o.model},       {"hardware", o.hardware}, {"tp", o.tp},
-               {"phase", o.phase},       {"batch", o.batch},       {"seq", o.seq},
-               {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
-               {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
-               {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope},
-               {"vocab", o.vocab},       {"add_norm", o.add_norm}};
+  return ojson{
+      {"model", o.model},       {"hardware", o.hardware}, {"tp", o.tp},
+      {"phase", o.phase},       {"batch", o.batch},       {"seq", o.seq},
+      {"context", o.context},   {"layers", o.layers},     {"embed_head", o.embed_head},
+      {"profile", o.profile},   {"emulate", o.emulate},   {"comm_ctas", o.comm_ctas},
+      {"sm_clock", o.sm_clock}, {"exec", o.exec},         {"rope", o.rope},
+      {"vocab", o.vocab},       {"add_norm", o.add_norm}, {"allreduce_fusion", o.allreduce_fusion}};
 }
 
 ojson options_json(const WorkloadOptions& w, const StrategyOptions& s) {
@@ -129,6 +130,7 @@ std::string workload_line(const Workload& w) {
   if (!w.rope && w.model.rotary_dim > 0) os << ", no rotary kernel (--rope none)";
   if (w.embed_head && w.vocab_replicated) os << ", embedding and LM head whole on every GPU";
   if (!w.fused_add_norm) os << ", residual add and norm apart (--add-norm separate)";
+  if (w.allreduce_add) os << ", all-reduces add and normalize (--allreduce-fusion add-norm)";
   return os.str();
 }
 
@@ -195,6 +197,8 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
       e["kv_prefix"] = op.kv_prefix();
       if (op.window > 0) e["window"] = op.window;
     }
+    // An all-reduce whose kernel also adds to the residual (--allreduce-fusion add-norm).
+    if (op.kind == OpKind::AllReduce && op.residual_of >= 0) e["residual_add"] = true;
     if (const char* n = norm_after_name(op)) {  // the next module's norm fused into this add
       e["norm_after"] = n;
       if (op.norm_layer >= 0) e["norm_layer"] = op.norm_layer;

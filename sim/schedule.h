@@ -93,7 +93,10 @@ struct Op {
   std::int64_t window = 0;
   double flops = 0;
   double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
-  std::int32_t residual_of = -1;  // ResidualAdd: the module whose reduced output it adds
+  // ResidualAdd: the module whose reduced output it adds. AllReduce with --allreduce-fusion
+  // add-norm: its module, when its kernel also adds the reduced output to the residual (and runs
+  // post_norm and norm_after as a ResidualAdd would); -1 otherwise.
+  std::int32_t residual_of = -1;
   bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
   bool bias = false;              // GEMM adds a bias vector in its epilogue (Qwen2's qkv)
   // Qkv: elements per row of K (and of V) that the op also writes into the KV cache after its
@@ -202,6 +205,10 @@ Op post_norm_op(const Op& add);
 // kernel reads the module output and the residual, and writes the residual and the normalized
 // values: four passes for the two ops' five). Call only where op.norm_after is set.
 Op fused_norm_op(const Op& add);
+// The residual add (with its post-norm and next norm) an all-reduce's kernel also runs
+// (op.residual_of >= 0 on an AllReduce, --allreduce-fusion add-norm), as a ResidualAdd op of the
+// same rows and width.
+Op allreduce_add_op(const Op& ar);
 // The name of the norm a residual add runs after its add ("attn_norm", "mlp_norm"), for
 // reports; nullptr where it runs none.
 inline const char* norm_after_name(const Op& op) {

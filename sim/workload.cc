@@ -224,6 +224,12 @@ Workload make_workload(const WorkloadOptions& o) {
                      "separate (an add kernel, then a norm kernel)");
   }
   w.fused_add_norm = o.add_norm == "fused";
+  if (o.allreduce_fusion != "none" && o.allreduce_fusion != "add-norm") {
+    throw FieldError("allreduce_fusion", o.allreduce_fusion,
+                     "must be none (the residual add a kernel of its own) or add-norm (the "
+                     "all-reduce's kernel adds to the residual and runs the next norm)");
+  }
+  w.allreduce_add = o.allreduce_fusion == "add-norm";
   // Compute is this machine's; the all-reduces are the target machine's: its links (and so
   // its all-reduce times) replace the running machine's.
   const HardwareConfig target =

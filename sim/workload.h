@@ -53,6 +53,10 @@ struct WorkloadOptions {
   // Hugging Face transformers' eager forward; and every run and plan recorded before the option
   // (2026-12-04), which a file without the field is read as).
   std::string add_norm = "fused";
+  // What an all-reduce's kernel also does: none | add-norm (it adds the reduced output to the
+  // residual and, with --add-norm fused, runs the next norm: TensorRT-LLM's fused all-reduce,
+  // FlashInfer's all-reduce fusion in vLLM and SGLang, TokenWeave). Files without it: none.
+  std::string allreduce_fusion = "none";
   bool operator==(const WorkloadOptions&) const = default;
 };
 
@@ -71,6 +75,7 @@ struct Workload {
   bool rope = true;               // a rotary kernel after each qkv GEMM (WorkloadOptions::rope)
   bool vocab_replicated = false;  // WorkloadOptions::vocab
   bool fused_add_norm = true;     // WorkloadOptions::add_norm
+  bool allreduce_add = false;     // WorkloadOptions::allreduce_fusion == "add-norm"
 };
 
 // Per-rank shard sizes under TP. KV heads are replicated when tp exceeds them, as vLLM and

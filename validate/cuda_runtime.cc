@@ -486,7 +486,15 @@ class CudaRun {
         start_[r][i]->record(stream_of(r), graph);
         if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
       }
-      if (op.code == OpCode::AllReduce) allreduce(op, i);
+      if (op.code == OpCode::AllReduce) {
+        allreduce(op, i);
+        // --allreduce-fusion add-norm: the add (and norms) after the sum, on the comm stream.
+        for (std::size_t r = 0; op.residual_of >= 0 && r < ranks_.size(); ++r) {
+          cu::set_device(ranks_[r].ctx->device());
+          CudaKernels k(m_, ranks_[r], stream_of(r), fused_);
+          interpret_add(m_, layout_, op, k);
+        }
+      }
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
         cu::set_device(ranks_[r].ctx->device());
         end_[r][i]->record(stream_of(r), graph);

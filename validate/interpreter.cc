@@ -9,6 +9,21 @@ namespace tpo::validate {
 
 using sim::OpCode;
 
+namespace {
+void add_block(const sim::Op& op, const RowBlock& b, RankKernels& k) {
+  if (op.norm_after == 3) {  // the final norm: check_runnable refuses --embed-head graphs
+    throw std::logic_error("runtime: unexpected final norm in a residual add");
+  }
+  k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm, op.norm_layer,
+                 op.norm_after);
+}
+}  // namespace
+
+void interpret_add(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k) {
+  if (op.residual_of < 0) return;
+  for (const RowBlock& b : row_blocks(l, m.context, op)) add_block(op, b, k);
+}
+
 std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k) {
   std::int64_t arrived = 0;
   for (const RowBlock& b : row_blocks(l, m.context, op)) {
@@ -48,14 +63,11 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
       case OpCode::AllReduce: {
         const std::int64_t t = k.allreduce(op.module, b.row, b.len);
         if (arrived == 0) arrived = t;
+        if (op.residual_of >= 0) add_block(op, b, k);
         break;
       }
       case OpCode::ResidualAdd:
-        if (op.norm_after == 3) {  // the final norm: check_runnable refuses --embed-head graphs
-          throw std::logic_error("runtime: unexpected final norm in a residual add");
-        }
-        k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm, op.norm_layer,
-                       op.norm_after);
+        add_block(op, b, k);
         break;
       default:  // check_runnable let nothing else through
         throw std::logic_error(std::string("runtime: unexpected op ") + sim::op_code_name(op.code));

@@ -63,4 +63,10 @@ class RankKernels {
 // (embedding, LM head: refused earlier by check_runnable).
 std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k);
 
+// The residual add an op runs, over its rows: a ResidualAdd's, or what an all-reduce's kernel
+// also runs after the sum (op.residual_of >= 0 on an AllReduce, --allreduce-fusion add-norm:
+// interpret calls it after k.allreduce; the CUDA runtime, which sums every rank at once, after
+// its collective). Nothing for an op without one.
+void interpret_add(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k);
+
 }  // namespace tpo::validate

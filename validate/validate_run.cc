@@ -92,6 +92,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
       if (o.exec_given) r.workload.exec = o.workload.exec;
       if (o.rope_given) r.workload.rope = o.workload.rope;
       if (o.add_norm_given) r.workload.add_norm = o.workload.add_norm;
+      if (o.allreduce_fusion_given) r.workload.allreduce_fusion = o.workload.allreduce_fusion;
       if (o.sm_clock_given) r.workload.sm_clock = o.workload.sm_clock;
       if (o.comm_ctas_given) r.workload.comm_ctas = o.workload.comm_ctas;
       // The plan's predictions came from its profile as it was: one changed since would be
@@ -135,6 +136,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
             (f == "hardware" && o.hardware_given) || (f == "profile" && o.profile_given) ||
             (f == "layers" && o.layers_given) || (f == "exec" && o.exec_given) ||
             (f == "rope" && o.rope_given) || (f == "add_norm" && o.add_norm_given) ||
+            (f == "allreduce_fusion" && o.allreduce_fusion_given) ||
             (f == "sm_clock" && o.sm_clock_given) || (f == "comm_ctas" && o.comm_ctas_given) ||
             (f == "emulate" && !o.workload.emulate.empty());
         if (overridden) throw;
@@ -304,7 +306,11 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   auto targets = [&](const sim::Schedule& sch) {
     std::vector<std::int64_t> t;
     for (const auto& op : sch.ops) {
-      t.push_back(op.kind == sim::OpKind::AllReduce ? cm->standalone_ns(op) : 0);
+      // The collective's own time: an add it also runs (--allreduce-fusion) runs after it.
+      sim::Op pure = op;
+      pure.residual_of = -1;
+      pure.post_norm = pure.norm_after = 0;
+      t.push_back(op.kind == sim::OpKind::AllReduce ? cm->standalone_ns(pure) : 0);
     }
     return t;
   };
@@ -694,6 +700,7 @@ ojson validate_json(const ValidateReport& r) {
               {"predicted_us", pd},
               {"measured_start_us", to_us(c.measured.start_ns[i])},
               {"measured_us", md}};
+      if (op.kind == sim::OpKind::AllReduce && op.residual_of >= 0) e["residual_add"] = true;
       if (const char* n = sim::norm_after_name(op)) {
         e["norm_after"] = n;
         if (op.norm_layer >= 0) e["norm_layer"] = op.norm_layer;

@@ -26,7 +26,7 @@ struct ValidateOptions {
   sim::StrategyOptions strategy;
   std::string plan_path;  // validate the plan's points instead of one strategy
   bool hardware_given = false, profile_given = false,  // replace the plan's
-      layers_given = false, exec_given = false, rope_given = false, add_norm_given = false,
+      layers_given = false, exec_given = false, rope_given = false, add_norm_given = false, allreduce_fusion_given = false,
        sm_clock_given = false, comm_ctas_given = false;
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated

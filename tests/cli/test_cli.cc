@@ -368,6 +368,53 @@ TEST_CASE("--add-norm: fused by default, separate on request, a bad value named,
   CHECK(r.out.find(plan.filename().string()) != std::string::npos);
 }
 
+TEST_CASE("--allreduce-fusion add-norm: the all-reduces add and normalize, said and recorded") {
+  const fs::path rep = scratch() / "ar_fusion.json";
+  const std::string base =
+      "simulate --model llama3.1-8b --hardware h200x8 --tp 8 --seq 4096 "
+      "--layers 4 --json " +
+      rep.string();
+  auto r = tpo(base);
+  REQUIRE(r.code == 0);
+  const auto plain = nlohmann::json::parse(slurp(rep));
+  CHECK(plain.at("options").at("allreduce_fusion") == "none");
+  r = tpo(base + " --allreduce-fusion add-norm");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("4/32 layers, all-reduces add and normalize (--allreduce-fusion add-norm)") !=
+        std::string::npos);
+  const auto fused = nlohmann::json::parse(slurp(rep));
+  CHECK(fused.at("options").at("allreduce_fusion") == "add-norm");
+  int adds = 0, in_ar = 0;
+  for (const auto& l : fused.at("layers")) {
+    for (const auto& op : l.at("ops")) {
+      adds += op.at("name") == "residual_add";
+      in_ar += op.at("name") == "allreduce" && op.value("residual_add", false);
+    }
+  }
+  CHECK(adds == 0);
+  CHECK(in_ar == 8);
+  // The adds and norms leave the compute stream: none, where nothing overlaps, is no faster
+  // (the same work, now after each all-reduce on its stream), within a few us per layer.
+  CHECK(std::fabs(fused.at("total_us").get<double>() - plain.at("total_us").get<double>()) <
+        4 * 10.0);
+  r = tpo(base + " --allreduce-fusion always");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--allreduce-fusion always: must be none") != std::string::npos);
+  // Planned with it, validated on the CPU as planned (the comm threads add and normalize).
+  const fs::path plan = scratch() / "ar_fusion.plan.json", v = scratch() / "ar_fusion.v.json";
+  REQUIRE(tpo("plan --model " + data + "/tiny_model.json --tp 2 --hardware cpu-host --seq 128 " +
+              "--layers 2 --quiet --allreduce-fusion add-norm --json " + plan.string())
+              .code == 0);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  CHECK(pj.at("lookup").at(0).at("run").at("workload").at("allreduce_fusion") == "add-norm");
+  r = tpo("validate --plan " + plan.string() + " --repeat 1 --warmup 0 --json " + v.string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const auto vj = nlohmann::json::parse(slurp(v));
+  CHECK(vj.at("cases").at(0).at("predicted_us").get<double>() ==
+        pj.at("lookup").at(0).at("predicted_us").get<double>());
+  CHECK(vj.at("cases").at(0).at("correct") == true);
+}
+
 TEST_CASE("simulate --comm-ctas: the speedup is over none at the default budget") {
   const fs::path dir = scratch() / "comm_ctas_baseline";
   fs::create_directories(dir);

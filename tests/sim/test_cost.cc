@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "sim/cost_model.h"
+#include "sim/profile.h"
+#include "sim/profile_cost.h"
 #include "sim/strategy.h"
 #include "toy.h"
 
@@ -492,6 +494,33 @@ TEST_CASE("residual add with the next norm fused: its write and weight, no read,
   plain.norm_after = 0;
   CHECK(l2.standalone_ns(plain) == std::llround(add.bytes / 1000 + 1000));
   CHECK(l2.standalone_ns(add) == std::llround(fused_norm_op(add).bytes + 1000));
+}
+
+TEST_CASE("an all-reduce that adds and normalizes: its add and norm's bytes, no kernel term") {
+  const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), 2);
+  Op ar;
+  ar.code = OpCode::AllReduce;
+  ar.kind = OpKind::AllReduce;
+  ar.stream = StreamKind::Comm;
+  ar.req_end = 1;
+  ar.seq_end = 8;
+  set_allreduce_work(ar, 8 * 64);
+  const std::int64_t alone = cm.standalone_ns(ar);
+  ar.residual_of = 3;
+  const Op add = allreduce_add_op(ar);
+  CHECK(add.code == OpCode::ResidualAdd);
+  CHECK(add.m == 8);
+  CHECK(add.n == 64);
+  CHECK(add.residual_of == 3);
+  CHECK(cm.standalone_ns(ar) == alone + 3 * 2 * 8 * 64);  // the add's bytes at 1 byte/ns
+  ar.norm_after = 2;
+  CHECK(cm.standalone_ns(ar) == alone + 3 * 2 * 8 * 64 + 1024 + 128);
+  // A profile prices the add as the residual add kernel it timed, after its all-reduce.
+  tpo::sim::Profile p;
+  p.tp = 2;
+  p.rowwise.push_back({kAddNormName, 8, 64, {5, 5, 5, 5}});
+  const ProfileCostModel pm(p, tpo::test::byte_per_ns_hardware(), 2);
+  CHECK(pm.standalone_ns(ar) == alone + 5000);
 }
 
 TEST_CASE("qkv: Qwen3's per-head query and key norms, two kernels before the rotary one") {

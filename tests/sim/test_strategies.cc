@@ -221,7 +221,7 @@ void check_fused_adds(const Schedule& s) {
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const Op& add = s.ops[i];
     if (add.norm_after == 0) continue;
-    CHECK(add.code == OpCode::ResidualAdd);
+    CHECK((add.code == OpCode::ResidualAdd || add.code == OpCode::AllReduce));
     int readers = 0;
     for (const Op& op : s.ops) {
       if (std::find(op.deps.begin(), op.deps.end(), static_cast<std::int32_t>(i)) ==
@@ -376,4 +376,51 @@ TEST_CASE("fused add and norm with the embedding and LM head: the last adds run 
       }
     }
   }
+}
+
+TEST_CASE("--allreduce-fusion add-norm: the all-reduce's kernel adds and normalizes") {
+  for (auto kind :
+       {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder, StrategyKind::GemmSplit,
+        StrategyKind::Microbatch, StrategyKind::ParallelBlock, StrategyKind::IsoLadder}) {
+    CAPTURE(strategy_name(kind));
+    auto w = toy_workload(8, 3);
+    w.batch = 2;
+    w.fused_add_norm = true;
+    StrategySpec spec(kind);
+    if (strategy(kind).uses_chunks()) spec.chunk_tokens = {3, 5};
+    if (kind == StrategyKind::GemmSplit) spec.pieces = 2;
+    const Schedule plain = build_schedule(w, spec);
+    w.allreduce_add = true;
+    const Schedule s = build_schedule(w, spec);
+    auto count = [](const Schedule& g, auto pred) {
+      return std::count_if(g.ops.begin(), g.ops.end(), pred);
+    };
+    const auto adds = count(s, [](const Op& op) { return op.code == OpCode::ResidualAdd; });
+    const auto in_ar =
+        count(s, [](const Op& op) { return op.code == OpCode::AllReduce && op.residual_of >= 0; });
+    // Every add is either an op of its own or in its all-reduce; none lost. Only a ladder's
+    // delayed adds stay ops (the next module reads the residual while that all-reduce runs).
+    CHECK(adds + in_ar ==
+          count(plain, [](const Op& op) { return op.code == OpCode::ResidualAdd; }));
+    const bool ladder = kind == StrategyKind::Ladder || kind == StrategyKind::IsoLadder;
+    // (Ladder here delays every module's add.)
+    CHECK(adds == (ladder ? adds + in_ar : 0));
+    CHECK((ladder ? in_ar == 0 : in_ar > 0));
+    // The same norms fused, now into the all-reduces; the compute stream waits for them.
+    CHECK(count(s, [](const Op& op) { return op.norm_after > 0; }) ==
+          count(plain, [](const Op& op) { return op.norm_after > 0; }));
+    for (const Op& op : s.ops) {
+      if (op.code != OpCode::AllReduce || op.residual_of < 0) continue;
+      CHECK(op.residual_of == op.module);
+      CHECK(op.stream == StreamKind::Comm);
+    }
+    check_fused_adds(s);
+  }
+  // At TP 1 there is no all-reduce to fuse into: the adds stay.
+  auto w = toy_workload(8, 2);
+  w.tp = 1;
+  w.allreduce_add = true;
+  const Schedule one = build_schedule(w, {StrategyKind::None});
+  CHECK(std::count_if(one.ops.begin(), one.ops.end(),
+                      [](const Op& op) { return op.code == OpCode::ResidualAdd; }) == 4);
 }
