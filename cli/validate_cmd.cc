@@ -88,11 +88,12 @@ std::function<int()> add_validate(CLI::App& app) {
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
                   "Write predicted and measured timelines as one Chrome trace to FILE");
-  sub->add_option("--plan", o->plan_path,
-                  "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
-                  "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
-                  "profile); --hardware, --profile, --emulate, --layers, --exec, --sm-clock and "
-                  "--comm-ctas may replace the plan's");
+  sub->add_option(
+      "--plan", o->plan_path,
+      "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
+      "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
+      "profile); --hardware, --profile, --emulate, --layers, --exec, --rope, --add-norm, "
+      "--allreduce-fusion, --sm-clock and --comm-ctas may replace the plan's");
   sub->add_option("--alternatives", o->alternatives,
                   "With --plan: also measure each point's N fastest-predicted other candidates "
                   "and report whether the plan's pick was the fastest measured (regret)")

@@ -258,12 +258,14 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
         ->capture_default_str();
   }
   if (f.add_norm) {
-    sub->add_option("--allreduce-fusion", w->allreduce_fusion,
-                    "What each all-reduce's kernel also does: none (the residual add and norm "
-                    "run on the compute stream, vLLM's and SGLang's default) or add-norm (it adds "
-                    "the reduced output to the residual and runs the next norm, as TensorRT-LLM's "
-                    "fused all-reduce, FlashInfer's all-reduce fusion and TokenWeave do; a "
-                    "ladder-delayed add stays a kernel of its own)")
+    sub->add_option(
+           "--allreduce-fusion", w->allreduce_fusion,
+           "What each all-reduce's kernel also does: none (the residual add and norm "
+           "run on the compute stream, vLLM's and SGLang's default) or add-norm (it adds "
+           "the reduced output to the residual and, with --add-norm fused, runs the next norm, as "
+           "TensorRT-LLM's "
+           "fused all-reduce, FlashInfer's all-reduce fusion and TokenWeave do; a "
+           "ladder-delayed add stays a kernel of its own)")
         ->capture_default_str();
   }
   if (f.embed_head || f.vocab) {

@@ -74,10 +74,19 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
                                        (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0)) /
                                       ns);
       break;
-    case OpKind::AllReduce:
+    case OpKind::AllReduce: {
       r.comm = true;
       r.hbm_gbps = static_cast<float>(p.comm_hbm_gbps_per_cta * static_cast<double>(p.comm_ctas));
+      // One that also adds and normalizes (--allreduce-fusion) streams those bytes too.
+      if (op.residual_of >= 0) {
+        const Op add = allreduce_add_op(op);
+        r.hbm_gbps +=
+            static_cast<float>(((add.norm_after > 0 ? fused_norm_op(add).bytes : add.bytes) +
+                                (add.post_norm > 0 ? post_norm_op(add).bytes : 0.0)) /
+                               ns);
+      }
       break;
+    }
   }
   if (!r.comm) r.beside_comm = wave_factor(r.waves, p.sms, p.comm_ctas, p.stream_k, p.extra_wave);
   // A GEMM or attention kernel that nearly saturates HBM alone (decode's large GEMMs) is

@@ -92,13 +92,13 @@ struct Op {
   // layer's window, set where the workload reaches past it); 0: every earlier position.
   std::int64_t window = 0;
   double flops = 0;
-  double bytes = 0;               // bytes moved through HBM (all-reduce: message bytes per rank)
+  double bytes = 0;  // bytes moved through HBM (all-reduce: message bytes per rank)
   // ResidualAdd: the module whose reduced output it adds. AllReduce with --allreduce-fusion
   // add-norm: its module, when its kernel also adds the reduced output to the residual (and runs
   // post_norm and norm_after as a ResidualAdd would); -1 otherwise.
   std::int32_t residual_of = -1;
-  bool accumulate = false;        // GEMM adds into its output (parallel block's down projection)
-  bool bias = false;              // GEMM adds a bias vector in its epilogue (Qwen2's qkv)
+  bool accumulate = false;  // GEMM adds into its output (parallel block's down projection)
+  bool bias = false;        // GEMM adds a bias vector in its epilogue (Qwen2's qkv)
   // Qkv: elements per row of K (and of V) that the op also writes into the KV cache after its
   // GEMM (local KV heads x head dim; the runtime's store_kv, a serving engine's cache write).
   std::int64_t kv_width = 0;
@@ -126,13 +126,15 @@ struct Op {
 };
 
 // Everything that sets an op's cost — its work and the stream and rank it runs on — without
-// its place in the graph (layer, module, dependencies, residual_of): two ops equal here cost
-// the same under the analytical and the profile cost model, which read none of those.
+// its place in the graph (layer, module, dependencies; residual_of only as whether an
+// all-reduce also adds): two ops equal here cost the same under the analytical and the profile
+// cost model, which read no more of those.
 inline auto op_cost_key(const Op& o) {
   return std::make_tuple(o.code, o.kind, o.stream, o.rank, o.chunk, o.piece, o.req_begin, o.req_end,
                          o.seq_begin, o.seq_end, o.m, o.n, o.k, o.kv_heads, o.window, o.flops,
                          o.bytes, o.accumulate, o.bias, o.kv_width, o.rope_dim, o.rope_heads,
-                         o.qk_norm, o.post_norm, o.norm_after);
+                         o.qk_norm, o.post_norm, o.norm_after,
+                         o.kind == OpKind::AllReduce && o.residual_of >= 0);
 }
 
 struct Schedule {

@@ -708,8 +708,11 @@ ojson validate_json(const ValidateReport& r) {
       // Only where measured (the CPU's shared-memory all-reduce knows when the last rank came).
       if (i < c.measured.wait_ns.size()) e["measured_wait_us"] = to_us(c.measured.wait_ns[i]);
       // Emulated: the copy kernel lasted the predicted all-reduce time; not a measured link.
+      // One that also adds (--allreduce-fusion): the copy replayed the collective, the add after
+      // it was measured.
       if (!r.emulated_links.empty() && op.kind == sim::OpKind::AllReduce) {
-        e["measured_us_is_replayed_prediction"] = true;
+        e[op.residual_of >= 0 ? "measured_us_replays_the_collective"
+                              : "measured_us_is_replayed_prediction"] = true;
       }
       e["error"] = md > 0 ? (pd - md) / md : 0.0;
       ops.push_back(std::move(e));

@@ -393,10 +393,12 @@ TEST_CASE("--allreduce-fusion add-norm: the all-reduces add and normalize, said 
   }
   CHECK(adds == 0);
   CHECK(in_ar == 8);
-  // The adds and norms leave the compute stream: none, where nothing overlaps, is no faster
-  // (the same work, now after each all-reduce on its stream), within a few us per layer.
-  CHECK(std::fabs(fused.at("total_us").get<double>() - plain.at("total_us").get<double>()) <
-        4 * 10.0);
+  // The adds and norms leave the compute stream: none, where nothing overlaps, runs the same
+  // work after each all-reduce on its stream, no slower and faster by at most the add kernels'
+  // terms it saves (a few us per layer).
+  const double saved = plain.at("total_us").get<double>() - fused.at("total_us").get<double>();
+  CHECK(saved >= 0);
+  CHECK(saved < 4 * 10.0);
   r = tpo(base + " --allreduce-fusion always");
   CHECK(r.code == 2);
   CHECK(r.out.find("--allreduce-fusion always: must be none") != std::string::npos);

@@ -347,32 +347,39 @@ TEST_CASE("fused add and norm with the embedding and LM head: the last adds run 
     if (kind == StrategyKind::Iso) spec.chunk_tokens = {3, 5};
     if (kind == StrategyKind::GemmSplit) spec.pieces = 2;
     for (const bool fused : {false, true}) {
-      w.fused_add_norm = fused;
-      const Schedule s = build_schedule(w, spec);
-      int final_norms = 0, final_adds = 0;
-      std::int32_t head = -1;
-      for (std::size_t i = 0; i < s.ops.size(); ++i) {
-        const Op& op = s.ops[i];
-        final_norms += op.code == OpCode::FinalNorm;
-        if (op.norm_after == 3) {
-          ++final_adds;
-          CHECK(op.residual_of == 3);  // the last module's (ladder: not the one before it)
-          CHECK(std::string(norm_after_name(op)) == "final_norm");
+      for (const bool in_ar : {false, true}) {
+        w.fused_add_norm = fused;
+        w.allreduce_add = in_ar;  // the last adds in the all-reduces (not a ladder's)
+        const Schedule s = build_schedule(w, spec);
+        const bool ar_adds = in_ar && kind != StrategyKind::Ladder;
+        int final_norms = 0, final_adds = 0;
+        std::int32_t head = -1;
+        for (std::size_t i = 0; i < s.ops.size(); ++i) {
+          const Op& op = s.ops[i];
+          final_norms += op.code == OpCode::FinalNorm;
+          if (op.norm_after == 3) {
+            ++final_adds;
+            CHECK(op.residual_of == 3);  // the last module's (ladder: not the one before it)
+            CHECK(op.code == (ar_adds ? OpCode::AllReduce : OpCode::ResidualAdd));
+            CHECK(std::string(norm_after_name(op)) == "final_norm");
+          }
+          if (op.code == OpCode::LmHead) head = static_cast<std::int32_t>(i);
         }
-        if (op.code == OpCode::LmHead) head = static_cast<std::int32_t>(i);
-      }
-      REQUIRE(head >= 0);
-      // Separate: a final norm op on the last positions, which the LM head waits for. Fused:
-      // none; the last module's adds (one per ISO chunk, one per gemm-split piece) run it over
-      // their rows, and the LM head waits for every add of the last flush.
-      CHECK(final_norms == (fused ? 0 : 1));
-      const std::int64_t per = kind == StrategyKind::Iso         ? 2
-                               : kind == StrategyKind::GemmSplit ? 2
-                                                                 : 1;
-      CHECK(final_adds == (fused ? per : 0));
-      for (auto d : s.ops[static_cast<std::size_t>(head)].deps) {
-        const Op& dep = s.ops[static_cast<std::size_t>(d)];
-        CHECK(dep.code == (fused ? OpCode::ResidualAdd : OpCode::FinalNorm));
+        REQUIRE(head >= 0);
+        // Separate: a final norm op on the last positions, which the LM head waits for. Fused:
+        // none; the last module's adds (one per ISO chunk, one per gemm-split piece) run it over
+        // their rows, and the LM head waits for every add of the last flush.
+        CHECK(final_norms == (fused ? 0 : 1));
+        const std::int64_t per = kind == StrategyKind::Iso         ? 2
+                                 : kind == StrategyKind::GemmSplit ? 2
+                                                                   : 1;
+        CHECK(final_adds == (fused ? per : 0));
+        for (auto d : s.ops[static_cast<std::size_t>(head)].deps) {
+          const Op& dep = s.ops[static_cast<std::size_t>(d)];
+          CHECK(dep.code == (!fused    ? OpCode::FinalNorm
+                             : ar_adds ? OpCode::AllReduce
+                                       : OpCode::ResidualAdd));
+        }
       }
     }
   }
@@ -423,4 +430,42 @@ TEST_CASE("--allreduce-fusion add-norm: the all-reduce's kernel adds and normali
   const Schedule one = build_schedule(w, {StrategyKind::None});
   CHECK(std::count_if(one.ops.begin(), one.ops.end(),
                       [](const Op& op) { return op.code == OpCode::ResidualAdd; }) == 4);
+}
+
+TEST_CASE(
+    "--allreduce-fusion with a ladder on the last layers: fused and plain all-reduces costed "
+    "apart") {
+  // Layer 0 standard (its all-reduces add), layers 1-2 ladder (theirs do not): with the add and
+  // norm apart the two kinds of all-reduce differ only in whether they add, and the schedule's
+  // per-layer cost reuse must not take one's cost for the other's.
+  for (const bool fused_norm : {false, true}) {
+    for (const bool post : {false, true}) {
+      CAPTURE(fused_norm);
+      CAPTURE(post);
+      auto w = toy_workload(8, 3);
+      w.model.post_norms = post;
+      w.fused_add_norm = fused_norm;
+      w.allreduce_add = true;
+      StrategySpec spec(StrategyKind::Ladder);
+      spec.ladder_layers = 2;
+      const Schedule s = build_schedule(w, spec);
+      const AnalyticalCostModel cm(tpo::test::byte_per_ns_hardware(), w.tp);
+      const auto costs = cost_schedule(s, cm);
+      int adding = 0, plain = 0;
+      std::int64_t adding_ns = 0, plain_ns = 0;
+      for (std::size_t i = 0; i < s.ops.size(); ++i) {
+        const Op& op = s.ops[i];
+        CHECK(costs.standalone_ns[i] == cm.standalone_ns(op));
+        if (op.code == OpCode::AllReduce) {
+          (op.residual_of >= 0 ? adding_ns : plain_ns) = costs.standalone_ns[i];
+        }
+        if (op.code != OpCode::AllReduce) continue;
+        (op.residual_of >= 0 ? adding : plain) += 1;
+        CHECK((op.residual_of >= 0) == (op.layer == 0));
+      }
+      CHECK(adding == 2);
+      CHECK(plain == 4);
+      CHECK(adding_ns > plain_ns);  // the add's bytes
+    }
+  }
 }

@@ -461,28 +461,44 @@ TEST_CASE("fused add and norm: the runtimes run the norm in the add's call, the 
 TEST_CASE(
     "--allreduce-fusion add-norm: the comm thread adds and normalizes, the output unchanged") {
   const validate::RunOptions o = once();
-  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
   int ran = 0;
-  for (auto k :
-       {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder, StrategyKind::ParallelBlock,
-        StrategyKind::GemmSplit, StrategyKind::IsoLadder, StrategyKind::Microbatch}) {
-    StrategySpec spec(k);
-    if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder) {
-      spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+  // With and without Gemma's post-norms, the norm fused into the add or apart; ladder on its
+  // last layer only too (the first layer's all-reduces add, the ladder layer's do not).
+  for (const bool post : {false, true}) {
+    for (const bool fused_norm : {true, false}) {
+      auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+      w.model.post_norms = post;
+      w.fused_add_norm = fused_norm;
+      for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder,
+                     StrategyKind::ParallelBlock, StrategyKind::GemmSplit, StrategyKind::IsoLadder,
+                     StrategyKind::Microbatch}) {
+        for (const std::int64_t ladder_layers : {0, 1}) {
+          StrategySpec spec(k);
+          if (ladder_layers > 0 && k != StrategyKind::Ladder) continue;
+          spec.ladder_layers = ladder_layers;
+          if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder) {
+            spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+          }
+          if (!sim::not_applicable_reason(w, spec).empty()) continue;
+          CAPTURE(sim::strategy_name(k));
+          CAPTURE(ladder_layers);
+          CAPTURE(post);
+          CAPTURE(fused_norm);
+          ++ran;
+          w.allreduce_add = false;
+          const auto plain = validate::run_cpu(w, sim::build_schedule(w, spec), o);
+          w.allreduce_add = true;
+          const sim::Schedule s = sim::build_schedule(w, spec);
+          const auto f = validate::run_cpu(w, s, o);
+          CHECK(validate::relative_error(f.output, plain.output) < 1e-6);
+          CHECK(validate::relative_error(f.output, validate::reference_forward(w, spec, o.seed)) <
+                1e-5);
+          check_timeline(s, f);
+        }
+      }
     }
-    if (!sim::not_applicable_reason(w, spec).empty()) continue;
-    CAPTURE(sim::strategy_name(k));
-    ++ran;
-    w.allreduce_add = false;
-    const auto plain = validate::run_cpu(w, sim::build_schedule(w, spec), o);
-    w.allreduce_add = true;
-    const sim::Schedule s = sim::build_schedule(w, spec);
-    const auto f = validate::run_cpu(w, s, o);
-    CHECK(validate::relative_error(f.output, plain.output) < 1e-6);
-    CHECK(validate::relative_error(f.output, validate::reference_forward(w, spec, o.seed)) < 1e-5);
-    check_timeline(s, f);
   }
-  CHECK(ran == 7);
+  CHECK(ran == 4 * 8);
 }
 
 TEST_CASE("a first op that starts much later than predicted is noted, with its share") {
