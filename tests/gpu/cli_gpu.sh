@@ -62,6 +62,17 @@ check "validate cuda emulated: biases, q/k norms, post-norms, partial rotary; is
 check "validate cuda emulated: the same in decode, parallel block" "$TPO" validate --backend cuda \
   --comm emulated --model "$X" --hardware h100x8 --tp 2 --phase decode --batch 3 --seq 100 \
   --layers 2 --repeat 2 --strategy parallel-block
+# The add and norm apart (two kernels), and the all-reduce that adds and normalizes (the add
+# after the collective on the comm stream), with post-norms: written 2026-12-04, never run.
+check "validate cuda emulated: the add and norm apart, iso" "$TPO" validate --backend cuda \
+  --comm emulated --model "$X" --hardware h100x8 --tp 2 --seq 128 --layers 2 --repeat 2 \
+  --strategy iso --add-norm separate
+check "validate cuda emulated: all-reduces that add and normalize, iso" "$TPO" validate \
+  --backend cuda --comm emulated --model "$X" --hardware h100x8 --tp 2 --seq 128 --layers 2 \
+  --repeat 2 --strategy iso --allreduce-fusion add-norm
+check "validate cuda emulated: the same, ladder on the last layer" "$TPO" validate --backend cuda \
+  --comm emulated --model "$X" --hardware h100x8 --tp 2 --seq 128 --layers 2 --repeat 2 \
+  --strategy ladder --ladder-layers 1 --allreduce-fusion add-norm
 check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
   --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
 # More ranks than GPUs: exit 1 with a message saying what to do, not a crash.
