@@ -78,6 +78,7 @@ std::function<int()> add_validate(CLI::App& app) {
       "  tpo validate --backend cuda --plan plan.json --comm emulated   (one GPU: all-reduces "
       "imitated)");
   WorkloadFlags f;
+  f.embed_head = true;
   f.emulate = true;
   f.comm_ctas = true;
   f.sm_clock = true;
@@ -128,8 +129,9 @@ std::function<int()> add_validate(CLI::App& app) {
       }
     }
     if (!o->plan_path.empty()) {
-      for (const char* opt : {"--model", "--tp", "--phase", "--batch", "--seq", "--context",
-                              "--strategy", "--chunks", "--split", "--ladder-layers", "--pieces"}) {
+      for (const char* opt :
+           {"--model", "--tp", "--phase", "--batch", "--seq", "--context", "--strategy", "--chunks",
+            "--split", "--ladder-layers", "--pieces", "--embed-head", "--vocab"}) {
         if (sub->count(opt)) {
           throw InputError(opt, "", "comes from the plan with --plan; drop it");
         }
@@ -147,6 +149,10 @@ std::function<int()> add_validate(CLI::App& app) {
       throw InputError("--alternatives", "", "applies to --plan (a plan's other candidates)");
     } else {
       check_given(o->workload, o->strategy, *sub, false);
+      if (sub->count("--vocab") && !o->workload.embed_head) {
+        throw InputError("--vocab", o->workload.vocab,
+                         "applies with --embed-head (the embedding and LM head it describes)");
+      }
     }
     if (o->backend == "cuda" || o->mpi) hand_gpu_work_to_gpu_binary();
     if (o->mpi) return run_under_mpi(*o);

@@ -28,6 +28,8 @@ struct RankState {
   std::vector<float> x, normed, qkv, attn, gu, act;
   std::vector<std::vector<float>> out;   // per module: its row-parallel partial output
   std::vector<std::vector<float>> k, v;  // per layer: KV cache [batch][cap][kv][d]
+  std::vector<std::int32_t> ids;         // --embed-head: each row's token id
+  std::vector<float> logits;             // --embed-head: [slice][batch][vocab]
 };
 
 RankState make_state(const ModelData& m, const RowLayout& l, std::int64_t rank,
@@ -44,6 +46,15 @@ RankState make_state(const ModelData& m, const RowLayout& l, std::int64_t rank,
   s.out.assign(modules, std::vector<float>(T * static_cast<std::size_t>(d.hidden), 0));
   s.k = m.k0[static_cast<std::size_t>(rank)];
   s.v = m.v0[static_cast<std::size_t>(rank)];
+  if (m.head) {
+    s.ids.resize(T);
+    for (std::int64_t b = 0; b < m.batch; ++b) {
+      for (std::int64_t p = 0; p < m.seq; ++p)
+        s.ids[static_cast<std::size_t>(l.row(b, p))] =
+            m.ids[static_cast<std::size_t>(b * m.seq + p)];
+    }
+    s.logits.assign(static_cast<std::size_t>(m.vocab_slices * m.batch * m.vocab), 0);
+  }
   return s;
 }
 
@@ -184,10 +195,11 @@ class CpuKernels final : public RankKernels {
       cpu::rmsnorm(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).data(), o, len, H);
     }
     if (norm_after > 0) {
-      const auto& nw = weights(norm_layer);
-      cpu::add_rmsnorm(s_.x.data() + row * H, o,
-                       (norm_after == 2 ? nw.mlp_norm : nw.attn_norm).data(),
-                       s_.normed.data() + row * H, len, H);
+      const float* w = norm_after == 3 ? m_.final_norm.data()
+                                       : (norm_after == 2 ? weights(norm_layer).mlp_norm
+                                                          : weights(norm_layer).attn_norm)
+                                             .data();
+      cpu::add_rmsnorm(s_.x.data() + row * H, o, w, s_.normed.data() + row * H, len, H);
     } else {
       cpu::add_inplace(s_.x.data() + row * H, o, len * H);
     }
@@ -195,8 +207,37 @@ class CpuKernels final : public RankKernels {
 
   std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) override {
     const std::int64_t H = m_.d.hidden;
-    return ar_.run(static_cast<int>(rank_),
-                   s_.out[static_cast<std::size_t>(module)].data() + row * H, len * H);
+    float* buf = module < 0 ? s_.x.data() : s_.out[static_cast<std::size_t>(module)].data();
+    return ar_.run(static_cast<int>(rank_), buf + row * H, len * H);
+  }
+
+  void embed(std::int64_t row, std::int64_t len) override {
+    const std::int64_t H = m_.d.hidden;
+    const std::int64_t first = m_.vocab_slices > 1 ? rank_ * m_.vocab : 0;
+    cpu::embed(s_.ids.data() + row, m_.embed[static_cast<std::size_t>(rank_)].data(), first,
+               m_.vocab, s_.x.data() + row * H, len, H);
+  }
+
+  void final_norm(const HeadRows& h) override {
+    const std::int64_t H = m_.d.hidden;
+    for (std::int64_t i = 0; i < h.requests; ++i) {
+      const std::int64_t row = h.row + i * h.stride;
+      cpu::rmsnorm(s_.x.data() + row * H, m_.final_norm.data(), s_.normed.data() + row * H, 1, H);
+    }
+  }
+
+  void lm_head(const HeadRows& h) override {
+    const std::int64_t H = m_.d.hidden, V = m_.vocab;
+    const std::int64_t slice = m_.vocab_slices > 1 ? rank_ : 0;
+    cpu::gemm(s_.normed.data() + h.row * H, m_.lm_head[static_cast<std::size_t>(rank_)].data(),
+              s_.logits.data() + (slice * m_.batch + h.request) * V, h.requests, V, H, false,
+              h.stride * H);
+  }
+
+  // An all-gather as a sum: every rank's buffer is zero outside its own slice.
+  std::int64_t gather_logits() override {
+    return ar_.run(static_cast<int>(rank_), s_.logits.data(),
+                   static_cast<std::int64_t>(s_.logits.size()));
   }
 
  private:
@@ -308,22 +349,13 @@ Timeline run_once(const ModelData& m, const sim::Schedule& s, std::int64_t first
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
   tl.total_ns = now_ns();
-  tl.output = from_layout(layout, ranks[0].x, m.d.hidden);
+  tl.output = run_output(m, from_layout(layout, ranks[0].x, m.d.hidden), ranks[0].logits);
   return tl;
 }
 
 }  // namespace
 
-void check_runnable(const sim::Schedule& s) {
-  for (const auto& op : s.ops) {
-    if (op.layer < 0) {
-      throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
-    }
-  }
-}
-
 RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o) {
-  check_runnable(s);
   // Under --mpi this process is one rank; otherwise every rank is a thread here.
   const std::int64_t first = o.mpi ? mpi::rank() : 0, count = o.mpi ? 1 : w.tp;
   // Rank 0 also computes the reference, which needs every shard: it generates them all once.

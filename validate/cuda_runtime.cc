@@ -56,6 +56,9 @@ struct DeviceRank {
   cu::Buffer x0, x, normed, qkv, attn, gu, act, scratch;
   cu::Buffer rope_table;  // bf16 [cap][rotary_dim], as vLLM keeps its cos_sin_cache
   std::vector<cu::Buffer> out, k, v;
+  // --embed-head: each row's token id (int32), this rank's embedding slice and LM-head columns,
+  // the final norm's weight, and the logits [slice][batch][vocab].
+  cu::Buffer ids, embed, lm_head, final_norm, logits;
 };
 
 char* at(const cu::Buffer& b, std::int64_t elements) {
@@ -65,8 +68,8 @@ char* at(const cu::Buffer& b, std::int64_t elements) {
 // The CUDA kernels over one rank's device buffers (bf16), enqueued on one stream.
 class CudaKernels final : public RankKernels {
  public:
-  CudaKernels(const ModelData& m, DeviceRank& r, void* stream, bool fused)
-      : m_(m), r_(r), st_(stream), fused_(fused) {}
+  CudaKernels(const ModelData& m, DeviceRank& r, void* stream, bool fused, std::int64_t rank)
+      : m_(m), r_(r), st_(stream), fused_(fused), rank_(rank) {}
 
   void rmsnorm(std::int64_t layer, bool mlp, std::int64_t row, std::int64_t len) override {
     const DeviceLayer& lw = r_.layers[std::size_t(layer)];
@@ -168,18 +171,45 @@ class CudaKernels final : public RankKernels {
                        1e-5f, st_);
     }
     if (norm_after > 0) {
-      const DeviceLayer& nw = r_.layers[std::size_t(norm_layer)];
-      cu::add_rmsnorm_bf16(at(r_.x, row * H), o,
-                           (norm_after == 2 ? nw.mlp_norm : nw.attn_norm).get(),
-                           at(r_.normed, row * H), len, H, 1e-5f, st_);
+      const void* w = norm_after == 3
+                          ? r_.final_norm.get()
+                          : (norm_after == 2 ? r_.layers[std::size_t(norm_layer)].mlp_norm
+                                             : r_.layers[std::size_t(norm_layer)].attn_norm)
+                                .get();
+      cu::add_rmsnorm_bf16(at(r_.x, row * H), o, w, at(r_.normed, row * H), len, H, 1e-5f, st_);
     } else {
       cu::add_bf16(at(r_.x, row * H), o, len * H, st_);
     }
   }
 
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override {
-    // All ranks at once (one NCCL group call, or the emulating copy): CudaRun::allreduce.
+    // All ranks at once (one NCCL group call, or the emulating copy): CudaRun::collective.
     throw std::logic_error("cuda runtime: an all-reduce reached a rank's kernels");
+  }
+
+  void embed(std::int64_t row, std::int64_t len) override {
+    const std::int64_t H = m_.d.hidden;
+    const std::int64_t first = m_.vocab_slices > 1 ? rank_ * m_.vocab : 0;
+    cu::embed_bf16(static_cast<const std::int32_t*>(r_.ids.get()) + row, r_.embed.get(), first,
+                   m_.vocab, at(r_.x, row * H), len, H, st_);
+  }
+
+  void final_norm(const HeadRows& h) override {
+    const std::int64_t H = m_.d.hidden;
+    cu::rmsnorm_bf16(at(r_.x, h.row * H), r_.final_norm.get(), at(r_.normed, h.row * H), h.requests,
+                     H, 1e-5f, st_, h.stride * H);
+  }
+
+  void lm_head(const HeadRows& h) override {
+    const std::int64_t H = m_.d.hidden, V = m_.vocab;
+    const std::int64_t slice = m_.vocab_slices > 1 ? rank_ : 0;
+    cu::gemm_bf16(*r_.ctx, at(r_.normed, h.row * H), r_.lm_head.get(),
+                  at(r_.logits, (slice * m_.batch + h.request) * V), h.requests, V, H, false, st_,
+                  nullptr, h.stride * H);
+  }
+
+  std::int64_t gather_logits() override {
+    throw std::logic_error("cuda runtime: a logits gather reached a rank's kernels");
   }
 
  private:
@@ -187,6 +217,7 @@ class CudaKernels final : public RankKernels {
   DeviceRank& r_;
   void* st_;
   bool fused_;
+  std::int64_t rank_;  // the TP rank whose shard this is
 };
 
 class CudaRun {
@@ -266,6 +297,20 @@ class CudaRun {
       dr.act = cu::Buffer(std::size_t(T * d.ffn) * kB);
       dr.scratch = cu::Buffer(scratch);
       for (std::size_t i = 0; i < modules; ++i) dr.out.emplace_back(std::size_t(T * H) * kB);
+      if (m.head) {
+        std::vector<std::int32_t> ids(std::size_t(T), 0);
+        for (std::int64_t b = 0; b < m.batch; ++b) {
+          for (std::int64_t p = 0; p < m.seq; ++p)
+            ids[std::size_t(layout_.row(b, p))] = m.ids[std::size_t(b * m.seq + p)];
+        }
+        dr.ids = cu::Buffer(ids.size() * sizeof(std::int32_t));
+        cu::copy_from_host(ids.data(), dr.ids.get(), ids.size() * sizeof(std::int32_t));
+        dr.embed = upload(m.embed[rank]);
+        dr.lm_head = upload(m.lm_head[rank]);
+        dr.final_norm = upload(m.final_norm);
+        // Zeros: a slice no rank here computes (emulated communication) stays zero.
+        dr.logits = upload(std::vector<float>(std::size_t(m.vocab_slices * m.batch * m.vocab)));
+      }
       ranks_.push_back(std::move(dr));
     }
     if (emulated_) {
@@ -380,7 +425,12 @@ class CudaRun {
     cu::set_device(ranks_[0].ctx->device());
     tl.output.resize(std::size_t(T * H));
     cu::copy_to_host_bf16_as_float(ranks_[0].x.get(), tl.output.data(), tl.output.size());
-    tl.output = from_layout(layout_, tl.output, H);
+    std::vector<float> logits;
+    if (m_.head) {
+      logits.resize(std::size_t(m_.vocab_slices * m_.batch * m_.vocab));
+      cu::copy_to_host_bf16_as_float(ranks_[0].logits.get(), logits.data(), logits.size());
+    }
+    tl.output = run_output(m_, from_layout(layout_, tl.output, H), logits);
     return tl;
   }
 
@@ -484,14 +534,14 @@ class CudaRun {
             deps[r][std::size_t(dep)]->make_wait(stream_of(r));
         }
         start_[r][i]->record(stream_of(r), graph);
-        if (op.code != OpCode::AllReduce) execute(r, op, stream_of(r));
+        if (op.kind != sim::OpKind::AllReduce) execute(r, op, stream_of(r));
       }
-      if (op.code == OpCode::AllReduce) {
-        allreduce(op, i);
+      if (op.kind == sim::OpKind::AllReduce) {  // an all-reduce or the logits gather
+        collective(op, i);
         // --allreduce-fusion add-norm: the add (and norms) after the sum, on the comm stream.
         for (std::size_t r = 0; op.residual_of >= 0 && r < ranks_.size(); ++r) {
           cu::set_device(ranks_[r].ctx->device());
-          CudaKernels k(m_, ranks_[r], stream_of(r), fused_);
+          CudaKernels k(m_, ranks_[r], stream_of(r), fused_, first_ + std::int64_t(r));
           interpret_add(m_, layout_, op, k);
         }
       }
@@ -530,7 +580,9 @@ class CudaRun {
     return std::max<std::size_t>(16, std::size_t(double(ns) * 1e-9 * bytes_per_s_));
   }
 
-  void allreduce(const Op& op, std::size_t i) {
+  // An all-reduce (of a module's output, or with module -1 of the embedding's rows in x), or
+  // the logits gather.
+  void collective(const Op& op, std::size_t i) {
     const std::int64_t H = m_.d.hidden;
     if (emulated_) {
       cu::set_device(ranks_[0].ctx->device());
@@ -539,10 +591,23 @@ class CudaRun {
                        ranks_[0].ctx->comm_stream());
       return;
     }
-    for (const RowBlock& b : row_blocks(layout_, m_.context, op)) {
+    if (op.code == OpCode::LogitsGather) {
       std::vector<void*> bufs, streams;
       for (auto& r : ranks_) {
-        bufs.push_back(at(r.out[std::size_t(op.module)], b.row * H));
+        bufs.push_back(r.logits.get());
+        streams.push_back(r.ctx->comm_stream());
+      }
+      nccl_->allgather_bf16_on(bufs, std::size_t(m_.batch * m_.vocab), streams);
+      return;
+    }
+    // The embedding's all-reduce: every row of x at once (as the interpreter runs it).
+    const std::vector<RowBlock> blocks =
+        op.module < 0 ? std::vector<RowBlock>{{0, m_.tokens, 0, m_.context, m_.batch}}
+                      : row_blocks(layout_, m_.context, op);
+    for (const RowBlock& b : blocks) {
+      std::vector<void*> bufs, streams;
+      for (auto& r : ranks_) {
+        bufs.push_back(at(op.module < 0 ? r.x : r.out[std::size_t(op.module)], b.row * H));
         streams.push_back(r.ctx->comm_stream());
       }
       nccl_->allreduce_bf16_on(bufs, std::size_t(b.len * H), streams);
@@ -550,7 +615,7 @@ class CudaRun {
   }
 
   void execute(std::size_t rank, const Op& op, void* st) {
-    CudaKernels k(m_, ranks_[rank], st, fused_);
+    CudaKernels k(m_, ranks_[rank], st, fused_, first_ + std::int64_t(rank));
     interpret(m_, layout_, op, k);
   }
 
@@ -597,6 +662,10 @@ class AttentionShapes final : public RankKernels {
   void residual_add(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
                     int) override {}
   std::int64_t allreduce(std::int64_t, std::int64_t, std::int64_t) override { return 0; }
+  void embed(std::int64_t, std::int64_t) override {}
+  void final_norm(const HeadRows&) override {}
+  void lm_head(const HeadRows&) override {}
+  std::int64_t gather_logits() override { return 0; }
 
  private:
   const ModelData& m_;
@@ -623,7 +692,6 @@ bool fused_plans_for(const ModelData& m, const sim::Schedule& s) {
 RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas) {
-  check_runnable(s);
   std::string why;
   if (cu::device_count(&why) == 0) {
     throw RunFailure("no usable CUDA device on this machine (the CUDA runtime says: " + why +

@@ -11,9 +11,6 @@ using sim::OpCode;
 
 namespace {
 void add_block(const sim::Op& op, const RowBlock& b, RankKernels& k) {
-  if (op.norm_after == 3) {  // the final norm: check_runnable refuses --embed-head graphs
-    throw std::logic_error("runtime: unexpected final norm in a residual add");
-  }
   k.residual_add(op.residual_of, b.row, b.len, op.layer, op.post_norm, op.norm_layer,
                  op.norm_after);
 }
@@ -25,6 +22,23 @@ void interpret_add(const ModelData& m, const RowLayout& l, const sim::Op& op, Ra
 }
 
 std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k) {
+  // The final norm, the LM head and the logits gather: one call over the requests' last rows.
+  if (op.code == OpCode::LmHead) {
+    k.lm_head(head_rows(l, op));
+    return 0;
+  }
+  if (op.code == OpCode::FinalNorm) {
+    k.final_norm(head_rows(l, op));
+    return 0;
+  }
+  if (op.code == OpCode::LogitsGather) return k.gather_logits();
+  // The embedding and its all-reduce cover every token: all rows, one block whatever the
+  // layout's chunks (one kernel and one all-reduce, as the simulator counts them).
+  if (op.code == OpCode::Embed) {
+    k.embed(0, m.tokens);
+    return 0;
+  }
+  if (op.code == OpCode::AllReduce && op.module < 0) return k.allreduce(-1, 0, m.tokens);
   std::int64_t arrived = 0;
   for (const RowBlock& b : row_blocks(l, m.context, op)) {
     switch (op.code) {
@@ -69,7 +83,7 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
       case OpCode::ResidualAdd:
         add_block(op, b, k);
         break;
-      default:  // check_runnable let nothing else through
+      default:
         throw std::logic_error(std::string("runtime: unexpected op ") + sim::op_code_name(op.code));
     }
   }

@@ -49,18 +49,31 @@ class RankKernels {
   // x[rows] += out[module][rows]; with `post_norm` (Gemma) out[module][rows] is first
   // normalized in place with layer `layer`'s post-attention (1) or post-MLP (2) norm weight;
   // with `norm_after`, in the same kernel as the add, normed[rows] = rmsnorm(x[rows]) with layer
-  // `norm_layer`'s attention (1) or MLP (2) norm weight (the fused add and norm).
+  // `norm_layer`'s attention (1) or MLP (2) norm weight, or the final norm's (3: the last
+  // module's adds with --embed-head): the fused add and norm.
   virtual void residual_add(std::int64_t module, std::int64_t row, std::int64_t len,
                             std::int64_t layer, int post_norm, std::int64_t norm_layer,
                             int norm_after) = 0;
-  // out[module][rows] summed over the TP ranks; returns when every rank had arrived
-  // (steady_clock ns since its epoch), or 0 where that is not known.
+  // out[module][rows] summed over the TP ranks (module < 0: x[rows], the embedding's rows);
+  // returns when every rank had arrived (steady_clock ns since its epoch), or 0 where that is
+  // not known.
   virtual std::int64_t allreduce(std::int64_t module, std::int64_t row, std::int64_t len) = 0;
+  // x[rows] = the embedding rows of the tokens at those rows that this rank's vocabulary slice
+  // holds, zeros for the others (--embed-head).
+  virtual void embed(std::int64_t row, std::int64_t len) = 0;
+  // normed[rows] = rmsnorm(x[rows]) with the final norm's weight, on the requests' last rows
+  // (the rows the LM head reads): one kernel.
+  virtual void final_norm(const HeadRows& rows) = 0;
+  // This rank's logits slice of the requests' last rows: normed[rows] x its LM-head columns,
+  // into its slice of the [slice][batch][vocab] logits buffer. One GEMM.
+  virtual void lm_head(const HeadRows& rows) = 0;
+  // The ranks' logits slices gathered into every rank's buffer (an all-gather); returns as
+  // allreduce does.
+  virtual std::int64_t gather_logits() = 0;
 };
 
-// Runs `op` on one rank through `k`. Returns an all-reduce's arrival time (see
-// RankKernels::allreduce), else 0. Throws std::logic_error for ops no runtime executes
-// (embedding, LM head: refused earlier by check_runnable).
+// Runs `op` on one rank through `k`. Returns a collective's arrival time (see
+// RankKernels::allreduce), else 0. Throws std::logic_error for an op code it does not know.
 std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op, RankKernels& k);
 
 // The residual add an op runs, over its rows: a ResidualAdd's, or what an all-reduce's kernel

@@ -227,6 +227,17 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
   };
 
   Mat x = from(m.x0, T, H);
+  if (m.head) {  // the embedding: each token's row, from the slice that holds it
+    x.setZero();
+    for (std::int64_t t = 0; t < T; ++t) {
+      const std::int64_t id = m.ids[static_cast<std::size_t>(t)];
+      const std::int64_t s = m.vocab_slices > 1 ? id / m.vocab : 0;
+      if (m.vocab_slices > 1 && s >= ranks) continue;  // a slice no rank here holds: zeros
+      const auto& e = m.embed[static_cast<std::size_t>(s)];
+      for (std::int64_t c = 0; c < H; ++c)
+        x(t, c) = e[static_cast<std::size_t>((id - s * m.vocab) * H + c)];
+    }
+  }
   Mat pending;
   bool has_pending = false;
   for (std::int64_t l = 0; l < m.layers; ++l) {
@@ -253,6 +264,24 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
   std::vector<float> out(static_cast<std::size_t>(T * H));
   for (std::int64_t i = 0; i < T * H; ++i)
     out[static_cast<std::size_t>(i)] = static_cast<float>(x.data()[i]);
+  if (!m.head) return out;
+  // The final norm and the LM head on each request's last position: logits [batch][slice x
+  // vocab], a slice no rank here holds left zero.
+  Mat last(m.batch, H);
+  for (std::int64_t b = 0; b < m.batch; ++b) last.row(b) = x.row(b * m.seq + m.seq - 1);
+  const Mat n = rmsnorm(last, m.final_norm);
+  const std::int64_t held = std::min(m.vocab_slices, ranks);
+  std::vector<Mat> logits;
+  for (std::int64_t s = 0; s < held; ++s)
+    logits.push_back(matmul(n, from(m.lm_head[static_cast<std::size_t>(s)], H, m.vocab)));
+  for (std::int64_t b = 0; b < m.batch; ++b) {
+    for (std::int64_t s = 0; s < m.vocab_slices; ++s) {
+      for (std::int64_t v = 0; v < m.vocab; ++v) {
+        out.push_back(s < held ? static_cast<float>(logits[static_cast<std::size_t>(s)](b, v))
+                               : 0.0f);
+      }
+    }
+  }
   return out;
 }
 

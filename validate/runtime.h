@@ -47,8 +47,10 @@ struct RunResult {
   std::vector<std::int64_t> wait_ns;
   std::int64_t total_ns = 0;            // median of the timed runs
   std::vector<std::int64_t> totals_ns;  // every timed run
-  std::vector<float> output;            // final residual stream, [batch][seq][hidden]
-  std::string attention_kernel;         // CUDA: which attention kernel ran
+  // The final residual stream, [batch][seq][hidden]; with the LM head (--embed-head) the
+  // logits of each request's last position after it, [batch][vocab] (run_output).
+  std::vector<float> output;
+  std::string attention_kernel;  // CUDA: which attention kernel ran
   // CUDA: the cuBLASLt algorithm configuration of each GEMM shape rank 0 ran (as the
   // profile's `kernel`), to compare with the profile's at the same shape.
   struct GemmKernel {
@@ -59,8 +61,7 @@ struct RunResult {
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,
-// a shared-memory all-reduce (with RunOptions::mpi: this process's rank, MPI all-reduce). Throws
-// InputError for what the runtime cannot run (embedding / LM head ops).
+// a shared-memory all-reduce (with RunOptions::mpi: this process's rank, MPI all-reduce).
 RunResult run_cpu(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o);
 
 // The reference: the same weights and inputs, computed module by module on all tokens at
@@ -81,10 +82,6 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas = 16);
 bool cuda_runtime_built();
-
-// Throws InputError naming --embed-head when the schedule has ops the runtimes do not
-// execute (embedding, LM head); both runtimes check this before they start.
-void check_runnable(const sim::Schedule& s);
 
 // The median run of several (by total time), with every run's total in run order.
 RunResult median_of_runs(std::vector<RunResult::Timeline> runs);

@@ -235,9 +235,6 @@ double check_options(const ValidateOptions& o, bool emulated) {
   if (o.warmup < 0 || o.warmup > 10000) {
     throw InputError("--warmup", std::to_string(o.warmup), "must be between 0 and 10000");
   }
-  if (o.workload.embed_head) {
-    throw InputError("--embed-head", "", "the runtime does not execute embedding or LM-head ops");
-  }
   if (o.mpi && emulated) {
     throw InputError("--mpi", "", "runs one rank per process; not with --comm emulated");
   }

@@ -1561,6 +1561,31 @@ TEST_CASE("validate: executes the graph on the CPU, checks it, reports predicted
   CHECK(tr.find("measured (cpu): iso") != std::string::npos);
 }
 
+TEST_CASE("validate --embed-head: the embedding and LM head run and are checked") {
+  const fs::path j = scratch() / "val-head.json";
+  auto r = tpo("validate --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --batch 2 --seq 64 --strategy iso "
+               "--repeat 1 --warmup 0 --embed-head --json " +
+               j.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("correct") != std::string::npos);
+  const std::string js = slurp(j);
+  for (const char* key :
+       {"\"embed\"", "\"lm_head\"", "\"logits_gather\"", "\"all_correct\": true"}) {
+    CAPTURE(key);
+    CHECK(js.find(key) != std::string::npos);
+  }
+  r = tpo("validate --model " + data +
+          "/tiny_model.json --hardware cpu-host --tp 2 --phase decode --batch 3 --seq 40 "
+          "--strategy none --repeat 1 --warmup 0 --embed-head --vocab replicated");
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("correct") != std::string::npos);
+  // --vocab describes the embedding and LM head: refused without them.
+  r = tpo("validate --model " + data + "/tiny_model.json --hardware cpu-host --vocab replicated");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--vocab replicated: applies with --embed-head") != std::string::npos);
+}
+
 TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   const fs::path plan = scratch() / "tiny.plan.json";
   auto r = tpo("plan --model " + data +

@@ -73,6 +73,17 @@ check "validate cuda emulated: all-reduces that add and normalize, iso" "$TPO" v
 check "validate cuda emulated: the same, ladder on the last layer" "$TPO" validate --backend cuda \
   --comm emulated --model "$X" --hardware h100x8 --tp 2 --seq 128 --layers 2 --repeat 2 \
   --strategy ladder --ladder-layers 1 --allreduce-fusion add-norm
+# The embedding and LM head (--embed-head): token ids in, each request's logits out, checked
+# against the reference (emulated: rank 0's vocabulary slice; the gather a copy).
+check "validate cuda emulated: embedding and LM head, iso, batch 3" "$TPO" validate --backend cuda \
+  --comm emulated --model "$M" --hardware h100x8 --tp 2 --batch 3 --seq 96 --layers 2 --repeat 2 \
+  --strategy iso --embed-head
+check "validate cuda emulated: embedding and LM head whole on the GPU, decode" "$TPO" validate \
+  --backend cuda --comm emulated --model "$M" --hardware h100x8 --tp 2 --phase decode --batch 4 \
+  --seq 100 --layers 2 --repeat 2 --strategy none --embed-head --vocab replicated
+check "validate cuda nccl: embedding and LM head at TP 1, the norm apart" "$TPO" validate \
+  --backend cuda --comm nccl --model "$M" --hardware h100x8 --tp 1 --batch 2 --seq 64 --layers 2 \
+  --repeat 2 --strategy none --embed-head --add-norm separate
 check "validate cuda nccl: TP 1 (one GPU, no all-reduce)" "$TPO" validate --backend cuda \
   --comm nccl --model "$M" --hardware h100x8 --tp 1 --seq 128 --layers 2 --repeat 2 --strategy iso
 # More ranks than GPUs: exit 1 with a message saying what to do, not a crash.

@@ -378,6 +378,19 @@ struct CountingKernels : validate::RankKernels {
     ++calls;
     return 0;
   }
+  void embed(std::int64_t, std::int64_t) override { ++calls; }
+  void final_norm(const validate::HeadRows& h) override {
+    ++calls;
+    batched.push_back(h.requests);
+  }
+  void lm_head(const validate::HeadRows& h) override {
+    ++calls;
+    batched.push_back(h.requests);
+  }
+  std::int64_t gather_logits() override {
+    ++calls;
+    return 0;
+  }
 };
 }  // namespace
 
@@ -499,6 +512,72 @@ TEST_CASE(
     }
   }
   CHECK(ran == 4 * 8);
+}
+
+TEST_CASE("--embed-head: the runtime embeds token ids and ends with the gathered logits") {
+  const validate::RunOptions o = once();
+  int ran = 0;
+  for (const bool replicated : {false, true}) {
+    for (const bool fused_norm : {true, false}) {
+      for (const std::int64_t tp : {1, 2}) {
+        for (auto phase : {sim::Phase::Prefill, sim::Phase::Decode}) {
+          auto w =
+              phase == sim::Phase::Prefill ? tiny(phase, 3, 64, 16, 2) : tiny(phase, 4, 1, 24, 2);
+          w.tp = tp;
+          w.embed_head = true;
+          w.vocab_replicated = replicated;
+          w.fused_add_norm = fused_norm;
+          w.allreduce_add = replicated && tp == 2;  // the last adds on the comm thread too
+          for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder,
+                         StrategyKind::ParallelBlock, StrategyKind::Microbatch}) {
+            StrategySpec spec(k);
+            if (k == StrategyKind::Iso) spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+            if (!sim::not_applicable_reason(w, spec).empty()) continue;
+            CAPTURE(sim::strategy_name(k));
+            CAPTURE(sim::phase_name(phase));
+            CAPTURE(replicated);
+            CAPTURE(fused_norm);
+            CAPTURE(tp);
+            ++ran;
+            const sim::Schedule s = sim::build_schedule(w, spec);
+            const auto r = validate::run_cpu(w, s, o);
+            const auto ref = validate::reference_forward(w, spec, o.seed);
+            const auto d = sim::validate_workload(w);
+            // The residual stream, then each request's logits over every slice.
+            const std::int64_t vocab = replicated ? 100 : (100 + tp - 1) / tp * tp;
+            REQUIRE(d.vocab * (replicated ? 1 : tp) == vocab);
+            REQUIRE(r.output.size() ==
+                    static_cast<std::size_t>(w.batch * w.seq * 64 + w.batch * vocab));
+            CHECK(validate::relative_error(r.output, ref) < 1e-5);
+            // The logits alone: right, and not zero.
+            const std::vector<float> logits(r.output.end() - w.batch * vocab, r.output.end());
+            const std::vector<float> ref_logits(ref.end() - w.batch * vocab, ref.end());
+            CHECK(validate::relative_error(logits, ref_logits) < 1e-5);
+            double most = 0;
+            for (float v : ref_logits) most = std::max(most, std::fabs(static_cast<double>(v)));
+            CHECK(most > 0.1);
+            check_timeline(s, r);
+          }
+        }
+      }
+    }
+  }
+  CHECK(ran == 2 * 2 * 2 * (5 + 4));  // prefill: 5 strategies; decode: all but ISO
+  // The embedding starts the stream: without it (x0 instead) the output differs.
+  auto w = tiny(sim::Phase::Prefill, 2, 32, 0, 1);
+  w.embed_head = true;
+  const auto with = validate::reference_forward(w, StrategySpec(StrategyKind::None), o.seed);
+  w.embed_head = false;
+  const auto without = validate::reference_forward(w, StrategySpec(StrategyKind::None), o.seed);
+  REQUIRE(with.size() > without.size());
+  CHECK(validate::relative_error(std::vector<float>(with.begin(), with.begin() + 2 * 32 * 64),
+                                 without) > 0.1);
+  // The lookup: a row of the slice where it holds the id, zeros elsewhere.
+  const std::vector<std::int32_t> ids = {5, 2, 9};
+  const std::vector<float> table = {1, 2, 3, 4, 5, 6};  // rows 2..4 of a 2-wide table
+  std::vector<float> x(6, -1.0f);
+  validate::cpu::embed(ids.data(), table.data(), 2, 3, x.data(), 3, 2);
+  CHECK(x == std::vector<float>{0, 0, 1, 2, 0, 0});
 }
 
 TEST_CASE("a first op that starts much later than predicted is noted, with its share") {

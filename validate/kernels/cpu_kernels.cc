@@ -12,14 +12,28 @@ namespace tpo::validate::cpu {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
-          bool accumulate) {
-  Eigen::Map<const RowMat> A(a, m, k);
+          bool accumulate, std::int64_t lda) {
+  Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> A(a, m, k,
+                                                      Eigen::OuterStride<>(lda > 0 ? lda : k));
   Eigen::Map<const RowMat> B(b, k, n);
   Eigen::Map<RowMat> C(c, m, n);
   if (accumulate) {
     C.noalias() += A * B;
   } else {
     C.noalias() = A * B;
+  }
+}
+
+void embed(const std::int32_t* ids, const float* table, std::int64_t first, std::int64_t rows,
+           float* x, std::int64_t tokens, std::int64_t cols) {
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const std::int64_t r = ids[t] - first;
+    float* xr = x + t * cols;
+    if (r >= 0 && r < rows) {
+      std::copy_n(table + r * cols, cols, xr);
+    } else {
+      std::fill_n(xr, cols, 0.0f);
+    }
   }
 }
 

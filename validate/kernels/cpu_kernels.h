@@ -13,9 +13,14 @@
 
 namespace tpo::validate::cpu {
 
-// c[m x n] (+)= a[m x k] * b[k x n], all row-major.
+// c[m x n] (+)= a[m x k] * b[k x n], all row-major; a's rows `lda` values apart (0: k).
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
-          bool accumulate = false);
+          bool accumulate = false, std::int64_t lda = 0);
+
+// The embedding lookup of a vocabulary slice: row i of x = table row ids[i] - first where that
+// is in [0, rows), else zeros (another rank's row: the all-reduce after it sums them).
+void embed(const std::int32_t* ids, const float* table, std::int64_t first, std::int64_t rows,
+           float* x, std::int64_t tokens, std::int64_t cols);
 
 // y = x / rms(x) * w over each row of `cols` values.
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t cols,

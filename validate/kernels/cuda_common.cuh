@@ -109,6 +109,8 @@ struct LtPlan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool has_algo = false;
+  // A bias GEMM cuBLASLt found no epilogue algorithm for: the bias added by a kernel after it.
+  bool bias_apart = false;
   std::string kernel;  // the algorithm's configuration, for profiles (gemm_kernel)
 };
 
@@ -119,9 +121,9 @@ struct Context::Impl {
   Buffer workspace;
   // Keyed by shape and by the alignment of the three pointers: the heuristic must only pick
   // kernels that can read operands at those alignments (it assumes 256 bytes otherwise).
-  // With a bias (the epilogue adds it): a plan of its own.
+  // With a bias (the epilogue adds it), or A's rows further apart than k: a plan of its own.
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint32_t, std::uint32_t,
-                      std::uint32_t, bool>,
+                      std::uint32_t, bool, std::int64_t>,
            LtPlan>
       plans;
 };

@@ -197,6 +197,11 @@ void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t sr
                                    cudaMemcpyDeviceToDevice, S(stream)));
 }
 
+void copy_from_host(const void* host, void* dev, std::size_t bytes) {
+  if (bytes == 0) return;
+  TPO_CUDA_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+}
+
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n) {
   std::vector<bf16> tmp(n);
   TPO_CUDA_CHECK(cudaMemcpy(tmp.data(), dev, n * sizeof(bf16), cudaMemcpyDeviceToHost));

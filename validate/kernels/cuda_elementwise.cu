@@ -13,10 +13,10 @@ namespace {
 // no barrier is needed between them but block_sum's. Without ADD, x is only read (y may be x).
 template <bool VEC, bool ADD>
 __global__ void rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, std::int64_t cols,
-                               float eps) {
-  bf16* xr = x + blockIdx.x * cols;
-  const bf16* orow = ADD ? o + blockIdx.x * cols : nullptr;
-  bf16* yr = y + blockIdx.x * cols;
+                               std::int64_t pitch, float eps) {
+  bf16* xr = x + blockIdx.x * pitch;
+  const bf16* orow = ADD ? o + blockIdx.x * pitch : nullptr;
+  bf16* yr = y + blockIdx.x * pitch;
   float ss = 0;
   if (VEC) {
     for (std::int64_t c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
@@ -59,19 +59,24 @@ __global__ void rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, s
   }
 }
 
-// rmsnorm_kernel<VEC, ADD> on `rows` rows: the vector path where every pointer allows it.
+// rmsnorm_kernel<VEC, ADD> on `rows` rows `pitch` values apart (0: cols): the vector path
+// where every pointer and the pitch allow it.
 template <bool ADD>
 void launch_rmsnorm(void* x, const void* o, const void* w, void* y, std::int64_t rows,
-                    std::int64_t cols, float eps, void* stream) {
+                    std::int64_t cols, float eps, void* stream, std::int64_t pitch = 0) {
   if (rows == 0) return;
+  if (pitch <= 0) pitch = cols;
   auto* xb = static_cast<bf16*>(x);
   const auto* ob = static_cast<const bf16*>(o);
   const auto* wb = static_cast<const bf16*>(w);
   auto* yb = static_cast<bf16*>(y);
-  if (cols % 8 == 0 && aligned16(x) && (!ADD || aligned16(o)) && aligned16(w) && aligned16(y)) {
-    rmsnorm_kernel<true, ADD><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
+  if (cols % 8 == 0 && pitch % 8 == 0 && aligned16(x) && (!ADD || aligned16(o)) && aligned16(w) &&
+      aligned16(y)) {
+    rmsnorm_kernel<true, ADD>
+        <<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, pitch, eps);
   } else {
-    rmsnorm_kernel<false, ADD><<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, eps);
+    rmsnorm_kernel<false, ADD>
+        <<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, pitch, eps);
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
@@ -162,6 +167,25 @@ __global__ void store_kv_kernel(const T* qkv, std::int64_t pitch, std::int64_t q
   }
 }
 
+__global__ void add_bias_rows_kernel(bf16* c, const bf16* bias, std::size_t n, std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    c[i] = __float2bfloat16(__bfloat162float(c[i]) + __bfloat162float(bias[i % n]));
+  }
+}
+
+// One block per token row: the table row of its id where this slice holds it, else zeros.
+__global__ void embed_kernel(const std::int32_t* ids, const bf16* table, std::int64_t first,
+                             std::int64_t rows, bf16* x, std::int64_t cols) {
+  const std::int64_t r = std::int64_t(ids[blockIdx.x]) - first;
+  bf16* xr = x + std::size_t(blockIdx.x) * std::size_t(cols);
+  const bool held = r >= 0 && r < rows;
+  const bf16* tr = held ? table + std::size_t(r) * std::size_t(cols) : nullptr;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    xr[c] = held ? tr[c] : __float2bfloat16(0.0f);
+  }
+}
+
 // One warp per (row, head): its head_dim values summed over the warp's lanes, then scaled.
 __global__ void head_rmsnorm_kernel(bf16* x, std::int64_t pitch, std::int64_t heads,
                                     std::int64_t head_dim, const bf16* w, std::int64_t rows,
@@ -220,9 +244,9 @@ void spin(void* stream, double microseconds) {
 }
 
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
-                  float eps, void* stream) {
+                  float eps, void* stream, std::int64_t pitch) {
   // Without ADD the kernel does not write x.
-  launch_rmsnorm<false>(const_cast<void*>(x), nullptr, w, y, rows, cols, eps, stream);
+  launch_rmsnorm<false>(const_cast<void*>(x), nullptr, w, y, rows, cols, eps, stream, pitch);
 }
 
 void add_rmsnorm_bf16(void* x, const void* o, const void* w, void* y, std::int64_t rows,
@@ -263,6 +287,15 @@ void add_bf16(void* acc, const void* x, std::int64_t n, void* stream) {
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 
+void add_bias_rows_bf16(void* c, const void* bias, std::int64_t rows, std::int64_t n,
+                        void* stream) {
+  const std::size_t total = std::size_t(rows) * std::size_t(n);
+  if (total == 0) return;
+  add_bias_rows_kernel<<<blocks_for(total, 256), 256, 0, S(stream)>>>(
+      static_cast<bf16*>(c), static_cast<const bf16*>(bias), std::size_t(n), total);
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
 void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, std::int64_t kv_width,
                    std::int64_t rows, void* k, void* v, void* stream, std::int64_t requests,
                    std::int64_t dst_stride) {
@@ -280,6 +313,15 @@ void store_kv_bf16(const void* qkv, std::int64_t qkv_n, std::int64_t q_width, st
         static_cast<const bf16*>(qkv), qkv_n, q_width, kv_width, rows, requests, dst_stride,
         static_cast<bf16*>(k), static_cast<bf16*>(v));
   }
+  TPO_CUDA_CHECK(cudaGetLastError());
+}
+
+void embed_bf16(const void* ids, const void* table, std::int64_t first, std::int64_t rows, void* x,
+                std::int64_t tokens, std::int64_t cols, void* stream) {
+  if (tokens <= 0 || cols <= 0) return;
+  embed_kernel<<<unsigned(tokens), 256, 0, S(stream)>>>(static_cast<const std::int32_t*>(ids),
+                                                        static_cast<const bf16*>(table), first,
+                                                        rows, static_cast<bf16*>(x), cols);
   TPO_CUDA_CHECK(cudaGetLastError());
 }
 

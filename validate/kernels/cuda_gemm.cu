@@ -73,25 +73,32 @@ std::uint32_t alignment(const void* p) {
 
 // The plan for C = A B with these operands, made on first use.
 const LtPlan& plan_for(Context::Impl& I, const void* a, const void* b, const void* c,
-                       std::int64_t m, std::int64_t n, std::int64_t k, bool bias = false) {
+                       std::int64_t m, std::int64_t n, std::int64_t k, bool bias = false,
+                       std::int64_t lda = 0) {
   // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is an n x k column-major
-  // matrix, A's a k x m one, C's an n x m one. No transposes needed.
+  // matrix, A's a k x m one (leading dimension lda), C's an n x m one. No transposes needed.
   const std::uint32_t al_a = alignment(b), al_b = alignment(a), al_c = alignment(c);
-  const auto key = std::make_tuple(m, n, k, al_a, al_b, al_c, bias);
+  const std::int64_t ld_a = lda > 0 ? lda : k;
+  const auto key = std::make_tuple(m, n, k, al_a, al_b, al_c, bias, ld_a);
   auto it = I.plans.find(key);
   if (it != I.plans.end()) return it->second;
   LtPlan p;
-  TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  if (bias) {  // one value per row of column-major C^T (an output feature), over every token
+  auto make_op = [&](bool epilogue) {
+    if (p.op) cublasLtMatmulDescDestroy(p.op);
+    p.op = nullptr;
+    TPO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    if (!epilogue) return;
+    // One value per row of column-major C^T (an output feature), over every token.
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     TPO_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     const cudaDataType_t bt = CUDA_R_16BF;
     TPO_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
-  }
+  };
+  make_op(bias);
   TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_16BF, n, k, n));
-  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16BF, k, m, k));
+  TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16BF, k, m, ld_a));
   TPO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.lc, CUDA_R_16BF, n, m, n));
   cublasLtMatmulPreference_t pref = nullptr;
   TPO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -109,26 +116,40 @@ const LtPlan& plan_for(Context::Impl& I, const void* a, const void* b, const voi
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t hs =
-      cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
+  auto heuristic = [&] {
+    found = 0;
+    return cublasLtMatmulAlgoGetHeuristic(I.lt, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result,
+                                          &found) == CUBLAS_STATUS_SUCCESS &&
+           found > 0;
+  };
+  bool ok = heuristic();
+  if (!ok && bias) {
+    // No algorithm with the bias epilogue (PyTorch does not ask cuBLASLt for one where an
+    // operand has a dimension of 1, reporting an invalid-value heuristic there): the GEMM
+    // without it, and the bias added by a kernel of its own.
+    make_op(false);
+    p.bias_apart = true;
+    ok = heuristic();
+  }
   cublasLtMatmulPreferenceDestroy(pref);
-  if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+  if (ok) {
     p.algo = result.algo;
     p.has_algo = true;
     p.kernel = describe(result.algo, result.wavesCount);
   } else {
     p.kernel = "default";
   }
+  if (bias) p.kernel += p.bias_apart ? ", bias by a kernel apart" : ", epilogue bias";
   return I.plans.emplace(key, p).first->second;
 }
 
 }  // namespace
 
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool accumulate, void* stream, const void* bias) {
+               std::int64_t k, bool accumulate, void* stream, const void* bias, std::int64_t lda) {
   auto& I = ctx.impl();
-  const LtPlan& p = plan_for(I, a, b, c, m, n, k, bias != nullptr);
-  if (bias) {  // the plan's descriptor is this context's, used by one host thread
+  const LtPlan& p = plan_for(I, a, b, c, m, n, k, bias != nullptr, lda);
+  if (bias && !p.bias_apart) {  // the plan's descriptor is this context's, one host thread's
     TPO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof(bias)));
   }
@@ -136,6 +157,7 @@ void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t
   TPO_CUBLAS_CHECK(cublasLtMatmul(I.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
                                   p.has_algo ? &p.algo : nullptr, I.workspace.get(),
                                   I.workspace.bytes(), S(stream)));
+  if (bias && p.bias_apart) add_bias_rows_bf16(c, bias, m, n, stream);
 }
 
 std::string gemm_kernel(Context& ctx, const void* a, const void* b, const void* c, std::int64_t m,

@@ -123,13 +123,22 @@ void head_rmsnorm_bf16(void* x, std::int64_t pitch, std::int64_t heads, std::int
 void rope_bf16(void* qkv, std::int64_t qkv_n, std::int64_t heads, std::int64_t head_dim,
                std::int64_t rot, std::int64_t rows, std::int64_t pos, const void* table,
                void* stream, std::int64_t requests = 1);
+// The embedding lookup of a vocabulary slice (bf16), one kernel: as cpu::embed, `ids` int32 on
+// the device.
+void embed_bf16(const void* ids, const void* table, std::int64_t first, std::int64_t rows, void* x,
+                std::int64_t tokens, std::int64_t cols, void* stream);
+// Raw host-to-device copy (synchronous).
+void copy_from_host(const void* host, void* dev, std::size_t bytes);
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n);
 void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n);
 
 // c[m x n] (+)= a[m x k] * b[k x n], bf16 row-major, fp32 accumulation (cuBLASLt).
 // With `bias` (n bf16 values), the epilogue adds it to every row: c = a b (+ c) + bias.
+// `lda`: a's rows that many values apart (0: k), e.g. the LM head reading each request's last
+// row in place.
 void gemm_bf16(Context& ctx, const void* a, const void* b, void* c, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool accumulate, void* stream, const void* bias = nullptr);
+               std::int64_t k, bool accumulate, void* stream, const void* bias = nullptr,
+               std::int64_t lda = 0);
 // The cuBLASLt algorithm configuration gemm_bf16 runs for these operands (its plan is made if
 // it is not yet): "tile 128x256, stages id 23, split-K 1, reduction none, swizzle 0, custom 0,
 // inner shape id 0, cluster id 2, algo 66, waves 2.55" — the ids are cublasLt.h enum values,
@@ -172,13 +181,17 @@ void attention_fused_bf16(Context& ctx, const void* q, const void* k, const void
 // rather than fail in its middle.
 bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::string* why);
 
+// y = rmsnorm(x) with w over `rows` rows `pitch` values apart in x and in y (0: cols).
 void rmsnorm_bf16(const void* x, const void* w, void* y, std::int64_t rows, std::int64_t cols,
-                  float eps, void* stream);
+                  float eps, void* stream, std::int64_t pitch = 0);
 // out = act(gate) * up over rows of [gate (ffn) | up (ffn)]: SiLU, or with `gelu` GELU's tanh
 // approximation (GeGLU, as cpu::silu_mul).
 void silu_mul_bf16(const void* gate_up, void* out, std::int64_t rows, std::int64_t ffn,
                    void* stream, bool gelu = false);
 void add_bf16(void* acc, const void* x, std::int64_t n, void* stream);
+// c[r][j] += bias[j] over `rows` rows of n (a bias GEMM's bias where cuBLASLt has no epilogue
+// algorithm for it).
+void add_bias_rows_bf16(void* c, const void* bias, std::int64_t rows, std::int64_t n, void* stream);
 // x += o (rounded to bf16 as add_bf16 stores it), then y = rmsnorm(x) with w, over `rows` rows of
 // `cols` in one kernel (one block per row; the norm's pass reads back the row the add wrote, from
 // cache: vLLM's fused_add_rms_norm). As cpu::add_rmsnorm.
@@ -211,6 +224,10 @@ class NcclGroup {
   void allreduce_bf16(const std::vector<void*>& bufs, std::size_t count);
   // The same on the caller's streams (one per rank, e.g. each GPU's comm stream).
   void allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
+                         const std::vector<void*>& streams);
+  // In-place bf16 all-gather: bufs[r] holds nranks x count values, the rank's own `count` at
+  // its rank's place; afterwards every rank's holds all of them.
+  void allgather_bf16_on(const std::vector<void*>& bufs, std::size_t count,
                          const std::vector<void*>& streams);
   void* stream(int rank) const;
   void synchronize() const;

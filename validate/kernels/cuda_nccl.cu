@@ -121,6 +121,25 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
   TPO_NCCL_CHECK(ncclGroupEnd());
 }
 
+void NcclGroup::allgather_bf16_on(const std::vector<void*>& bufs, std::size_t count,
+                                  const std::vector<void*>& streams) {
+  if (bufs.size() != impl_->comms.size() || streams.size() != impl_->comms.size()) {
+    throw std::runtime_error("NCCL all-gather: " + std::to_string(bufs.size()) + " buffers and " +
+                             std::to_string(streams.size()) + " streams for " +
+                             std::to_string(impl_->comms.size()) + " ranks");
+  }
+  TPO_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
+    int rank = 0;
+    TPO_NCCL_CHECK(ncclCommUserRank(impl_->comms[r], &rank));
+    // In place: the rank's own values already sit at its place in the gathered buffer.
+    const auto* own = static_cast<const char*>(bufs[r]) + std::size_t(rank) * count * 2;
+    TPO_NCCL_CHECK(
+        ncclAllGather(own, bufs[r], count, ncclBfloat16, impl_->comms[r], S(streams[r])));
+  }
+  TPO_NCCL_CHECK(ncclGroupEnd());
+}
+
 std::string NcclGroup::async_error() const {
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
     ncclResult_t st = ncclSuccess;
@@ -169,6 +188,8 @@ void* NcclGroup::stream(int) const {
 }
 void NcclGroup::allreduce_bf16(const std::vector<void*>&, std::size_t) {}
 void NcclGroup::allreduce_bf16_on(const std::vector<void*>&, std::size_t,
+                                  const std::vector<void*>&) {}
+void NcclGroup::allgather_bf16_on(const std::vector<void*>&, std::size_t,
                                   const std::vector<void*>&) {}
 void NcclGroup::synchronize() const {}
 std::string NcclGroup::async_error() const {

@@ -117,18 +117,63 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
     }
   }
   m.x0 = uniform(m.tokens * d.hidden, 1.0f, seed, 0xFFFFFFFFull);
+  if (w.embed_head) {
+    m.head = true;
+    m.vocab = d.vocab;
+    m.vocab_slices = w.vocab_replicated ? 1 : w.tp;
+    const std::int64_t real = std::max<std::int64_t>(1, w.model.vocab);
+    const std::uint64_t ids = mix(seed ^ 0x1D5ull);
+    for (std::int64_t t = 0; t < m.tokens; ++t) {
+      m.ids.push_back(static_cast<std::int32_t>(mix(ids + static_cast<std::uint64_t>(t)) %
+                                                static_cast<std::uint64_t>(real)));
+    }
+    m.final_norm = uniform(d.hidden, 0.1f, seed, 0xF1A1ull, 1.0f);
+    m.embed.resize(static_cast<std::size_t>(made));
+    m.lm_head.resize(static_cast<std::size_t>(made));
+    for (std::int64_t r = only_rank >= 0 ? only_rank : 0; r < made; ++r) {
+      // A replicated table is the same on every rank: drawn from streams of its own.
+      const std::uint64_t s =
+          0xE0000000ull + static_cast<std::uint64_t>(w.vocab_replicated ? 0x7FFF : r) * 4;
+      m.embed[static_cast<std::size_t>(r)] = uniform(m.vocab * d.hidden, 1.0f, seed, s);
+      m.lm_head[static_cast<std::size_t>(r)] = uniform(d.hidden * m.vocab, sh, seed, s + 1);
+    }
+  }
   return m;
+}
+
+HeadRows head_rows(const RowLayout& l, const sim::Op& op) {
+  HeadRows h;
+  h.request = op.req_begin;
+  h.requests = op.req_end - op.req_begin;
+  h.row = l.row(op.req_begin, l.seq - 1);
+  if (h.requests > 1) h.stride = l.row(op.req_begin + 1, l.seq - 1) - h.row;
+  return h;
+}
+
+std::vector<float> run_output(const ModelData& m, std::vector<float> x,
+                              const std::vector<float>& logits) {
+  if (!m.head) return x;
+  const std::int64_t S = m.vocab_slices, V = m.vocab;
+  x.reserve(x.size() + static_cast<std::size_t>(m.batch * S * V));
+  for (std::int64_t b = 0; b < m.batch; ++b) {
+    for (std::int64_t s = 0; s < S; ++s) {
+      const auto* p = logits.data() + (s * m.batch + b) * V;
+      x.insert(x.end(), p, p + V);
+    }
+  }
+  return x;
 }
 
 std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64_t seed,
                                              std::int64_t ranks, std::int64_t only_rank) {
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
-  const auto key = std::make_tuple(
-      d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch, w.seq, w.context,
-      seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
-      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms,
-      w.model.qkv_bias, w.model.o_bias, w.model.mlp_bias);
+  const auto key =
+      std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch,
+                      w.seq, w.context, seed, made, only_rank, static_cast<int>(w.model.activation),
+                      layer_windows(w), w.rope ? w.model.rotary_dim : 0, w.model.rope_theta,
+                      w.model.qk_norm, w.model.post_norms, w.model.qkv_bias, w.model.o_bias,
+                      w.model.mlp_bias, w.embed_head, w.vocab_replicated, w.model.vocab);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

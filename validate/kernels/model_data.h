@@ -37,12 +37,23 @@ struct ModelData {
   std::vector<float> rope_table;
   bool qk_norm = false;     // per-head query and key norms before the rotation (Qwen3, Gemma-3)
   bool post_norms = false;  // a norm on each module's reduced output before its add (Gemma)
-  std::vector<std::vector<LayerWeights>> w;             // [rank][layer], ranks generated
-  std::vector<float> x0;                                // [tokens][hidden]
+  std::vector<std::vector<LayerWeights>> w;  // [rank][layer], ranks generated
+  std::vector<float> x0;                     // [tokens][hidden]
+  // The embedding and LM head (--embed-head): the run starts from token ids instead of x0
+  // and ends with the logits of each request's last position. Sharded (vocab-parallel, as
+  // vLLM runs them): rank r holds vocabulary rows [r x vocab, (r + 1) x vocab) of the
+  // embedding table and the same columns of the LM head; replicated: every rank the whole
+  // table (the same values), no collective. An untied LM head either way (a tied one, as
+  // Gemma's, reads the embedding table transposed: the same work).
+  bool head = false;
+  std::int64_t vocab = 0;         // vocabulary rows per rank (d.vocab, padded as the graph's)
+  std::int64_t vocab_slices = 1;  // TP when sharded, 1 when replicated
+  std::vector<std::int32_t> ids;  // [tokens], request-major, in [0, the model's vocabulary)
+  std::vector<std::vector<float>> embed, lm_head;       // [rank]: [vocab][hidden], [hidden][vocab]
+  std::vector<float> final_norm;                        // [hidden], replicated
   std::vector<std::vector<std::vector<float>>> k0, v0;  // [rank][layer][batch][cap][kv][d]
 };
 
-// `ranks`: how many ranks' shards to generate (0: all TP ranks; 1 for a one-GPU run).
 // Where each token's row lives in a run's [tokens][...] activation matrices: chunk by chunk
 // (the schedule's chunk_tokens), and within a chunk request by request: row = batch x chunk
 // start + request x chunk length + position in the chunk, positions counted from the
@@ -75,6 +86,21 @@ std::vector<RowBlock> row_blocks(const RowLayout& l, std::int64_t context, const
 AttentionShape chunk_attention(const ModelData& m, std::int64_t layer, std::int64_t len,
                                std::int64_t pos);
 
+// The rows the LM head reads (each request's last position, `requests` of them from
+// `request`): the first, and the step between consecutive requests' rows (they sit in the
+// last chunk, one chunk length apart).
+struct HeadRows {
+  std::int64_t row = 0, stride = 1, request = 0, requests = 1;
+};
+HeadRows head_rows(const RowLayout& l, const sim::Op& op);
+
+// The run's output: the final residual stream ([batch][seq][hidden], request-major), then with
+// the LM head the logits ([batch][vocab_slices x vocab]) from a run's [slice][batch][vocab]
+// buffer (what an all-gather of the slices leaves).
+std::vector<float> run_output(const ModelData& m, std::vector<float> x,
+                              const std::vector<float>& logits);
+
+// `ranks`: how many ranks' shards to generate (0: all TP ranks; 1 for a one-GPU run).
 // `only_rank` >= 0: that rank's shard alone (the others' entries left empty), for a process
 // that runs one rank (--mpi).
 ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ranks = 0,
