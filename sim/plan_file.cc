@@ -320,7 +320,9 @@ PlanFile load_plan(const std::string& path) {
     throw InputError(path, "schema",
                      schema == "tpo.generate/1"
                          ? "is a generate report (tpo plan --scenario generate): it holds no "
-                           "schedules to run; validate a plan of prompt lengths (tpo plan --json)"
+                           "schedules to run; validate a plan of prompt lengths (tpo plan --json), "
+                           "or one decode step as it prices them: tpo validate --phase decode "
+                           "--embed-head --batch B --seq CONTEXT --strategy S (--vocab as planned)"
                          : "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
   }
   PlanFile p;

@@ -387,6 +387,19 @@ RunResult median_of_runs(std::vector<RunResult::Timeline> runs) {
   return r;
 }
 
+double output_error(const std::vector<float>& got, const std::vector<float>& want,
+                    std::size_t logits) {
+  if (logits == 0 || got.size() != want.size() || got.size() < logits) {
+    return relative_error(got, want);
+  }
+  const auto split = [&](const std::vector<float>& v, bool tail) {
+    const auto cut = v.end() - static_cast<std::ptrdiff_t>(logits);
+    return tail ? std::vector<float>(cut, v.end()) : std::vector<float>(v.begin(), cut);
+  };
+  return std::max(relative_error(split(got, false), split(want, false)),
+                  relative_error(split(got, true), split(want, true)));
+}
+
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
   double scale = 0, worst = 0;

@@ -31,14 +31,23 @@ std::int64_t interpret(const ModelData& m, const RowLayout& l, const sim::Op& op
     k.final_norm(head_rows(l, op));
     return 0;
   }
+  // The gather takes the whole logits buffer, the embedding and its all-reduce every row (one
+  // block whatever the layout's chunks: one kernel and one all-reduce, as the simulator counts
+  // them): a graph with one per group of requests would need them cut, and is refused.
+  const bool embed = op.code == OpCode::Embed || (op.code == OpCode::AllReduce && op.module < 0);
+  const bool all_requests = op.req_begin == 0 && op.req_end == m.batch;
+  const bool all_tokens = op.seq_begin == m.context && op.seq_end == m.context + m.seq;
+  if ((op.code == OpCode::LogitsGather && !all_requests) ||
+      (embed && !(all_requests && all_tokens))) {
+    throw std::logic_error(std::string("runtime: a ") + sim::op_code_name(op.code) +
+                           " op over part of the batch");
+  }
   if (op.code == OpCode::LogitsGather) return k.gather_logits();
-  // The embedding and its all-reduce cover every token: all rows, one block whatever the
-  // layout's chunks (one kernel and one all-reduce, as the simulator counts them).
   if (op.code == OpCode::Embed) {
     k.embed(0, m.tokens);
     return 0;
   }
-  if (op.code == OpCode::AllReduce && op.module < 0) return k.allreduce(-1, 0, m.tokens);
+  if (embed) return k.allreduce(-1, 0, m.tokens);
   std::int64_t arrived = 0;
   for (const RowBlock& b : row_blocks(l, m.context, op)) {
     switch (op.code) {

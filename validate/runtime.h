@@ -88,5 +88,10 @@ RunResult median_of_runs(std::vector<RunResult::Timeline> runs);
 
 // max |a - b| / max |b|: the error measure of the correctness check.
 double relative_error(const std::vector<float>& a, const std::vector<float>& b);
+// The error of a run's output whose last `logits` values are logits (--embed-head): the residual
+// stream's and the logits' each on its own scale (the logits are smaller, and a wrong final
+// norm or LM head could hide under the stream's), the larger; relative_error without logits.
+double output_error(const std::vector<float>& got, const std::vector<float>& want,
+                    std::size_t logits);
 
 }  // namespace tpo::validate

@@ -2280,6 +2280,7 @@ TEST_CASE("validate --plan refuses a profile that changed since the plan was mad
   m = tpo("validate --plan " + g.string());
   CHECK(m.code == 2);
   CHECK(m.out.find("is a generate report") != std::string::npos);
+  CHECK(m.out.find("tpo validate --phase decode --embed-head") != std::string::npos);
 }
 
 TEST_CASE("validate --plan of a decode plan names each point by its context") {

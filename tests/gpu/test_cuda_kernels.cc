@@ -142,6 +142,26 @@ int main() {
     expect_close("gemm+bias 1 row", device_values(c1, n), want1);
     std::printf("1-row bias GEMM: %s\n",
                 cu::gemm_kernel(ctx, a.get(), b.get(), c1.get(), 1, n, k, true).c_str());
+    // The bias by a kernel apart (forced: plans made while the variable is set), plain and
+    // accumulating, on 5 rows (a shape with no plan yet).
+    setenv("TPO_CUBLASLT_BIAS_APART", "1", 1);
+    cu::Buffer c5(5 * n * 2);
+    cu::gemm_bf16(ctx, a.get(), b.get(), c5.get(), 5, n, k, false, s, bias.get());
+    cu::gemm_bf16(ctx, a.get(), b.get(), c5.get(), 5, n, k, true, s, bias.get());
+    ctx.synchronize();
+    const std::string apart = cu::gemm_kernel(ctx, a.get(), b.get(), c5.get(), 5, n, k, true);
+    unsetenv("TPO_CUBLASLT_BIAS_APART");
+    std::vector<float> want5(std::size_t(5 * n));
+    for (std::int64_t r = 0; r < 5; ++r) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        want5[std::size_t(r * n + j)] = 2 * (ref[std::size_t(r * n + j)] + hbias[std::size_t(j)]);
+      }
+    }
+    expect_close("gemm+=bias apart", device_values(c5, 5 * n), want5);
+    if (apart.find("bias by a kernel apart") == std::string::npos) {
+      std::printf("gemm bias apart: the plan says \"%s\" (WRONG)\n", apart.c_str());
+      ++failures;
+    }
   }
   // The LM head's GEMM: A's rows `lda` apart (every 3rd row of a, in place).
   {

@@ -136,6 +136,19 @@ TEST_CASE("random valid schedules never deadlock and stay correct") {
   }
 }
 
+TEST_CASE("the error with logits: the stream and the logits each on their own scale") {
+  // A stream of values near 10 and 4 logits near 0.5, one of them 10% off: 0.5% of the whole
+  // output's scale, but 10% of the logits'.
+  std::vector<float> want = {10, -8, 9, 7, 0.5f, -0.4f, 0.3f, 0.5f}, got = want;
+  got[7] = 0.45f;
+  CHECK(validate::relative_error(got, want) < 0.01);
+  CHECK(validate::output_error(got, want, 4) == doctest::Approx(0.1).epsilon(1e-3));
+  CHECK(validate::output_error(got, want, 0) == validate::relative_error(got, want));
+  got = want;
+  got[0] = 11;  // the stream 10% off
+  CHECK(validate::output_error(got, want, 4) == doctest::Approx(0.1).epsilon(1e-3));
+}
+
 TEST_CASE("the error measure: max |difference| / max |reference|, and NaN anywhere is wrong") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   CHECK(validate::relative_error({1.0f, 2.0f}, {1.0f, 4.0f}) == doctest::Approx(0.5));
@@ -527,11 +540,15 @@ TEST_CASE("--embed-head: the runtime embeds token ids and ends with the gathered
           w.embed_head = true;
           w.vocab_replicated = replicated;
           w.fused_add_norm = fused_norm;
-          w.allreduce_add = replicated && tp == 2;  // the last adds on the comm thread too
-          for (auto k : {StrategyKind::None, StrategyKind::Iso, StrategyKind::Ladder,
-                         StrategyKind::ParallelBlock, StrategyKind::Microbatch}) {
+          // The all-reduces that add (the last ones run the final norm): beside the sharded
+          // embedding's all-reduce and the gather too.
+          w.allreduce_add = fused_norm && tp == 2;
+          for (auto k : sim::all_strategies()) {
             StrategySpec spec(k);
-            if (k == StrategyKind::Iso) spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+            spec.pieces = 2;
+            if (k == StrategyKind::Iso || k == StrategyKind::IsoLadder) {
+              spec.chunk_tokens = std::vector<std::int64_t>{20, 44};
+            }
             if (!sim::not_applicable_reason(w, spec).empty()) continue;
             CAPTURE(sim::strategy_name(k));
             CAPTURE(sim::phase_name(phase));
@@ -562,7 +579,7 @@ TEST_CASE("--embed-head: the runtime embeds token ids and ends with the gathered
       }
     }
   }
-  CHECK(ran == 2 * 2 * 2 * (5 + 4));  // prefill: 5 strategies; decode: all but ISO
+  CHECK(ran == 2 * 2 * 2 * (7 + 5));  // prefill: all 7 strategies; decode: the 5 that apply
   // The embedding starts the stream: without it (x0 instead) the output differs.
   auto w = tiny(sim::Phase::Prefill, 2, 32, 0, 1);
   w.embed_head = true;
