@@ -54,7 +54,8 @@ void fit_profile(sim::Profile& p) {
   // GEMM efficiency vs M: 1/eff - 1 = m_half / m, fitted through the origin over all (n, k).
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> rates;
   for (const auto& g : p.gemm) {
-    if (g.t.median_us <= 0) continue;
+    // The LM head is timed at batch sizes only (its best rate is far from the peak).
+    if (g.t.median_us <= 0 || g.name == "lm_head") continue;
     const double flops = 2.0 * static_cast<double>(g.m * g.n) * static_cast<double>(g.k);
     rates[{g.n, g.k}].emplace_back(static_cast<double>(g.m), flops / g.t.median_us);
   }

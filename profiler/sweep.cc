@@ -107,6 +107,26 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     });
   };
   for (const auto& g : gemms) add_rows(ItemKind::Gemm, "gemm", g.name, g.n, g.k, "m");
+  // The LM head (vocab-parallel: this rank's vocabulary slice): one row per request, so only
+  // batch sizes: the decode rows and the grid's first rows (up to 4 x align; the first alone
+  // with --quick). Not a table the planner's chunks read, so neither dense nor held back.
+  if (d.vocab > 0) {
+    std::set<std::int64_t> rows(o.decode_rows.begin(), o.decode_rows.end());
+    for (std::int64_t t = o.align; t <= std::min(o.max_tokens, 4 * o.align); t *= 2) {
+      rows.insert(t);
+      if (o.quick) break;
+    }
+    for (const std::int64_t t : rows) {
+      Item it;
+      it.kind = ItemKind::Gemm;
+      it.name = "lm_head";
+      it.m = t;
+      it.n = d.vocab;
+      it.k = d.hidden;
+      it.key = "gemm/lm_head/m" + std::to_string(t);
+      items.push_back(it);
+    }
+  }
   // qkv is timed as the runtime's qkv op runs: the GEMM, the rotary kernel on its query and K
   // heads, then K and V of its rows written into the KV cache. Its keys say so, so that a time
   // of an older partial run without them is not resumed in its place.

@@ -80,11 +80,21 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     allreduce_[r.ranks].emplace_back(static_cast<double>(r.elements), r.t.median_us);
   }
   for (auto& [k, c] : gemm_) sort_curve(c);
-  gemm_loo_ = leave_one_out_error(gemm_);
-  for (const auto& [key, c] : gemm_) {
-    std::vector<std::int64_t> rows;
-    for (const auto& [m, us] : c) rows.push_back(static_cast<std::int64_t>(m));
-    if (key == gemm_.begin()->first) {
+  // The layer GEMMs' curves: their interpolation error and the rows all of them were measured
+  // at (the LM head's, timed at batch sizes only, are not what a chunk's GEMMs are read at).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> layer_rows;
+  for (const auto& g : p_.gemm) {
+    if (g.name != "lm_head") layer_rows[{g.n, g.k}].push_back(g.m);
+  }
+  {
+    decltype(gemm_) layer_curves;
+    for (const auto& [key, rows] : layer_rows) layer_curves[key] = gemm_.at(key);
+    gemm_loo_ = leave_one_out_error(layer_curves);
+  }
+  for (auto& [key, rows] : layer_rows) {
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    if (key == layer_rows.begin()->first) {
       gemm_rows_ = rows;
     } else {
       std::vector<std::int64_t> both;
@@ -416,7 +426,8 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
   if (!p.gemm.empty()) {
     Workload one = w;
     one.layers = 1;
-    one.embed_head = false;
+    one.embed_head = true;  // the LM head too (a profile times it vocab-parallel)
+    one.vocab_replicated = false;
     std::map<std::string, std::pair<std::int64_t, std::int64_t>> shape;
     for (const auto& op : build_schedule(one, StrategySpec(StrategyKind::None)).ops) {
       if (op.kind == OpKind::Gemm) shape[op_code_name(op.code)] = {op.n, op.k};

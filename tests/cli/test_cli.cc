@@ -1304,6 +1304,22 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
           " --hardware cpu-host --tp 2 --seq 128 --profile " + prof.string());
   CHECK(r.code == 2);
   CHECK(r.out.find("another model under the same name") != std::string::npos);
+  // The profile timed the LM head (this rank's 500 of the 1000 words): a vocabulary of another
+  // size gives it away too, and a replicated LM head (another shape) is no mismatch.
+  const std::string profiled = slurp(prof);
+  CHECK(profiled.find("\"lm_head\"") != std::string::npos);
+  std::string words = slurp(data + "/tiny_model.json");
+  words.replace(words.find("\"vocab_size\": 1000"), 18, "\"vocab_size\": 2000");
+  std::ofstream(scratch() / "tiny_words.json") << words;
+  r = tpo("simulate --model " + (scratch() / "tiny_words.json").string() +
+          " --hardware cpu-host --tp 2 --seq 128 --profile " + prof.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("lm_head GEMM is 500 x 128") != std::string::npos);
+  r = tpo("simulate --model " + data +
+          "/tiny_model.json --hardware cpu-host --tp 2 --seq 128 --embed-head --vocab replicated "
+          "--profile " +
+          prof.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
 }
 
 TEST_CASE("profile: an interrupted run resumes where it stopped") {

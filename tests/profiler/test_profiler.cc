@@ -660,6 +660,60 @@ TEST_CASE("sweep: qkv timed as the runtime runs it, and a biased GEMM with its b
         std::string::npos);
 }
 
+TEST_CASE("the LM head: timed at batch sizes, read off its own curve, not a layer GEMM's rows") {
+  // The sweep: rows 1 and 8 (decode), then 64 and 128 (the grid's first, up to 4 x align and
+  // --max-tokens); with --quick the grid's first alone. This rank's vocabulary slice x hidden.
+  auto m = test::toy_model();
+  sim::ShardDims d = tiny_shard();
+  d.vocab = 500;
+  profiler::SweepOptions o;
+  o.max_tokens = 128;
+  o.decode_rows = {1, 8};
+  for (const bool quick : {false, true}) {
+    o.quick = quick;
+    std::vector<std::int64_t> rows;
+    for (const auto& it : profiler::make_sweep(m, d, 2, o)) {
+      if (it.name != "lm_head") continue;
+      CHECK(it.kind == profiler::ItemKind::Gemm);
+      CHECK(it.n == 500);
+      CHECK(it.k == 128);
+      CHECK_FALSE(it.held_back);
+      CHECK(it.key == "gemm/lm_head/m" + std::to_string(it.m));
+      rows.push_back(it.m);
+    }
+    CHECK(rows ==
+          (quick ? std::vector<std::int64_t>{1, 8, 64} : std::vector<std::int64_t>{1, 8, 64, 128}));
+  }
+  d.vocab = 0;  // a model without a vocabulary: none
+  for (const auto& it : profiler::make_sweep(m, d, 2, o)) CHECK(it.name != "lm_head");
+  // The profile model: the LM head read off its curve; the rows every layer GEMM was measured
+  // at, and their interpolation error, are the layer GEMMs' alone.
+  sim::Profile p;
+  p.tp = 2;
+  p.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}, ""});
+  p.gemm.push_back({"gate_up", 128, 512, 128, {200, 200, 200, 1}, ""});
+  p.gemm.push_back({"lm_head", 1, 500, 128, {10, 10, 10, 1}, ""});
+  p.gemm.push_back({"lm_head", 64, 500, 128, {40, 40, 40, 1}, ""});
+  p.gemm.push_back({"lm_head", 256, 500, 128, {160, 160, 160, 1}, ""});
+  const auto hw = test::toy_hardware();
+  const sim::ProfileCostModel cm(p, hw, 2);
+  CHECK(cm.gemm_rows_measured(128));  // the LM head's rows {1, 64, 256} do not narrow them
+  CHECK_FALSE(cm.gemm_rows_measured(1));
+  CHECK(cm.gemm_interpolation_error() == 0);  // gate_up has no interior point; 64 is the LM head's
+  sim::Op head = gemm_op(8, 500, 128);
+  head.code = sim::OpCode::LmHead;
+  CHECK(cm.origin(head) == "interpolated");
+  // 8 rows between 1 (10 us) and 64 (40 us) in log-log: 10 x 4^(log 8 / log 64) = 20 us.
+  CHECK(cm.standalone_ns(head) == 20000);
+  // The GEMM-efficiency fit leaves it out: the same fit without its rows.
+  sim::Profile q = p;
+  profiler::fit_profile(q);
+  sim::Profile r = p;
+  r.gemm.resize(2);
+  profiler::fit_profile(r);
+  CHECK(q.gemm_m_half == r.gemm_m_half);
+}
+
 TEST_CASE("sweep: the GPU sweep measures the comm victim at three lengths and beside three kinds") {
   const auto m = test::toy_model();
   const sim::ShardDims d = tiny_shard();
