@@ -24,6 +24,10 @@
 #   A machine without network cannot fetch the cudnn-frontend headers: copy this checkout's
 #       build/_deps/cudnn-frontend along (the project's device tool: carry it), else the build
 #       leaves cuDNN's fused attention out and the configure step says so.
+#   DRY_RUN=1 PREBUILT=build REPORTS=/tmp/dry validate/device-check.sh
+#       # no GPU needed: every step runs with binaries built here and passes when it stopped
+#       # only for want of the GPU; a command whose arguments tpo refuses fails (run it before
+#       # spending device time)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
 #       (default 1800; 480 where $OUT is set, under the project's device tool, whose commands
@@ -106,6 +110,14 @@ step() {
   local t0=$(date +%s) rc=0
   timeout --kill-after=5 "$limit" "$@" > "$R/$name.log" 2>&1 || rc=$?
   local what=ok
+  # DRY_RUN: a step stopped only for want of the GPU (or of a file a GPU step would have
+  # written) passes; one that refused its arguments (exit 2) fails, as it would on the GPU.
+  if [ -n "${DRY_RUN:-}" ] && [ "$rc" != 0 ] &&
+    { grep -q "No such file or directory" "$R/$name.log" ||
+      { [ "$rc" != 2 ] && grep -qE "no usable CUDA device|no CUDA device" "$R/$name.log"; }; }; then
+    what="dry (no GPU; arguments accepted)"
+    rc=0
+  fi
   [ "$rc" = 0 ] || what="FAILED (exit $rc$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ", timed out after ${limit}s"))"
   [ "$rc" = 0 ] || FAILED=1
   printf '%-52s %-34s %4ss\n' "$name" "$what" "$(($(date +%s) - t0))" | tee -a "$R/steps.txt"
@@ -322,11 +334,19 @@ PY
     cp "$R/device-check.tar.gz" "$R/summary.txt" "$OUT/" 2>/dev/null || true
   fi
   echo "reports in $R (all of them in $R/device-check.tar.gz)"
-  [ "$FAILED" = 0 ] && echo "device check: all steps passed" || echo "device check: SOME STEPS FAILED"
+  local dry=""
+  [ -n "${DRY_RUN:-}" ] && dry=" (DRY RUN: arguments only, nothing ran on a GPU)"
+  [ "$FAILED" = 0 ] && echo "device check: all steps passed$dry" || echo "device check: SOME STEPS FAILED$dry"
 }
 
+# DRY_RUN=1 PREBUILT=build validate/device-check.sh: every step on a machine without a GPU,
+# with binaries built here, to catch a command the CLI refuses before device time is spent.
+if [ -n "${DRY_RUN:-}" ]; then
+  [ -n "${PREBUILT:-}" ] || { echo "DRY_RUN needs PREBUILT (binaries built here)"; exit 2; }
+  export DRY_RUN
+  echo "DRY RUN: no GPU; each step's arguments are checked, nothing is measured" | tee "$R/gpus.txt"
 # Fail fast where there is no GPU, before a long build.
-if ! nvidia-smi -L > "$R/gpus.txt" 2>&1; then
+elif ! nvidia-smi -L > "$R/gpus.txt" 2>&1; then
   echo "no NVIDIA GPU visible (nvidia-smi -L failed); this script is for machines with one"
   cat "$R/gpus.txt"
   exit 1

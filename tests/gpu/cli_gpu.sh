@@ -8,7 +8,10 @@
 set -u
 TPO=$1
 DATA=$2
-if ! nvidia-smi -L > /dev/null 2>&1; then
+# DRY_RUN=1: run every command anyway on a machine without a GPU, to catch arguments the CLI
+# refuses before device time is spent (tests/lib/checks.sh).
+gpus() { [ -n "${DRY_RUN:-}" ] && echo 1 || nvidia-smi -L | grep -c '^GPU'; }
+if [ -z "${DRY_RUN:-}" ] && ! nvidia-smi -L > /dev/null 2>&1; then
   echo "skipped: no CUDA device"
   exit 77
 fi
@@ -90,7 +93,7 @@ check "validate cuda nccl: embedding and LM head at TP 1, the norm apart, ladder
   --backend cuda --comm nccl --model "$M" --hardware h100x8 --tp 1 --batch 2 --seq 64 --layers 2 \
   --repeat 2 --strategy ladder --embed-head --add-norm separate
 # The NCCL embedding all-reduce and logits all-gather need two GPUs.
-if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ]; then
+if [ "$(gpus)" -ge 2 ]; then
   check "validate cuda nccl: embedding and LM head at TP 2, ladder" "$TPO" validate \
     --backend cuda --comm nccl --model "$M" --hardware h100x8 --tp 2 --batch 3 --seq 96 \
     --layers 2 --repeat 2 --strategy ladder --embed-head
@@ -105,7 +108,7 @@ nccl_tp2_refused() {
   echo "$out"
   [ "$rc" = 1 ] && grep -q "needs 2 GPUs" <<< "$out"
 }
-if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
+if [ "$(gpus)" -lt 2 ]; then
   check "validate cuda nccl: TP 2 on one GPU is refused" nccl_tp2_refused
 fi
 # One process per rank under mpirun: the NCCL unique id goes over MPI (one GPU: TP 1).
