@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <random>
@@ -211,6 +212,23 @@ TEST_CASE("the rotary kernel: rotate-half pairs by position, scores depend on di
   std::vector<float> second(x.begin() + 14, x.end());
   validate::cpu::rope(second.data(), 14, 2, 6, 4, 1, 3, table.data());
   CHECK(std::equal(two.begin() + 14, two.end(), second.begin()));
+}
+
+TEST_CASE("the validation data's rotary table holds bf16 values, as the GPU runtime uploads it") {
+  const auto w = tiny(sim::Phase::Prefill, 1, 64, 32, 1);
+  const auto m = validate::make_data(w, 7);
+  REQUIRE(m.rotary_dim > 0);
+  const auto exact = validate::cpu::rope_table(m.cap, m.rotary_dim, w.model.rope_theta);
+  REQUIRE(m.rope_table.size() == exact.size());
+  int rounded = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &m.rope_table[i], sizeof bits);
+    CHECK((bits & 0xFFFFu) == 0);  // a bf16 value: what the upload keeps exactly
+    CHECK(std::fabs(m.rope_table[i] - exact[i]) <= std::fabs(exact[i]) / 256.0f + 1e-30f);
+    rounded += m.rope_table[i] != exact[i];
+  }
+  CHECK(rounded > 0);
 }
 
 TEST_CASE("rotary embeddings: the runtime rotates at each chunk's positions, --rope none not") {
