@@ -523,6 +523,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "tie_word_embeddings",
                                   "rope_theta",
                                   "partial_rotary_factor",
+                                  "rms_norm_eps",
                                   "sliding_window",
                                   "layer_types",
                                   "source",
@@ -570,6 +571,16 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     m.head_dim = m.hidden / m.heads;
   }
   read_rotary(j, path, m);
+  // Every RMSNorm's epsilon: rms_norm_eps (Llama 3's 1e-5 where a config has none). It changes
+  // no cost; the runtimes normalize with it.
+  if (j.contains("rms_norm_eps") && !j.at("rms_norm_eps").is_null()) {
+    const auto& e = j.at("rms_norm_eps");
+    if (!e.is_number() || !(e.get<double>() > 0.0 && e.get<double>() < 0.1)) {
+      throw InputError(path, "rms_norm_eps",
+                       "must be a number above 0 and below 0.1, not " + e.dump());
+    }
+    m.rms_norm_eps = e.get<double>();
+  }
   read_windowed_layers(j, o, path, m);
   if (m.heads % m.kv_heads != 0) {
     throw InputError(path, "num_key_value_heads",

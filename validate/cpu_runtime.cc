@@ -98,7 +98,7 @@ class CpuKernels final : public RankKernels {
     const auto& lw = weights(layer);
     const std::int64_t H = m_.d.hidden;
     cpu::rmsnorm(s_.x.data() + row * H, (mlp ? lw.mlp_norm : lw.attn_norm).data(),
-                 s_.normed.data() + row * H, len, H);
+                 s_.normed.data() + row * H, len, H, m_.eps);
   }
 
   void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
@@ -146,9 +146,9 @@ class CpuKernels final : public RankKernels {
     const auto& d = m_.d;
     const auto& lw = weights(layer);
     float* q = s_.qkv.data() + row * d.qkv_n();
-    cpu::head_rmsnorm(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.data(), rows);
+    cpu::head_rmsnorm(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.data(), rows, m_.eps);
     cpu::head_rmsnorm(q + d.q_heads * d.head_dim, d.qkv_n(), d.kv_heads, d.head_dim,
-                      lw.k_norm.data(), rows);
+                      lw.k_norm.data(), rows, m_.eps);
   }
 
   void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
@@ -192,14 +192,15 @@ class CpuKernels final : public RankKernels {
     float* o = s_.out[static_cast<std::size_t>(module)].data() + row * H;
     if (post_norm > 0) {
       const auto& lw = weights(layer);
-      cpu::rmsnorm(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).data(), o, len, H);
+      cpu::rmsnorm(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).data(), o, len, H,
+                   m_.eps);
     }
     if (norm_after > 0) {
       const float* w = norm_after == 3 ? m_.final_norm.data()
                                        : (norm_after == 2 ? weights(norm_layer).mlp_norm
                                                           : weights(norm_layer).attn_norm)
                                              .data();
-      cpu::add_rmsnorm(s_.x.data() + row * H, o, w, s_.normed.data() + row * H, len, H);
+      cpu::add_rmsnorm(s_.x.data() + row * H, o, w, s_.normed.data() + row * H, len, H, m_.eps);
     } else {
       cpu::add_inplace(s_.x.data() + row * H, o, len * H);
     }
@@ -222,7 +223,8 @@ class CpuKernels final : public RankKernels {
     const std::int64_t H = m_.d.hidden;
     for (std::int64_t i = 0; i < h.requests; ++i) {
       const std::int64_t row = h.row + i * h.stride;
-      cpu::rmsnorm(s_.x.data() + row * H, m_.final_norm.data(), s_.normed.data() + row * H, 1, H);
+      cpu::rmsnorm(s_.x.data() + row * H, m_.final_norm.data(), s_.normed.data() + row * H, 1, H,
+                   m_.eps);
     }
   }
 

@@ -75,7 +75,7 @@ class CudaKernels final : public RankKernels {
     const DeviceLayer& lw = r_.layers[std::size_t(layer)];
     const std::int64_t H = m_.d.hidden;
     cu::rmsnorm_bf16(at(r_.x, row * H), (mlp ? lw.mlp_norm : lw.attn_norm).get(),
-                     at(r_.normed, row * H), len, H, 1e-5f, st_);
+                     at(r_.normed, row * H), len, H, m_.eps, st_);
   }
 
   void gemm(Weight w, std::int64_t layer, std::int64_t module, std::int64_t row, std::int64_t len,
@@ -110,9 +110,9 @@ class CudaKernels final : public RankKernels {
     const auto& d = m_.d;
     const DeviceLayer& lw = r_.layers[std::size_t(layer)];
     char* q = at(r_.qkv, row * d.qkv_n());
-    cu::head_rmsnorm_bf16(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.get(), rows, 1e-5f, st_);
+    cu::head_rmsnorm_bf16(q, d.qkv_n(), d.q_heads, d.head_dim, lw.q_norm.get(), rows, m_.eps, st_);
     cu::head_rmsnorm_bf16(q + std::size_t(d.q_heads * d.head_dim) * kB, d.qkv_n(), d.kv_heads,
-                          d.head_dim, lw.k_norm.get(), rows, 1e-5f, st_);
+                          d.head_dim, lw.k_norm.get(), rows, m_.eps, st_);
   }
 
   void rope(std::int64_t row, std::int64_t len, std::int64_t pos, std::int64_t requests) override {
@@ -168,7 +168,7 @@ class CudaKernels final : public RankKernels {
     if (post_norm > 0) {  // in place: each thread rewrites the values it read
       const DeviceLayer& lw = r_.layers[std::size_t(layer)];
       cu::rmsnorm_bf16(o, (post_norm == 1 ? lw.post_attn_norm : lw.post_mlp_norm).get(), o, len, H,
-                       1e-5f, st_);
+                       m_.eps, st_);
     }
     if (norm_after > 0) {
       const void* w = norm_after == 3
@@ -176,7 +176,7 @@ class CudaKernels final : public RankKernels {
                           : (norm_after == 2 ? r_.layers[std::size_t(norm_layer)].mlp_norm
                                              : r_.layers[std::size_t(norm_layer)].attn_norm)
                                 .get();
-      cu::add_rmsnorm_bf16(at(r_.x, row * H), o, w, at(r_.normed, row * H), len, H, 1e-5f, st_);
+      cu::add_rmsnorm_bf16(at(r_.x, row * H), o, w, at(r_.normed, row * H), len, H, m_.eps, st_);
     } else {
       cu::add_bf16(at(r_.x, row * H), o, len * H, st_);
     }
@@ -197,7 +197,7 @@ class CudaKernels final : public RankKernels {
   void final_norm(const HeadRows& h) override {
     const std::int64_t H = m_.d.hidden;
     cu::rmsnorm_bf16(at(r_.x, h.row * H), r_.final_norm.get(), at(r_.normed, h.row * H), h.requests,
-                     H, 1e-5f, st_, h.stride * H);
+                     H, m_.eps, st_, h.stride * H);
   }
 
   void lm_head(const HeadRows& h) override {

@@ -56,11 +56,11 @@ Mat matmul(const Mat& a, const Mat& b) {
   return c;
 }
 
-Mat rmsnorm(const Mat& x, const std::vector<float>& w) {
+Mat rmsnorm(const Mat& x, const std::vector<float>& w, double eps) {
   Mat y(x.rows(), x.cols());
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
     const double ms = x.row(r).squaredNorm() / static_cast<double>(x.cols());
-    const double inv = 1.0 / std::sqrt(ms + 1e-5);
+    const double inv = 1.0 / std::sqrt(ms + eps);
     for (Eigen::Index c = 0; c < x.cols(); ++c)
       y(r, c) = x(r, c) * inv * w[static_cast<std::size_t>(c)];
   }
@@ -75,10 +75,9 @@ void add_bias(Mat& x, const std::vector<float>& b) {
   }
 }
 
-// Per-head RMSNorm of the query heads and the K heads. Every norm here and in the runtimes
-// uses eps 1e-5 and plain weights (Qwen3 and Gemma use 1e-6, Gemma 1 + w): the same work, and
-// the runtimes are checked against this, not against a checkpoint. (the layer's q_norm, k_norm
-// weights).
+// Per-head RMSNorm of the query heads and the K heads (the layer's q_norm, k_norm weights).
+// Every norm here and in the runtimes uses the model's rms_norm_eps and plain weights (Gemma's
+// are 1 + w: the same work), and the runtimes are checked against this, not a checkpoint.
 void head_norms(const ModelData& m, const LayerWeights& w, Mat& qkv) {
   const auto& d = m.d;
   if (!m.qk_norm) return;
@@ -86,7 +85,7 @@ void head_norms(const ModelData& m, const LayerWeights& w, Mat& qkv) {
     for (std::int64_t h = 0; h < d.q_heads + d.kv_heads; ++h) {
       const auto& g = h < d.q_heads ? w.q_norm : w.k_norm;
       auto v = qkv.row(t).segment(h * d.head_dim, d.head_dim);
-      const double inv = 1.0 / std::sqrt(v.squaredNorm() / static_cast<double>(d.head_dim) + 1e-5);
+      const double inv = 1.0 / std::sqrt(v.squaredNorm() / static_cast<double>(d.head_dim) + m.eps);
       for (std::int64_t c = 0; c < d.head_dim; ++c) v(c) *= inv * g[static_cast<std::size_t>(c)];
     }
   }
@@ -192,7 +191,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
     Mat sum = Mat::Zero(T, H);
     for (std::int64_t r = 0; r < ranks; ++r) {
       const LayerWeights& w = m.w[static_cast<std::size_t>(r)][static_cast<std::size_t>(layer)];
-      const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm);
+      const Mat n = rmsnorm(x, (attn || parallel) ? w.attn_norm : w.mlp_norm, m.eps);
       if (attn) {
         Mat qkv = matmul(n, from(w.wqkv, H, d.qkv_n()));
         add_bias(qkv, w.bqkv);
@@ -221,7 +220,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
     // replicated, so rank 0's).
     if (m.post_norms) {
       const LayerWeights& w0 = m.w[0][static_cast<std::size_t>(layer)];
-      return rmsnorm(sum, attn ? w0.post_attn_norm : w0.post_mlp_norm);
+      return rmsnorm(sum, attn ? w0.post_attn_norm : w0.post_mlp_norm, m.eps);
     }
     return sum;
   };
@@ -269,7 +268,7 @@ std::vector<float> reference_forward(const sim::Workload& wl, const sim::Strateg
   // vocab], a slice no rank here holds left zero.
   Mat last(m.batch, H);
   for (std::int64_t b = 0; b < m.batch; ++b) last.row(b) = x.row(b * m.seq + m.seq - 1);
-  const Mat n = rmsnorm(last, m.final_norm);
+  const Mat n = rmsnorm(last, m.final_norm, m.eps);
   const std::int64_t held = std::min(m.vocab_slices, ranks);
   std::vector<Mat> logits;
   for (std::int64_t s = 0; s < held; ++s)

@@ -647,6 +647,31 @@ TEST_CASE("--sm-clock: a locked clock scales the tensor-core rate and nothing el
   std::filesystem::remove(p);
 }
 
+TEST_CASE("rms_norm_eps: read where a config has it (1e-5 where not), a bad one named") {
+  const std::string p = (std::filesystem::temp_directory_path() /
+                         ("tpo_test_eps_" + std::to_string(::getpid()) + ".json"))
+                            .string();
+  auto cfg = tpo::read_json_file(data + "/hf_llama_config.json");
+  const auto load = [&] {
+    std::ofstream(p) << cfg.dump();
+    return load_model(p);
+  };
+  cfg.erase("rms_norm_eps");
+  CHECK(load().rms_norm_eps == 1e-5);
+  cfg["rms_norm_eps"] = 1e-6;
+  CHECK(load().rms_norm_eps == 1e-6);
+  for (const nlohmann::json& bad :
+       {nlohmann::json(0), nlohmann::json(-1e-6), nlohmann::json("1e-6"), nlohmann::json(0.5)}) {
+    cfg["rms_norm_eps"] = bad;
+    CAPTURE(bad.dump());
+    CHECK(error_of([&] { load(); }).find("field 'rms_norm_eps'") != std::string::npos);
+  }
+  // A tpo.model/1 file may give it too; the shipped ones carry their config.json's.
+  CHECK(load_model("qwen2.5-72b").rms_norm_eps == 1e-6);
+  CHECK(load_model("llama3.1-8b").rms_norm_eps == 1e-5);
+  std::filesystem::remove(p);
+}
+
 TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or rope_parameters") {
   const std::string p = (std::filesystem::temp_directory_path() /
                          ("tpo_test_rotary_" + std::to_string(::getpid()) + ".json"))

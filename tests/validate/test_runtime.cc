@@ -214,6 +214,22 @@ TEST_CASE("the rotary kernel: rotate-half pairs by position, scores depend on di
   CHECK(std::equal(two.begin() + 14, two.end(), second.begin()));
 }
 
+TEST_CASE("the model's rms_norm_eps: every runtime norm and the reference use it") {
+  const validate::RunOptions o = once();
+  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+  w.model.qk_norm = true;
+  w.model.post_norms = true;
+  w.embed_head = true;  // the final norm too
+  StrategySpec iso(StrategyKind::Iso);
+  iso.chunk_tokens = std::vector<std::int64_t>{24, 40};
+  const auto base = validate::run_cpu(w, sim::build_schedule(w, iso), o).output;
+  // A large epsilon, so that it shows against the rows' mean squares (about 1).
+  w.model.rms_norm_eps = 0.05;
+  const auto r = validate::run_cpu(w, sim::build_schedule(w, iso), o).output;
+  CHECK(validate::relative_error(r, validate::reference_forward(w, iso, o.seed)) < 1e-5);
+  CHECK(validate::relative_error(r, base) > 1e-3);
+}
+
 TEST_CASE("the validation data's rotary table holds bf16 values, as the GPU runtime uploads it") {
   const auto w = tiny(sim::Phase::Prefill, 1, 64, 32, 1);
   const auto m = validate::make_data(w, 7);

@@ -63,6 +63,7 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   ModelData m;
   m.d = sim::validate_workload(w);
   m.gelu = w.model.activation == sim::ModelConfig::Activation::Gelu;
+  m.eps = static_cast<float>(w.model.rms_norm_eps);
   m.model_file = w.model.origin;
   m.tp = w.tp;
   m.layers = w.layers;
@@ -185,12 +186,12 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
                                              std::int64_t ranks, std::int64_t only_rank) {
   const sim::ShardDims d = sim::validate_workload(w);
   const std::int64_t made = ranks > 0 ? std::min(ranks, w.tp) : w.tp;
-  const auto key =
-      std::make_tuple(d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch,
-                      w.seq, w.context, seed, made, only_rank, static_cast<int>(w.model.activation),
-                      layer_windows(w), w.rope ? w.model.rotary_dim : 0, w.model.rope_theta,
-                      w.model.qk_norm, w.model.post_norms, w.model.qkv_bias, w.model.o_bias,
-                      w.model.mlp_bias, w.embed_head, w.vocab_replicated, w.model.vocab);
+  const auto key = std::make_tuple(
+      d.hidden, d.q_heads, d.kv_heads, d.head_dim, d.ffn, w.tp, w.layers, w.batch, w.seq, w.context,
+      seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
+      w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms,
+      w.model.qkv_bias, w.model.o_bias, w.model.mlp_bias, w.embed_head, w.vocab_replicated,
+      w.model.vocab, w.model.rms_norm_eps);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;

@@ -26,6 +26,7 @@ struct LayerWeights {
 struct ModelData {
   sim::ShardDims d;
   bool gelu = false;       // GeGLU MLP (Gemma) instead of SwiGLU
+  float eps = 1e-5f;       // every RMSNorm's epsilon (the model's rms_norm_eps)
   std::string model_file;  // the model config, for messages
   std::int64_t tp = 1, layers = 0, batch = 1, seq = 1, context = 0, cap = 0, tokens = 0;
   // Per layer: the sliding window its attention uses (0: full attention), as the simulator
