@@ -166,12 +166,14 @@ std::function<int()> add_plan(CLI::App& app) {
   f.add_norm = true;
   f.vocab = true;
   bind_workload(sub, &o.workload, f);
-  sub->add_option("--seq", o.seq,
-                  "Prompt lengths: a list (1024,4096), a range doubling (512:32768) or with a "
-                  "factor (512:32768:1.5). In decode: context lengths")
+  sub->add_option(
+         "--seq", o.seq,
+         "Prompt lengths: a list (1024,4096), a range doubling (512:32768) or with a "
+         "factor (512:32768:1.5; a range's inner points rounded to the --align grid). In decode: "
+         "context lengths")
       ->capture_default_str();
   sub->add_option("--batch", c->batch,
-                  "Requests per batch (sweep); with --scenario generate a list (1,4,16,64)")
+                  "Requests per batch; with --scenario generate a list of them (1,4,16,64)")
       ->capture_default_str();
   sub->add_option("--strategies", o.strategies,
                   "Comma list of strategies to consider (none is always included), or all")

@@ -300,7 +300,7 @@ std::function<int()> add_profile(CLI::App& app) {
   sub->add_option("--decode-rows", o->decode_rows,
                   "GEMMs and row-wise ops also at these rows below --align: decode batches (one "
                   "token per request), else extrapolated from the grid's smallest size (default: "
-                  "1,8,32 on cuda without --quick, none otherwise; 0: none)")
+                  "1,8,32 without --quick, none with it; 0: none)")
       ->delimiter(',');
   sub->add_option("--reps", o->reps, "Timed repetitions per measurement")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed runs before them")->capture_default_str();

@@ -270,10 +270,11 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
   }
   if (f.embed_head || f.vocab) {
     sub->add_option("--vocab", w->vocab,
-                    "The embedding and LM head (with --embed-head, and plan --scenario "
-                    "generate): sharded (vocab-parallel as vLLM runs them: an all-reduce after "
-                    "the embedding, the logits gathered) or replicated (whole on every GPU, no "
-                    "collective: gpt-fast)")
+                    std::string("The embedding and LM head (") +
+                        (f.embed_head ? "with --embed-head" : "with --scenario generate") +
+                        "): sharded (vocab-parallel as vLLM runs them: an all-reduce after "
+                        "the embedding, the logits gathered) or replicated (whole on every GPU, "
+                        "no collective: gpt-fast)")
         ->capture_default_str();
   }
   if (f.profile) {
@@ -318,7 +319,16 @@ void check_given(const sim::WorkloadOptions& w, const sim::StrategyOptions& s, c
   if (s.ladder_layers < 0) {
     throw InputError("--ladder-layers", std::to_string(s.ladder_layers), "must be >= 0");
   }
-  if (compare) return;
+  if (compare) {
+    // --compare runs every strategy (--chunks, --split, --pieces and --ladder-layers shape
+    // theirs): one named would be ignored.
+    if (given("--strategy")) {
+      throw InputError("--strategy", s.strategy,
+                       "does not apply with --compare, which runs every strategy; drop one of "
+                       "them");
+    }
+    return;
+  }
   const sim::StrategyDescriptor& d = sim::strategy(sim::parse_strategy_name(s.strategy));
   auto users = [](bool (sim::StrategyDescriptor::*uses)() const) {
     std::string t;

@@ -35,9 +35,10 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != s.size() || !std::isfinite(v) || v <= 0 || v > 1e9) {
-      throw InputError("--seq", text, "'" + s + "' is not a positive number (at most 1e9)");
+    if (used == 0 || used != s.size() || !std::isfinite(v) || v <= 0) {
+      throw InputError("--seq", text, "'" + s + "' is not a positive number");
     }
+    if (v > 1e9) throw InputError("--seq", text, "'" + s + "' is above 1e9 tokens");
     return v;
   };
   std::vector<std::int64_t> out;

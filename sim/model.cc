@@ -288,6 +288,17 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
   // transformers rotates int(head_dim x factor) values in pairs; an odd count it rounds up,
   // with angles over the odd count, which tpo's kernels do not do.
   m.rotary_dim = static_cast<std::int64_t>(dims);
+  const bool factor_given =
+      (j.contains("partial_rotary_factor") && !j.at("partial_rotary_factor").is_null()) ||
+      (params && params->contains("partial_rotary_factor") &&
+       !params->at("partial_rotary_factor").is_null());
+  if (m.rotary_dim % 2 != 0 && !factor_given) {  // the whole head: head_dim itself is odd
+    const bool own = j.contains("head_dim") && !j.at("head_dim").is_null();
+    throw InputError(path, own ? "head_dim" : "hidden_size",
+                     "gives a head_dim of " + std::to_string(m.head_dim) +
+                         (own ? "" : " (hidden_size / num_attention_heads)") +
+                         ", an odd number: not modelled (rotary embeddings rotate pairs)");
+  }
   if (m.rotary_dim % 2 != 0) {
     throw InputError(path, factor_field,
                      "rotates " + std::to_string(m.rotary_dim) + " of head_dim's " +
@@ -327,6 +338,13 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
                         " (the checkpoint's storage type): tpo times 16-bit (bf16) weights and "
                         "activations; vLLM's --dtype auto serves such a checkpoint in fp16, "
                         "which costs the same (docs.vllm.ai, engine arguments)");
+      break;
+    }
+    if (dtype.starts_with("float8") || dtype.starts_with("int") || dtype.starts_with("uint")) {
+      m.notes.push_back(file + "'s " + key + " is " + dtype +
+                        ": tpo times 16-bit (bf16) weights and activations; 8-bit and smaller "
+                        "GEMMs (their rates, their weight bytes) are not modelled, so this "
+                        "checkpoint's own times will differ");
       break;
     }
   }
@@ -530,7 +548,9 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "note"};
     for (const auto& [key, value] : j.items()) {
       if (std::find(std::begin(known), std::end(known), key) == std::end(known)) {
-        throw InputError(path, key, "unknown key in a tpo.model/1 file (misspelt?)");
+        throw InputError(
+            path, key,
+            "unknown key in a tpo.model/1 file (misspelt? or read by a newer tpo than this build)");
       }
     }
     if (j.contains("sliding_window") && !j.at("sliding_window").is_null()) {

@@ -128,7 +128,10 @@ std::string workload_line(const Workload& w) {
   if (w.layers != w.model.num_layers) os << "/" << w.model.num_layers;
   os << " layers" << sm_clock_text(w.hardware);
   if (!w.rope && w.model.rotary_dim > 0) os << ", no rotary kernel (--rope none)";
-  if (w.embed_head && w.vocab_replicated) os << ", embedding and LM head whole on every GPU";
+  if (w.embed_head) {
+    os << (w.vocab_replicated ? ", embedding and LM head whole on every GPU"
+                              : ", embedding and LM head (vocab-parallel)");
+  }
   if (!w.fused_add_norm) os << ", residual add and norm apart (--add-norm separate)";
   if (w.allreduce_add) os << ", all-reduces add and normalize (--allreduce-fusion add-norm)";
   return os.str();

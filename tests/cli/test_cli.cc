@@ -631,6 +631,18 @@ TEST_CASE(
   r = tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare");
   CHECK(r.out.find("overlap: fixed slowdown factors, from h100x8's interference block: beside "
                    "comm, GEMMs x1.10") != std::string::npos);
+  // --compare runs every strategy: one named would be ignored, so it is refused.
+  r =
+      tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare "
+          "--strategy iso");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--strategy iso: does not apply with --compare") != std::string::npos);
+  // The header says the embedding and LM head are in, vocab-parallel or whole.
+  r = tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --embed-head");
+  CHECK(r.out.find("32 layers, embedding and LM head (vocab-parallel)") != std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 2000000000");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("'2000000000' is above 1e9 tokens") != std::string::npos);
   r =
       tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 4,8 --quiet "
           "--json " +
@@ -1809,7 +1821,7 @@ TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") 
   CHECK(r.out.find("--ranks 0") != std::string::npos);
   r = tpo("plan --seq 1e30 --quiet");
   CHECK(r.code == 2);
-  CHECK(r.out.find("at most 1e9") != std::string::npos);
+  CHECK(r.out.find("is above 1e9 tokens") != std::string::npos);
   // nccl-tests imported for hardware simulate could not load.
   r = tpo("profile import-nccl-tests " + data +
           "/all_reduce_perf_sample.txt --hardware nohw --out " + (dir / "imp.json").string());

@@ -668,6 +668,26 @@ TEST_CASE("rms_norm_eps: read where a config has it (1e-5 where not), a bad one 
   }
   // A tpo.model/1 file may give it too; the shipped ones carry their config.json's.
   CHECK(load_model("qwen2.5-72b").rms_norm_eps == 1e-6);
+  // An odd head (hidden_size / heads) is named as what it is, not as the rotary factor; an
+  // 8-bit checkpoint type is noted (timed as 16-bit).
+  cfg["rms_norm_eps"] = 1e-6;
+  cfg["hidden_size"] = 4000;
+  cfg["num_attention_heads"] = 32;
+  cfg["num_key_value_heads"] = 8;
+  cfg.erase("head_dim");
+  CHECK(error_of([&] { load(); })
+            .find("field 'hidden_size': gives a head_dim of 125 (hidden_size / "
+                  "num_attention_heads), an odd number") != std::string::npos);
+  cfg["head_dim"] = 125;
+  CHECK(error_of([&] { load(); }).find("field 'head_dim': gives a head_dim of 125, an odd") !=
+        std::string::npos);
+  cfg["hidden_size"] = 4096;
+  cfg["head_dim"] = 128;
+  cfg["torch_dtype"] = "float8_e4m3fn";
+  bool noted = false;
+  for (const auto& n : load().notes)
+    noted = noted || n.find("is float8_e4m3fn") != std::string::npos;
+  CHECK(noted);
   CHECK(load_model("llama3.1-8b").rms_norm_eps == 1e-5);
   std::filesystem::remove(p);
 }
