@@ -540,6 +540,11 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     }
   }
   if (const auto note = late_start_note(r); !note.empty()) os << "\n" << note << "\n";
+  if (r.options.repeat < 3) {
+    os << "\nnote: " << r.options.repeat << " timed run" << (r.options.repeat == 1 ? "" : "s")
+       << " per case (--repeat): measured times and speedups carry the noise of single runs; "
+          "the default, 3, reports each case's median\n";
+  }
   if (const auto note = unprofiled_note(r); !note.empty()) os << "\n" << note << "\n";
   if (attention_kernels(r) == "per case") {
     os << "\nnote: the cases ran different attention kernels (--attention auto used the cuBLAS "

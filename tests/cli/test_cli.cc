@@ -1597,6 +1597,7 @@ TEST_CASE("validate --embed-head: the embedding and LM head run and are checked"
                j.string());
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("correct") != std::string::npos);
+  CHECK(r.out.find("note: 1 timed run per case (--repeat)") != std::string::npos);
   const std::string js = slurp(j);
   for (const char* key :
        {"\"embed\"", "\"lm_head\"", "\"logits_gather\"", "\"all_correct\": true"}) {
