@@ -107,6 +107,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
   nlohmann::ordered_json reports = nlohmann::ordered_json::array();
   nlohmann::ordered_json skipped = nlohmann::ordered_json::array();  // n/a, with the reason
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  std::string unaligned;  // the first split whose chunks are not multiples of 8 tokens
   int pid = 0;
   for (auto k : all_strategies()) {
     StrategySpec spec(k);
@@ -124,6 +125,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     spec = make_spec(so, w, k);
     const SimResult r = k == StrategyKind::None && wo.comm_ctas == 0 ? base : simulate(w, spec, cm);
     row.chunks = variant_text(spec);
+    if (unaligned.empty()) unaligned = unaligned_chunks_note(r.schedule);
     row.total_ns = r.timeline.total_ns;
     row.exposed_comm_ns = r.timeline.exposed_comm_ns;
     row.overlap_efficiency = r.timeline.overlap_efficiency;
@@ -139,6 +141,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
   }
   print_compare(std::cout, w, rows, baseline_ns, model_and_exec_of(wo, cm, base.schedule),
                 cm.overlap_model(), cm.allreduce_text(w), budget_note(wo, baseline_ns));
+  if (!unaligned.empty()) std::cout << "\n" << unaligned << "\n";
   OutputSet out;  // both or neither
   if (!c.json_path.empty()) {
     nlohmann::ordered_json j = report_header("tpo.simulate-compare/1", "predicted");

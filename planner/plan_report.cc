@@ -174,6 +174,12 @@ void print_plan(std::ostream& os, const Plan& plan) {
       os << "\niso not tried at " << short_ones << " tokens: no chunk boundary on the --align "
          << plan.options.align << " grid inside the prompt (lower --align to try it)\n";
     }
+    if (plan.options.align % 8 != 0) {
+      os << "\nnote: --align " << plan.options.align
+         << " puts chunk boundaries off multiples of 8 tokens; GPU kernels run such shapes "
+            "slower than aligned ones, which these predictions do not include (the default, "
+            "64, keeps them aligned)\n";
+    }
   }
   if (plan.workload.phase == sim::Phase::Prefill && !plan.points.empty()) {
     os << "\nA prompt between two planned lengths: the shorter one's strategy, its chunks scaled "

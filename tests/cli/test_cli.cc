@@ -640,6 +640,17 @@ TEST_CASE(
   // The header says the embedding and LM head are in, vocab-parallel or whole.
   r = tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --embed-head");
   CHECK(r.out.find("32 layers, embedding and LM head (vocab-parallel)") != std::string::npos);
+  // Splits off multiples of 8 tokens are noted by --compare and by plan (--align), as by
+  // simulate of one strategy.
+  r =
+      tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare "
+          "--split 0.4,0.6");
+  CHECK(r.out.find("note: chunk lengths 410, 614 are not multiples of 8") != std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --align 7");
+  CHECK(r.out.find("note: --align 7 puts chunk boundaries off multiples of 8") !=
+        std::string::npos);
+  r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024");
+  CHECK(r.out.find("off multiples of 8") == std::string::npos);
   r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 2000000000");
   CHECK(r.code == 2);
   CHECK(r.out.find("'2000000000' is above 1e9 tokens") != std::string::npos);
