@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -49,6 +50,9 @@ std::string flag_for(const std::string& field);
 // After CLI11 refused arguments it did not expect: "unknown option --stratgy for `tpo simulate`
 // (did you mean --strategy?) ..." for the first of them that is an option, or "" when none is.
 std::string unknown_option_hint(const CLI::App& app);
+// For a word that is not one of `names`: " (did you mean NAME?)" where one is close (at most one
+// edit in three letters), else "".
+std::string nearest_hint(const std::string& word, const std::vector<std::string>& names);
 // Where an output option of the parsed command names standard output (`-`, /dev/stdout,
 // /dev/fd/1), the text summary goes to standard error instead, so that standard output holds
 // the file alone (`tpo simulate --json - | jq`). True when it did.

@@ -38,13 +38,16 @@ int main(int argc, char** argv) {
   // A mistyped command would read as "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
+    std::vector<std::string> list;
     bool known = false;
     for (const auto* sub : app.get_subcommands({})) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
+      list.push_back(sub->get_name());
       known = known || sub->get_name() == argv[1];
     }
     if (!known) {
-      std::cerr << "tpo: error: '" << argv[1] << "' is not a command (" << names
+      std::cerr << "tpo: error: '" << argv[1] << "' is not a command"
+                << tpo::cli::nearest_hint(argv[1], list) << " (" << names
                 << "); tpo --help describes them\n";
       return 2;
     }

@@ -37,6 +37,27 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+}  // namespace
+
+std::string nearest_hint(const std::string& word, const std::vector<std::string>& names) {
+  // Options compare without their dashes.
+  const auto bare = [](const std::string& s) { return s.substr(s.rfind("--", 0) == 0 ? 2 : 0); };
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& name : names) {
+    const std::size_t d = edit_distance(bare(word), bare(name));
+    if (d < best_d) {
+      best_d = d;
+      best = name;
+    }
+  }
+  // A guess only when it is close: at most one edit in three letters (--stratgy, simluate).
+  if (best.empty() || best_d > std::max<std::size_t>(1, bare(word).size() / 3)) return "";
+  return " (did you mean " + best + "?)";
+}
+
+namespace {
+
 // The command the arguments were given to: the deepest subcommand parsed; `path` gets its
 // name as typed ("tpo profile import-nccl-tests").
 const CLI::App* parsed_command(const CLI::App& app, std::string* path = nullptr) {
@@ -67,21 +88,13 @@ std::string unknown_option_hint(const CLI::App& app) {
     }
   }
   if (unknown.empty()) return "";
-  std::string best;
-  std::size_t best_d = std::string::npos;
+  std::vector<std::string> names;
   for (const CLI::Option* opt : at->get_options()) {
-    for (const std::string& name : opt->get_lnames()) {
-      const std::size_t d = edit_distance(unknown.substr(2), name);
-      if (d < best_d) {
-        best_d = d;
-        best = "--" + name;
-      }
-    }
+    for (const std::string& name : opt->get_lnames()) names.push_back("--" + name);
   }
   std::string hint = "unknown option " + unknown + " for `" + path + "`";
-  // A guess only when it is close: at most one edit in three letters (--stratgy, --sm-clok).
-  if (!best.empty() && best_d <= std::max<std::size_t>(1, (unknown.size() - 2) / 3)) {
-    hint += " (did you mean " + best + "?)";
+  if (const std::string near = nearest_hint(unknown, names); !near.empty()) {
+    hint += near;
   } else if ((unknown == "--out" || unknown == "--output" || unknown == "--o") &&
              at->get_option_no_throw("--json") != nullptr) {
     hint += " (the report is written by --json FILE)";

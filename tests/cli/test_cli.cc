@@ -2232,7 +2232,12 @@ TEST_CASE(
 TEST_CASE("a mistyped command is named, and the parser's errors carry tpo's prefix") {
   auto r = tpo("simulat --seq 4096");
   CHECK(r.code == 2);
-  CHECK(r.out.find("tpo: error: 'simulat' is not a command (simulate, plan") != std::string::npos);
+  CHECK(r.out.find("tpo: error: 'simulat' is not a command (did you mean simulate?) (simulate, "
+                   "plan") != std::string::npos);
+  r = tpo("simluate --seq 4096");
+  CHECK(r.out.find("'simluate' is not a command (did you mean simulate?)") != std::string::npos);
+  r = tpo("frobnicate --seq 4096");  // nothing close: the list alone
+  CHECK(r.out.find("'frobnicate' is not a command (simulate, plan") != std::string::npos);
   r = tpo("simulate --frobnicate");
   CHECK(r.code == 2);
   CHECK(r.out.find("tpo: error: ") != std::string::npos);
