@@ -5,15 +5,18 @@ embedding, its all-reduce, the LM head, the logits gather and the whole run, pre
 measured. CPU measurements only: nothing here ran on a GPU, and the CPU's all-reduce is a
 shared-memory sum between threads, not NCCL.
 
-Usage: python3 results/cpu/head_check.py TPO [OUT_DIR]
+Usage: [PROFILE=FILE] python3 results/cpu/head_check.py TPO [OUT_DIR]
   e.g. python3 results/cpu/head_check.py build/cli/tpo
+  PROFILE: another CPU profile of Llama-3.1-8B TP 2 (e.g. one with decode rows and the LM head:
+  tpo profile --backend cpu --model llama3.1-8b --tp 2 --quick --decode-rows 1,4 --out FILE)
 """
 import json
 import os
 
 from window_check import ROOT, run, setup
 
-PROFILE = os.path.join(ROOT, "configs/profiles/cpu-vm-llama3.1-8b-tp2.json")
+PROFILE = os.environ.get("PROFILE") or os.path.join(ROOT,
+                                                    "configs/profiles/cpu-vm-llama3.1-8b-tp2.json")
 CASES = [
     ("decode, batch 4, context 512, sharded",
      ["--phase", "decode", "--batch", "4", "--seq", "512", "--strategy", "none"]),
@@ -30,6 +33,7 @@ HEAD = ["embed", "allreduce@embed", "lm_head", "logits_gather"]
 
 def main():
     tpo, out, _ = setup(__doc__)
+    print(f"profile: {os.path.relpath(PROFILE, ROOT)}")
     print("case                                        op                pred us    meas us   error")
     for i, (name, args) in enumerate(CASES):
         rep = os.path.join(out, f"head-{i}.json")
