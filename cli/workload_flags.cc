@@ -22,19 +22,22 @@ std::string flag_for(const std::string& field) {
 
 namespace {
 
+// Edits between a and b: insertions, deletions, substitutions and swaps of two neighbours
+// (paln -> plan is one).
 std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
@@ -42,17 +45,28 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 std::string nearest_hint(const std::string& word, const std::vector<std::string>& names) {
   // Options compare without their dashes.
   const auto bare = [](const std::string& s) { return s.substr(s.rfind("--", 0) == 0 ? 2 : 0); };
+  const std::string w = bare(word);
+  // The start of exactly one name, of 3 letters or more (sim, --strat).
+  std::string prefixed;
+  int starts = 0;
+  for (const auto& name : names) {
+    if (w.size() >= 3 && bare(name).rfind(w, 0) == 0) {
+      prefixed = name;
+      ++starts;
+    }
+  }
+  if (starts == 1) return " (did you mean " + prefixed + "?)";
   std::string best;
   std::size_t best_d = std::string::npos;
   for (const auto& name : names) {
-    const std::size_t d = edit_distance(bare(word), bare(name));
+    const std::size_t d = edit_distance(w, bare(name));
     if (d < best_d) {
       best_d = d;
       best = name;
     }
   }
   // A guess only when it is close: at most one edit in three letters (--stratgy, simluate).
-  if (best.empty() || best_d > std::max<std::size_t>(1, bare(word).size() / 3)) return "";
+  if (best.empty() || best_d > std::max<std::size_t>(1, w.size() / 3)) return "";
   return " (did you mean " + best + "?)";
 }
 

@@ -38,7 +38,7 @@ std::vector<std::int64_t> parse_seq_list(const std::string& text, std::int64_t a
     if (used == 0 || used != s.size() || !std::isfinite(v) || v <= 0) {
       throw InputError("--seq", text, "'" + s + "' is not a positive number");
     }
-    if (v > 1e9) throw InputError("--seq", text, "'" + s + "' is above 1e9 tokens");
+    if (v > 1e9) throw InputError("--seq", text, "'" + s + "' is above 1e9");
     return v;
   };
   std::vector<std::int64_t> out;

@@ -174,7 +174,11 @@ void print_plan(std::ostream& os, const Plan& plan) {
       os << "\niso not tried at " << short_ones << " tokens: no chunk boundary on the --align "
          << plan.options.align << " grid inside the prompt (lower --align to try it)\n";
     }
-    if (plan.options.align % 8 != 0) {
+    // Where a pick is cut on that grid.
+    const bool cut = std::any_of(plan.points.begin(), plan.points.end(), [](const auto& p) {
+      return p.candidates[p.best].spec.chunk_tokens.size() > 1;
+    });
+    if (plan.options.align % 8 != 0 && cut) {
       os << "\nnote: --align " << plan.options.align
          << " puts chunk boundaries off multiples of 8 tokens; GPU kernels run such shapes "
             "slower than aligned ones, which these predictions do not include (the default, "

@@ -99,7 +99,9 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     p.none_unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(p.none, *cm);
     p.interpolation_risk = cm->gemm_interpolation_error();
     for (const auto& op : p.schedule.ops) {
-      p.gemm_rows_measured.push_back(op.kind != sim::OpKind::Gemm || cm->gemm_rows_measured(op.m));
+      p.gemm_rows_measured.push_back(op.kind != sim::OpKind::Gemm ||
+                                     op.code == sim::OpCode::LmHead ||
+                                     cm->gemm_rows_measured(op.m));
     }
     p.costs.resources.clear();
     p.none_costs.resources.clear();
@@ -631,7 +633,10 @@ ojson gemm_interpolation_check(const std::vector<CalibrationCase>& cases,
     charge[k.run.workload.model] = p.interpolation_risk;
     for (const auto& a : k.compute_alone_us) {
       const sim::Op& op = p.schedule.ops[a.index];
-      if (op.kind != sim::OpKind::Gemm || sim::kv_store_bytes(op) > 0 || a.us <= 0) continue;
+      if (op.kind != sim::OpKind::Gemm || op.code == sim::OpCode::LmHead ||
+          sim::kv_store_bytes(op) > 0 || a.us <= 0) {
+        continue;
+      }
       const bool unmeasured = !p.gemm_rows_measured[a.index];
       if (unmeasured) rows.insert(op.m);
       at[unmeasured].push_back(a.us / (static_cast<double>(p.costs.standalone_ns[a.index]) / 1e3) -

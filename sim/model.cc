@@ -288,11 +288,7 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
   // transformers rotates int(head_dim x factor) values in pairs; an odd count it rounds up,
   // with angles over the odd count, which tpo's kernels do not do.
   m.rotary_dim = static_cast<std::int64_t>(dims);
-  const bool factor_given =
-      (j.contains("partial_rotary_factor") && !j.at("partial_rotary_factor").is_null()) ||
-      (params && params->contains("partial_rotary_factor") &&
-       !params->at("partial_rotary_factor").is_null());
-  if (m.rotary_dim % 2 != 0 && !factor_given) {  // the whole head: head_dim itself is odd
+  if (m.rotary_dim % 2 != 0 && m.rotary_dim == m.head_dim) {  // the whole head: an odd head
     const bool own = j.contains("head_dim") && !j.at("head_dim").is_null();
     throw InputError(path, own ? "head_dim" : "hidden_size",
                      "gives a head_dim of " + std::to_string(m.head_dim) +
@@ -591,8 +587,8 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     m.head_dim = m.hidden / m.heads;
   }
   read_rotary(j, path, m);
-  // Every RMSNorm's epsilon: rms_norm_eps (Llama 3's 1e-5 where a config has none). It changes
-  // no cost; the runtimes normalize with it.
+  // Every RMSNorm's epsilon: rms_norm_eps (1e-6, transformers' default, where a config has
+  // none). It changes no cost; the runtimes normalize with it.
   if (j.contains("rms_norm_eps") && !j.at("rms_norm_eps").is_null()) {
     const auto& e = j.at("rms_norm_eps");
     if (!e.is_number() || !(e.get<double>() > 0.0 && e.get<double>() < 0.1)) {

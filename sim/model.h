@@ -36,8 +36,10 @@ struct ModelConfig {
   // position x rope_theta^(-2i / rotary_dim). rotary_dim: head_dim x partial_rotary_factor.
   std::int64_t rotary_dim = 0;
   double rope_theta = 10000.0;
-  // Every RMSNorm's epsilon (rms_norm_eps; 1e-5, Llama 3's, where a config has none).
-  double rms_norm_eps = 1e-5;
+  // Every RMSNorm's epsilon (rms_norm_eps; where a config has none, 1e-6: the default of
+  // transformers' Llama, Mistral, Qwen2 and Gemma config classes, which a sub-config such as
+  // LLaVA's text_config leaves out when it is that).
+  double rms_norm_eps = 1e-6;
   // An RMSNorm over each query and each key head (head_dim values, its own weight) between the
   // qkv projection and the rotary embeddings: Qwen3's and Gemma-3's q_norm and k_norm.
   bool qk_norm = false;

@@ -63,8 +63,11 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
   }
   // Attention's blocks as the profiled kernel runs them (sim/contention.h).
   contention_.attention_batched_gemm = profiled_attention_kernel(p_) == "cublas-batched";
+  // The LM head's rows a curve of their own, even where its shape is a layer GEMM's (whose
+  // times may hold qkv's rotary kernel and KV-cache write, or a bias).
   for (const auto& g : p_.gemm) {
-    gemm_[{g.n, g.k}].emplace_back(static_cast<double>(g.m), g.t.median_us);
+    (g.name == "lm_head" ? head_ : gemm_)[{g.n, g.k}].emplace_back(static_cast<double>(g.m),
+                                                                   g.t.median_us);
   }
   for (const auto& a : p_.attention) {
     const int cls = attn_class(a.q_tokens, a.prefix);
@@ -80,21 +83,14 @@ ProfileCostModel::ProfileCostModel(Profile p, HardwareConfig hw, std::int64_t tp
     allreduce_[r.ranks].emplace_back(static_cast<double>(r.elements), r.t.median_us);
   }
   for (auto& [k, c] : gemm_) sort_curve(c);
-  // The layer GEMMs' curves: their interpolation error and the rows all of them were measured
-  // at (the LM head's, timed at batch sizes only, are not what a chunk's GEMMs are read at).
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> layer_rows;
-  for (const auto& g : p_.gemm) {
-    if (g.name != "lm_head") layer_rows[{g.n, g.k}].push_back(g.m);
-  }
-  {
-    decltype(gemm_) layer_curves;
-    for (const auto& [key, rows] : layer_rows) layer_curves[key] = gemm_.at(key);
-    gemm_loo_ = leave_one_out_error(layer_curves);
-  }
-  for (auto& [key, rows] : layer_rows) {
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    if (key == layer_rows.begin()->first) {
+  for (auto& [k, c] : head_) sort_curve(c);
+  // The layer GEMMs' interpolation error and the rows every one of them was measured at (the
+  // LM head's, timed at batch sizes only, are not what a chunk's GEMMs are read at).
+  gemm_loo_ = leave_one_out_error(gemm_);
+  for (const auto& [key, c] : gemm_) {
+    std::vector<std::int64_t> rows;
+    for (const auto& [m, us] : c) rows.push_back(static_cast<std::int64_t>(m));
+    if (key == gemm_.begin()->first) {
       gemm_rows_ = rows;
     } else {
       std::vector<std::int64_t> both;
@@ -165,6 +161,12 @@ ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x,
 ProfileCostModel::Estimate ProfileCostModel::estimate(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
+      if (op.code == OpCode::LmHead) {
+        if (auto it = head_.find({op.n, op.k}); it != head_.end()) {
+          return on_curve(it->second, static_cast<double>(op.m), op);
+        }
+        break;  // not timed (a replicated head, an older profile): the analytical model
+      }
       if (auto it = gemm_.find({op.n, op.k}); it != gemm_.end()) {
         // What the profile's qkv times include besides the GEMM, and what this op runs: a
         // part timed but not run is taken off (analytically), one run but not timed added.
@@ -452,7 +454,10 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
 
 bool has_unmeasured_gemm_rows(const Schedule& s, const CostModel& cm) {
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::Gemm && !cm.gemm_rows_measured(op.m)) return true;
+    // The LM head's rows are batch sizes, timed on a curve of their own.
+    if (op.kind == OpKind::Gemm && op.code != OpCode::LmHead && !cm.gemm_rows_measured(op.m)) {
+      return true;
+    }
   }
   return false;
 }

@@ -58,7 +58,8 @@ class ProfileCostModel final : public CostModel {
 
   Profile p_;
   AnalyticalCostModel a_;
-  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m
+  std::map<std::pair<std::int64_t, std::int64_t>, Curve> gemm_;  // (n, k) -> m, layer GEMMs
+  std::map<std::pair<std::int64_t, std::int64_t>, Curve> head_;  // the LM head's
   std::vector<std::int64_t> gemm_rows_;                          // sorted
   double gemm_loo_ = 0;
   // (q heads, kv heads, head dim, class) -> flops. Decode (one query per request) is its own

@@ -653,7 +653,7 @@ TEST_CASE(
   CHECK(r.out.find("off multiples of 8") == std::string::npos);
   r = tpo("plan --model llama3.1-8b --hardware h100x8 --tp 8 --seq 2000000000");
   CHECK(r.code == 2);
-  CHECK(r.out.find("'2000000000' is above 1e9 tokens") != std::string::npos);
+  CHECK(r.out.find("'2000000000' is above 1e9") != std::string::npos);
   r =
       tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 4,8 --quiet "
           "--json " +
@@ -1318,6 +1318,22 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
     CHECK(done == total);
     CHECK(total > 20);
   }
+  // Without --quick the CPU profile also times decode rows (1, 8, 32) by default, and the LM
+  // head at them and at the grid's first rows.
+  {
+    const fs::path full = scratch() / "tiny-full.profile.json";
+    REQUIRE(tpo("profile --backend cpu --model " + data +
+                "/tiny_model.json --tp 2 --max-tokens 64 --reps 1 --warmup 0 --quiet --out " +
+                full.string())
+                .code == 0);
+    const auto pj = nlohmann::json::parse(slurp(full));
+    CHECK(pj.at("options").at("decode_rows") == nlohmann::json::array({1, 8, 32}));
+    std::set<std::int64_t> head;
+    for (const auto& g : pj.at("gemm")) {
+      if (g.at("name") == "lm_head") head.insert(g.at("m").get<std::int64_t>());
+    }
+    CHECK(head == std::set<std::int64_t>{1, 8, 32, 64});
+  }
   // Another model under the same name (wider): its GEMM shapes give it away.
   std::string wide = slurp(data + "/tiny_model.json");
   const std::string narrow = "\"hidden_size\": 128";
@@ -1833,7 +1849,7 @@ TEST_CASE("bad numbers and fields found in review exit 2 and name what to fix") 
   CHECK(r.out.find("--ranks 0") != std::string::npos);
   r = tpo("plan --seq 1e30 --quiet");
   CHECK(r.code == 2);
-  CHECK(r.out.find("is above 1e9 tokens") != std::string::npos);
+  CHECK(r.out.find("is above 1e9") != std::string::npos);
   // nccl-tests imported for hardware simulate could not load.
   r = tpo("profile import-nccl-tests " + data +
           "/all_reduce_perf_sample.txt --hardware nohw --out " + (dir / "imp.json").string());
@@ -2236,6 +2252,10 @@ TEST_CASE("a mistyped command is named, and the parser's errors carry tpo's pref
                    "plan") != std::string::npos);
   r = tpo("simluate --seq 4096");
   CHECK(r.out.find("'simluate' is not a command (did you mean simulate?)") != std::string::npos);
+  r = tpo("paln --seq 4096");  // two letters swapped: one edit
+  CHECK(r.out.find("'paln' is not a command (did you mean plan?)") != std::string::npos);
+  r = tpo("prof --seq 4096");  // the start of one command
+  CHECK(r.out.find("'prof' is not a command (did you mean profile?)") != std::string::npos);
   r = tpo("frobnicate --seq 4096");  // nothing close: the list alone
   CHECK(r.out.find("'frobnicate' is not a command (simulate, plan") != std::string::npos);
   r = tpo("simulate --frobnicate");

@@ -705,6 +705,26 @@ TEST_CASE("the LM head: timed at batch sizes, read off its own curve, not a laye
   CHECK(cm.origin(head) == "interpolated");
   // 8 rows between 1 (10 us) and 64 (40 us) in log-log: 10 x 4^(log 8 / log 64) = 20 us.
   CHECK(cm.standalone_ns(head) == 20000);
+  // An LM-head op is not a layer GEMM whose rows went unmeasured (its rows are batch sizes).
+  sim::Schedule s;
+  s.ops.push_back(head);
+  CHECK_FALSE(sim::has_unmeasured_gemm_rows(s, cm));
+  s.ops[0] = gemm_op(8, 512, 128);
+  CHECK(sim::has_unmeasured_gemm_rows(s, cm));
+  // A vocabulary slice of a layer GEMM's shape: each read off its own curve (qkv's times hold
+  // its rotary kernel and KV-cache write, the LM head's do not).
+  sim::Profile clash;
+  clash.tp = 2;
+  clash.gemm.push_back({"gate_up", 64, 512, 128, {100, 100, 100, 1}, ""});
+  clash.gemm.push_back({"gate_up", 128, 512, 128, {200, 200, 200, 1}, ""});
+  clash.gemm.push_back({"lm_head", 64, 512, 128, {70, 70, 70, 1}, ""});
+  clash.gemm.push_back({"lm_head", 128, 512, 128, {90, 90, 90, 1}, ""});
+  const sim::ProfileCostModel both(clash, hw, 2);
+  sim::Op lm = gemm_op(64, 512, 128);
+  lm.code = sim::OpCode::LmHead;
+  CHECK(both.standalone_ns(lm) == 70000);
+  CHECK(both.standalone_ns(gemm_op(64, 512, 128)) == 100000);
+  CHECK(both.standalone_ns(gemm_op(128, 512, 128)) == 200000);
   // The GEMM-efficiency fit leaves it out: the same fit without its rows.
   sim::Profile q = p;
   profiler::fit_profile(q);
