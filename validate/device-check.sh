@@ -165,7 +165,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
         print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
 rows = []
 for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
-               + glob.glob(os.path.join(r, "addnorm-*.json"))):
+               + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))):
     try:
         j = json.load(open(f))
     except Exception as e:
@@ -177,6 +177,18 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.pat
                      c["predicted_speedup"], c["measured_speedup"], c["correct"],
                      j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")
                      + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
+# The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
+# measured (the LM head from the profile's lm_head rows where it has them).
+for f in sorted(glob.glob(os.path.join(r, "head-*.json"))):
+    try:
+        c = json.load(open(f))["cases"][0]
+    except Exception as e:
+        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    print(f"\n{os.path.basename(f)}: the embedding and LM head ops, predicted vs measured us")
+    for op in c["ops"]:
+        if op["layer"] < 0:
+            m = op["measured_us"]
+            print(f"  {op['name']:14s} {op['predicted_us']:9.1f} {m:9.1f} {100 * (op['predicted_us'] - m) / m if m else 0:+6.1f}%")
 if rows:
     print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
     print("all-reduce time of the target machine's links; measured are compute and overlap only")
@@ -428,6 +440,15 @@ never_run_steps() {
       --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
   done
+  # The embedding and LM head (written 2026-12-04): a decode step and a prefill with them, the
+  # LM head predicted from this run's profile (which timed lm_head rows). Checked against the
+  # float64 reference (ladder changes the model). Named head-*.json: out of calibration.
+  step "head-decode" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
+    --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
+    --repeat 5 --strategy ladder --embed-head --json "$R/head-decode.json"
+  step "head-prefill" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
+    --hardware h200x8 --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
+    --strategy iso --split 512,512 --embed-head --json "$R/head-prefill.json"
   # The residual add fused with the next norm (add_rmsnorm_bf16, written 2026-12-04) against the
   # two kernels apart: the same case both ways, each predicted from this run's profile (which
   # timed add_rmsnorm rows). Named addnorm-*.json: calibration takes validate-*.json only.
