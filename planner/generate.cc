@@ -278,6 +278,16 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
          << (x.preserves_function ? "same" : "changed") << "\n";
     }
   }
+  // How to measure what this prices, on the user's GPUs: one decode step at the middle step's
+  // context (the steps are timed at contexts around it), with the embedding and LM head.
+  const std::int64_t mid = o.prompt + std::max<std::int64_t>(o.new_tokens - 1, 1) / 2;
+  os << "\nto measure a decode step on your GPUs (the middle step's context): tpo validate "
+        "--backend cuda --model "
+     << o.plan.workload.model << " --hardware " << o.plan.workload.hardware << " --tp "
+     << o.plan.workload.tp << " --phase decode --batch "
+     << (r.batches.empty() ? 1 : r.batches.front().batch) << " --context " << mid << " --embed-head"
+     << (o.plan.workload.vocab == "replicated" ? " --vocab replicated" : "")
+     << " --strategy S --layers 2 (and --comm emulated on one GPU)\n";
 }
 
 nlohmann::ordered_json generate_json(const GenerateReport& r) {

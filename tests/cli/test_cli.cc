@@ -1081,6 +1081,11 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
           j.string());
   CHECK(r.code == 0);
   CHECK(r.out.find("tokens/s") != std::string::npos);
+  // How to measure one of its decode steps (the middle step's context: 256 + 15 / 2).
+  CHECK(r.out.find("to measure a decode step on your GPUs (the middle step's context): tpo "
+                   "validate --backend cuda --model llama3-70b --hardware h100x8 --tp 8 --phase "
+                   "decode --batch 1 --context 263 --embed-head --strategy S") !=
+        std::string::npos);
   // Queued execution hides launches: the table says so and names the mode serving engines use.
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
         std::string::npos);
