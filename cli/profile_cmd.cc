@@ -286,7 +286,10 @@ std::function<int()> add_profile(CLI::App& app) {
                   "cuda: the attention kernel measured — cudnn (fused), cublas (batched GEMMs), "
                   "or auto (cudnn where available); the profile records which")
       ->capture_default_str();
-  sub->add_flag("--quick", o->quick, "Fewer sizes (powers of two only, smaller maximum)");
+  sub->add_flag(
+      "--quick", o->quick,
+      "Fewer sizes (powers of two only, smaller maximum; no default decode rows; the LM head at "
+      "1 x --align only)");
   sub->add_option("--out", o->out,
                   "Profile file to write (an interrupted run resumes from "
                   "FILE.partial)");
