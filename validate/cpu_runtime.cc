@@ -47,12 +47,7 @@ RankState make_state(const ModelData& m, const RowLayout& l, std::int64_t rank,
   s.k = m.k0[static_cast<std::size_t>(rank)];
   s.v = m.v0[static_cast<std::size_t>(rank)];
   if (m.head) {
-    s.ids.resize(T);
-    for (std::int64_t b = 0; b < m.batch; ++b) {
-      for (std::int64_t p = 0; p < m.seq; ++p)
-        s.ids[static_cast<std::size_t>(l.row(b, p))] =
-            m.ids[static_cast<std::size_t>(b * m.seq + p)];
-    }
+    s.ids = ids_in_layout(m, l);
     s.logits.assign(static_cast<std::size_t>(m.vocab_slices * m.batch * m.vocab), 0);
   }
   return s;
@@ -214,9 +209,8 @@ class CpuKernels final : public RankKernels {
 
   void embed(std::int64_t row, std::int64_t len) override {
     const std::int64_t H = m_.d.hidden;
-    const std::int64_t first = m_.vocab_slices > 1 ? rank_ * m_.vocab : 0;
-    cpu::embed(s_.ids.data() + row, m_.embed[static_cast<std::size_t>(rank_)].data(), first,
-               m_.vocab, s_.x.data() + row * H, len, H);
+    cpu::embed(s_.ids.data() + row, m_.embed[static_cast<std::size_t>(rank_)].data(),
+               vocab_first(m_, rank_), m_.vocab, s_.x.data() + row * H, len, H);
   }
 
   void final_norm(const HeadRows& h) override {
@@ -230,7 +224,7 @@ class CpuKernels final : public RankKernels {
 
   void lm_head(const HeadRows& h) override {
     const std::int64_t H = m_.d.hidden, V = m_.vocab;
-    const std::int64_t slice = m_.vocab_slices > 1 ? rank_ : 0;
+    const std::int64_t slice = vocab_slice(m_, rank_);
     cpu::gemm(s_.normed.data() + h.row * H, m_.lm_head[static_cast<std::size_t>(rank_)].data(),
               s_.logits.data() + (slice * m_.batch + h.request) * V, h.requests, V, H, false,
               h.stride * H);

@@ -189,9 +189,8 @@ class CudaKernels final : public RankKernels {
 
   void embed(std::int64_t row, std::int64_t len) override {
     const std::int64_t H = m_.d.hidden;
-    const std::int64_t first = m_.vocab_slices > 1 ? rank_ * m_.vocab : 0;
-    cu::embed_bf16(static_cast<const std::int32_t*>(r_.ids.get()) + row, r_.embed.get(), first,
-                   m_.vocab, at(r_.x, row * H), len, H, st_);
+    cu::embed_bf16(static_cast<const std::int32_t*>(r_.ids.get()) + row, r_.embed.get(),
+                   vocab_first(m_, rank_), m_.vocab, at(r_.x, row * H), len, H, st_);
   }
 
   void final_norm(const HeadRows& h) override {
@@ -202,7 +201,7 @@ class CudaKernels final : public RankKernels {
 
   void lm_head(const HeadRows& h) override {
     const std::int64_t H = m_.d.hidden, V = m_.vocab;
-    const std::int64_t slice = m_.vocab_slices > 1 ? rank_ : 0;
+    const std::int64_t slice = vocab_slice(m_, rank_);
     cu::gemm_bf16(*r_.ctx, at(r_.normed, h.row * H), r_.lm_head.get(),
                   at(r_.logits, (slice * m_.batch + h.request) * V), h.requests, V, H, false, st_,
                   nullptr, h.stride * H);
@@ -298,11 +297,7 @@ class CudaRun {
       dr.scratch = cu::Buffer(scratch);
       for (std::size_t i = 0; i < modules; ++i) dr.out.emplace_back(std::size_t(T * H) * kB);
       if (m.head) {
-        std::vector<std::int32_t> ids(std::size_t(T), 0);
-        for (std::int64_t b = 0; b < m.batch; ++b) {
-          for (std::int64_t p = 0; p < m.seq; ++p)
-            ids[std::size_t(layout_.row(b, p))] = m.ids[std::size_t(b * m.seq + p)];
-        }
+        const std::vector<std::int32_t> ids = ids_in_layout(m, layout_);
         dr.ids = cu::Buffer(ids.size() * sizeof(std::int32_t));
         cu::copy_from_host(ids.data(), dr.ids.get(), ids.size() * sizeof(std::int32_t));
         dr.embed = upload(m.embed[rank]);

@@ -106,13 +106,21 @@ void NcclGroup::allreduce_bf16(const std::vector<void*>& bufs, std::size_t count
   allreduce_bf16_on(bufs, count, std::vector<void*>(impl_->streams.begin(), impl_->streams.end()));
 }
 
+namespace {
+// One buffer and one stream per rank of the group, else a clear error.
+void check_ranks(const char* what, const std::vector<void*>& bufs,
+                 const std::vector<void*>& streams, std::size_t ranks) {
+  if (bufs.size() != ranks || streams.size() != ranks) {
+    throw std::runtime_error(std::string("NCCL ") + what + ": " + std::to_string(bufs.size()) +
+                             " buffers and " + std::to_string(streams.size()) + " streams for " +
+                             std::to_string(ranks) + " ranks");
+  }
+}
+}  // namespace
+
 void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t count,
                                   const std::vector<void*>& streams) {
-  if (bufs.size() != impl_->comms.size() || streams.size() != impl_->comms.size()) {
-    throw std::runtime_error("NCCL all-reduce: " + std::to_string(bufs.size()) + " buffers and " +
-                             std::to_string(streams.size()) + " streams for " +
-                             std::to_string(impl_->comms.size()) + " ranks");
-  }
+  check_ranks("all-reduce", bufs, streams, impl_->comms.size());
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
     TPO_NCCL_CHECK(ncclAllReduce(bufs[r], bufs[r], count, ncclBfloat16, ncclSum, impl_->comms[r],
@@ -123,11 +131,7 @@ void NcclGroup::allreduce_bf16_on(const std::vector<void*>& bufs, std::size_t co
 
 void NcclGroup::allgather_bf16_on(const std::vector<void*>& bufs, std::size_t count,
                                   const std::vector<void*>& streams) {
-  if (bufs.size() != impl_->comms.size() || streams.size() != impl_->comms.size()) {
-    throw std::runtime_error("NCCL all-gather: " + std::to_string(bufs.size()) + " buffers and " +
-                             std::to_string(streams.size()) + " streams for " +
-                             std::to_string(impl_->comms.size()) + " ranks");
-  }
+  check_ranks("all-gather", bufs, streams, impl_->comms.size());
   TPO_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < impl_->comms.size(); ++r) {
     int rank = 0;

@@ -168,6 +168,16 @@ HeadRows head_rows(const RowLayout& l, const sim::Op& op) {
   return h;
 }
 
+std::vector<std::int32_t> ids_in_layout(const ModelData& m, const RowLayout& l) {
+  std::vector<std::int32_t> ids(m.ids.size(), 0);
+  for (std::int64_t b = 0; b < m.batch; ++b) {
+    for (std::int64_t p = 0; p < m.seq; ++p) {
+      ids[static_cast<std::size_t>(l.row(b, p))] = m.ids[static_cast<std::size_t>(b * m.seq + p)];
+    }
+  }
+  return ids;
+}
+
 std::vector<float> run_output(const ModelData& m, std::vector<float> x,
                               const std::vector<float>& logits) {
   if (!m.head) return x;

@@ -95,6 +95,17 @@ struct HeadRows {
 };
 HeadRows head_rows(const RowLayout& l, const sim::Op& op);
 
+// The token ids in the layout's row order (--embed-head), as both runtimes' embedding reads them.
+std::vector<std::int32_t> ids_in_layout(const ModelData& m, const RowLayout& l);
+// TP rank `rank`'s vocabulary slice: its place in the logits buffer (0 when replicated), and
+// the first vocabulary row its embedding table holds.
+inline std::int64_t vocab_slice(const ModelData& m, std::int64_t rank) {
+  return m.vocab_slices > 1 ? rank : 0;
+}
+inline std::int64_t vocab_first(const ModelData& m, std::int64_t rank) {
+  return vocab_slice(m, rank) * m.vocab;
+}
+
 // The run's output: the final residual stream ([batch][seq][hidden], request-major), then with
 // the LM head the logits ([batch][vocab_slices x vocab]) from a run's [slice][batch][vocab]
 // buffer (what an all-gather of the slices leaves).
