@@ -14,6 +14,7 @@
 #include "sim/error.h"
 #include "sim/format.h"
 #include "sim/json_io.h"
+#include "sim/plan_file.h"
 #include "sim/profile_cost.h"
 #include "sim/report.h"
 #include "sim/version.h"
@@ -107,6 +108,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   bool fb = false;
   const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, threshold, cm, engine, &fb);
   r.prefill_strategy = phase_label(pre, fb, kind);
+  r.prefill_spec = pre;
   if (sim::strategy(pre.kind).uses_chunks()) {
     r.detail = join_tokens(pre.chunk_tokens);
   }
@@ -121,6 +123,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   const StrategyKind dkind = sim::strategy(kind).decode_as;
   const StrategySpec dec = choose(dw, dkind, align, max_chunks, threshold, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb, dkind);
+  r.decode_spec = dec;
   double sum_us = 0;
   if (steps > 0) {
     // Step time sampled at 9 contexts and interpolated linearly in between.
@@ -191,12 +194,20 @@ GenerateReport run_generate(const GenerateOptions& o) {
       }
       throw;
     }
-    rep.batches.push_back({b, {}});
-    rep.batches.back().results.resize(kinds.size());
+    GenerateBatch gb;
+    gb.batch = b;
+    gb.prefill = so;
+    gb.decode = so;
+    gb.decode.phase = "decode";
+    gb.decode.context = o.prompt + std::max<std::int64_t>(o.new_tokens - 1, 1) / 2;
+    gb.decode.seq = gb.decode.context;
+    gb.results.resize(kinds.size());
+    rep.batches.push_back(std::move(gb));
   }
   rep.model_name = ws.front().model.name;
   rep.hardware_name = ws.front().hardware.name;
   rep.hardware_label = sim::hardware_label(ws.front().hardware);
+  rep.cpu = ws.front().hardware.is_cpu;
   rep.clock = sim::sm_clock_text(ws.front().hardware);
   rep.layers = ws.front().layers;
   const auto cm_ptr = sim::make_cost_model(ws.front(), p.workload.profile);
@@ -278,16 +289,23 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
          << (x.preserves_function ? "same" : "changed") << "\n";
     }
   }
-  // How to measure what this prices, on the user's GPUs: one decode step at the middle step's
-  // context (the steps are timed at contexts around it), with the embedding and LM head.
+  // How to measure what this prices, on the user's GPUs: `validate --plan` runs each batch's
+  // prefill and one decode step at the middle step's context (the steps are timed at contexts
+  // around it), with the embedding and LM head, and compares tokens/s.
   const std::int64_t mid = o.prompt + std::max<std::int64_t>(o.new_tokens - 1, 1) / 2;
-  os << "\nto measure a decode step on your GPUs (the middle step's context): tpo validate "
-        "--backend cuda --model "
-     << o.plan.workload.model << " --hardware " << o.plan.workload.hardware << " --tp "
-     << o.plan.workload.tp << " --phase decode --batch "
-     << (r.batches.empty() ? 1 : r.batches.front().batch) << " --context " << mid << " --embed-head"
-     << (o.plan.workload.vocab == "replicated" ? " --vocab replicated" : "")
-     << " --strategy S --layers 2 (and --comm emulated on one GPU)\n";
+  const std::string& json = o.plan.json_path;
+  os << "\nto measure it on " << (r.cpu ? "this CPU" : "your GPUs")
+     << " (each batch's prefill and the decode step at the middle step's context, " << mid
+     << " tokens; tokens/s from the two): tpo validate --backend " << (r.cpu ? "cpu" : "cuda")
+     << " --plan "
+     << (json.empty() || json == "-" ? "GEN.json (this scenario written with --json GEN.json)"
+                                     : json)
+     << " --layers 2";
+  // Every other strategy of the table too (each phase's pick is measured; the others are its
+  // alternatives, none beside every case).
+  const std::size_t others = r.batches.empty() ? 0 : r.batches.front().results.size() - 1;
+  if (others > 0) os << " --alternatives " << others;
+  os << (r.cpu ? "\n" : " (and --comm emulated on one GPU)\n");
 }
 
 nlohmann::ordered_json generate_json(const GenerateReport& r) {
@@ -319,6 +337,14 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;
   j["embed_head"] = true;
+  // The profile as it was planned with, and where relative paths were typed: `tpo validate
+  // --plan` reads them as it reads a plan's.
+  if (!o.plan.workload.profile.empty()) {
+    j["profile_digest"] = file_digest(o.plan.workload.profile, "--profile");
+  }
+  if (const std::string made_in = sim::made_in_for(o.plan.workload); !made_in.empty()) {
+    j["made_in"] = made_in;
+  }
   ojson batches = ojson::array();
   for (const auto& b : r.batches) {
     ojson res = ojson::array();
@@ -332,9 +358,12 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                           {"decode_step_us", x.decode_step_us},
                           {"total_us", x.total_us},
                           {"tokens_per_s", x.tokens_per_s},
-                          {"speedup", x.speedup}});
+                          {"speedup", x.speedup},
+                          {"prefill_run", sim::planned_run_json({b.prefill, x.prefill_spec})},
+                          {"decode_run", sim::planned_run_json({b.decode, x.decode_spec})}});
     }
-    batches.push_back(ojson{{"batch", b.batch}, {"results", std::move(res)}});
+    batches.push_back(ojson{
+        {"batch", b.batch}, {"decode_context", b.decode.context}, {"results", std::move(res)}});
   }
   j["batches"] = std::move(batches);
   return j;

@@ -33,10 +33,15 @@ struct GenerateResult {
   double total_us = 0;
   double tokens_per_s = 0;
   double speedup = 0;  // tokens/s over none's
+  // What ran in each phase, as `tpo validate --plan` runs it again (prefill_run, decode_run).
+  sim::StrategySpec prefill_spec, decode_spec;
 };
 
 struct GenerateBatch {
   std::int64_t batch = 1;
+  // The prefill's workload, and the decode step's at the middle step's context (the one
+  // `tpo validate --plan` measures; the report's decode_step_us averages the steps' contexts).
+  sim::WorkloadOptions prefill, decode;
   std::vector<GenerateResult> results;  // results[0] is none
 };
 
@@ -44,6 +49,7 @@ struct GenerateReport {
   GenerateOptions options;
   std::string model_name, hardware_name;
   std::string hardware_label;  // sim::hardware_label: the name, and the file where it differs
+  bool cpu = false;            // the hardware is a CPU (validate it with --backend cpu)
   std::string clock;           // sim::sm_clock_text of the hardware ("" at the quoted clock)
   std::string cost_model = "analytical";
   std::string overlap_model;         // sim::CostModel::overlap_model

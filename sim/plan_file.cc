@@ -319,10 +319,9 @@ PlanFile load_plan(const std::string& path) {
     const std::string schema = o.string_or("schema", "");
     throw InputError(path, "schema",
                      schema == "tpo.generate/1"
-                         ? "is a generate report (tpo plan --scenario generate): it holds no "
-                           "schedules to run; validate a plan of prompt lengths (tpo plan --json), "
-                           "or one decode step as it prices them: tpo validate --phase decode "
-                           "--embed-head --batch B --seq CONTEXT --strategy S (--vocab as planned)"
+                         ? "is a generate report (tpo plan --scenario generate): it plans no "
+                           "prompt lengths to look up; tpo validate --plan runs its prefills and "
+                           "decode steps"
                          : "expected \"tpo.plan/1\" (is this a plan from `tpo plan`?)");
   }
   PlanFile p;
@@ -339,6 +338,7 @@ PlanFile load_plan(const std::string& path) {
     const JsonObject e(j.at("lookup").at(i), path, where);
     PlanEntry pe;
     pe.where = where;
+    pe.run_where = where + ".run";
     pe.seq = e.integer("seq_len");
     pe.run = e.has("run")
                  ? planned_run_from_json(e.raw().at("run"), path, e.field("run"), p.made_in)
@@ -371,6 +371,96 @@ PlanFile load_plan(const std::string& path) {
       throw InputError(path, e.field("seq_len"), "lookup entries must be sorted by seq_len");
     }
     p.entries.push_back(std::move(pe));
+  }
+  return p;
+}
+
+namespace {
+
+// A generate report's phase run, checked to be that phase of that batch.
+PlannedRun generation_run(const JsonObject& res, const std::string& key, const std::string& phase,
+                          std::int64_t batch, const std::string& made_in) {
+  if (!res.raw().contains(key)) {
+    throw InputError(res.file(), res.field(key),
+                     "missing: the report was written before tpo validate could run generate "
+                     "reports (2026-12-04); make it again with tpo plan --scenario generate "
+                     "--json");
+  }
+  PlannedRun r = planned_run_from_json(res.raw().at(key), res.file(), res.field(key), made_in);
+  if (r.workload.phase != phase || r.workload.batch != batch || !r.workload.embed_head) {
+    throw InputError(res.file(), res.field(key) + ".workload",
+                     "must be a " + phase + " of batch " + std::to_string(batch) +
+                         " with the embedding and LM head (embed_head true)");
+  }
+  return r;
+}
+
+}  // namespace
+
+PlanFile load_points(const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  const JsonObject o(j, path, "");
+  if (o.string_or("schema", "") != "tpo.generate/1") return load_plan(path);
+  PlanFile p;
+  p.path = path;
+  p.profile_digest = o.string_or("profile_digest", "");
+  p.made_in = o.string_or("made_in", "");
+  const JsonObject opts = o.object("options");
+  p.align = opts.integer_or("align", 64);
+  p.prompt = opts.integer("prompt");
+  p.new_tokens = opts.integer("new_tokens");
+  if (!o.has("batches") || !j.at("batches").is_array() || j.at("batches").empty()) {
+    throw InputError(path, "batches", "must be a non-empty array");
+  }
+  for (std::size_t i = 0; i < j.at("batches").size(); ++i) {
+    const JsonObject b(j.at("batches").at(i), path, "batches[" + std::to_string(i) + "]");
+    const std::int64_t batch = b.integer("batch");
+    if (!b.has("results") || !b.raw().at("results").is_array() || b.raw().at("results").empty()) {
+      throw InputError(path, b.field("results"), "must be a non-empty array");
+    }
+    const auto& results = b.raw().at("results");
+    std::vector<GenerationPoint> pts;
+    std::vector<double> prefill_us, step_us;
+    std::size_t pick = 0;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const JsonObject res(results.at(k), path, b.field("results") + "[" + std::to_string(k) + "]");
+      GenerationPoint g;
+      g.batch = batch;
+      g.where = b.field("results") + "[" + std::to_string(k) + "]";
+      g.strategy = res.string("strategy");
+      g.prefill = generation_run(res, "prefill_run", "prefill", batch, p.made_in);
+      g.decode = generation_run(res, "decode_run", "decode", batch, p.made_in);
+      g.predicted_speedup = res.number("speedup");
+      prefill_us.push_back(res.number("prefill_us"));
+      step_us.push_back(res.number_or("decode_step_us", 0, false));
+      pts.push_back(std::move(g));
+      if (pts.back().predicted_speedup > pts[pick].predicted_speedup) pick = k;
+    }
+    pts[pick].picked = true;
+    // One point per phase: the pick's run, the others' (not none, not the pick's, once each)
+    // its alternatives, fastest predicted first.
+    for (const bool decode : {false, true}) {
+      PlanEntry e;
+      e.where = pts[pick].where;
+      e.run_where = e.where + (decode ? ".decode_run" : ".prefill_run");
+      e.run = decode ? pts[pick].decode : pts[pick].prefill;
+      e.seq = decode ? e.run.workload.context : e.run.workload.seq;
+      e.predicted_us = decode ? step_us[pick] : prefill_us[pick];
+      e.none_us = decode ? step_us[0] : prefill_us[0];
+      for (std::size_t k = 0; k < pts.size(); ++k) {
+        const PlannedRun& r = decode ? pts[k].decode : pts[k].prefill;
+        if (r.spec.kind == StrategyKind::None || r == e.run) continue;
+        if (std::any_of(e.alternatives.begin(), e.alternatives.end(),
+                        [&](const auto& a) { return a.first == r; })) {
+          continue;
+        }
+        e.alternatives.emplace_back(r, decode ? step_us[k] : prefill_us[k]);
+      }
+      std::stable_sort(e.alternatives.begin(), e.alternatives.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+      p.entries.push_back(std::move(e));
+    }
+    for (auto& g : pts) p.generation.push_back(std::move(g));
   }
   return p;
 }

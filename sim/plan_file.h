@@ -47,10 +47,22 @@ struct PlanEntry {
   std::vector<double> chunk_fractions;  // chunk_tokens / seq, to scale the split
   double predicted_us = 0;
   double none_us = 0;
-  std::string where;  // "lookup[2]": the entry's place in the file, for errors
+  std::string where;      // "lookup[2]": the entry's place in the file, for errors
+  std::string run_where;  // the field path of `run` ("lookup[2].run"), for errors
   // The point's other allowed candidates (not none, not the pick), fastest predicted first,
   // each with its predicted time: what `validate --plan --alternatives N` also measures.
   std::vector<std::pair<PlannedRun, double>> alternatives;
+};
+
+// One strategy of a generate report (tpo.generate/1): the runs of its two phases, as
+// `tpo validate --plan` measures them (the decode step at the middle step's context).
+struct GenerationPoint {
+  std::int64_t batch = 1;
+  std::string strategy;
+  bool picked = false;  // the report's fastest predicted tokens/s in its batch
+  PlannedRun prefill, decode;
+  double predicted_speedup = 0;  // the report's: its decode steps averaged over their contexts
+  std::string where;             // "batches[0].results[2]", for errors
 };
 
 struct PlanFile {
@@ -58,7 +70,11 @@ struct PlanFile {
   std::int64_t align = 64;
   std::string profile_digest;      // of the profile planned with (file_digest); empty: none/old
   std::string made_in;             // the folder tpo was run in to make it ("" in older plans)
-  std::vector<PlanEntry> entries;  // sorted by seq
+  std::vector<PlanEntry> entries;  // sorted by seq (a plan; a generate report's: per batch)
+  // A generate report read by load_points: its prompt and new tokens, and every strategy of
+  // every batch. Empty for a plan.
+  std::int64_t prompt = 0, new_tokens = 0;
+  std::vector<GenerationPoint> generation;
   // What to run for a prompt of `seq` tokens: the entry of the largest planned length <= seq,
   // its chunk fractions scaled to seq with boundaries on the align grid. Shorter than every
   // planned length (or too short to cut): strategy none.
@@ -67,5 +83,12 @@ struct PlanFile {
 
 // Throws InputError naming the file and the field when the plan is malformed.
 PlanFile load_plan(const std::string& path);
+
+// What `tpo validate --plan` runs: a plan's points (load_plan), or a generate report's
+// (tpo.generate/1): per batch a prefill point and a decode point, each the run of the
+// strategy with the fastest predicted tokens/s, the other strategies' runs in that phase its
+// alternatives (fastest predicted first, none and repeats left out); `generation` lists every
+// strategy's two runs. Not for lookup(): a generate report plans no prompt lengths.
+PlanFile load_points(const std::string& path);
 
 }  // namespace tpo::sim

@@ -165,7 +165,8 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
         print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
 rows = []
 for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
-               + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))):
+               + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))
+               + glob.glob(os.path.join(r, "gen-validate.json"))):
     try:
         j = json.load(open(f))
     except Exception as e:
@@ -179,7 +180,7 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.pat
                      + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
 # The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
 # measured (the LM head from the profile's lm_head rows where it has them).
-for f in sorted(glob.glob(os.path.join(r, "head-*.json"))):
+for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen-validate.json"))):
     try:
         c = json.load(open(f))["cases"][0]
     except Exception as e:
@@ -189,6 +190,16 @@ for f in sorted(glob.glob(os.path.join(r, "head-*.json"))):
         if op["layer"] < 0:
             m = op["measured_us"]
             print(f"  {op['name']:14s} {op['predicted_us']:9.1f} {m:9.1f} {100 * (op['predicted_us'] - m) / m if m else 0:+6.1f}%")
+# A generation (validate --plan of a generate report): tokens/s speedups predicted and measured.
+for f in sorted(glob.glob(os.path.join(r, "gen-validate.json"))):
+    try:
+        g = json.load(open(f))["generation"]
+    except Exception as e:
+        print(f"{os.path.basename(f)}: generation unreadable ({e})"); continue
+    print(f"\n{os.path.basename(f)}: prompt {g['prompt']} + {g['new_tokens']} new tokens, tokens/s speedup over none (* = the report's pick)")
+    for x in g["strategies"]:
+        rs = x.get("report_speedup")
+        print(f"  batch {x['batch']:3d} {x['strategy'] + (' *' if x['picked_by_report'] else ''):14s} predicted {x['predicted_speedup']:6.3f}x  measured {x['measured_speedup']:6.3f}x  report {rs if rs is None else f'{rs:.3f}x'}")
 if rows:
     print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
     print("all-reduce time of the target machine's links; measured are compute and overlap only")
@@ -446,9 +457,14 @@ never_run_steps() {
   step "head-decode" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
     --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
     --repeat 5 --strategy ladder --embed-head --json "$R/head-decode.json"
-  step "head-prefill" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
-    --hardware h200x8 --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
-    --strategy iso --split 512,512 --embed-head --json "$R/head-prefill.json"
+  # A generation as `plan --scenario generate` prices it (written 2026-12-04): each strategy's
+  # prefill and decode step at the middle context, both with the embedding and LM head, the
+  # tokens/s speedups predicted against measured (validate --plan of the generate report).
+  step "gen-plan" 60 "$TPO" plan --scenario generate --model llama3.1-8b --hardware h200x8 \
+    --tp 2 --prompt 1024 --new-tokens 64 --batch 2 "${popt[@]}" --layers 2 \
+    --strategies iso,ladder --json "$R/gen-plan.json"
+  step "gen-validate" 120 "$TPO" validate --backend cuda --comm emulated \
+    --plan "$R/gen-plan.json" --alternatives 2 --repeat 5 --json "$R/gen-validate.json"
   # The residual add fused with the next norm (add_rmsnorm_bf16, written 2026-12-04) against the
   # two kernels apart: the same case both ways, each predicted from this run's profile (which
   # timed add_rmsnorm rows). Named addnorm-*.json: calibration takes validate-*.json only.

@@ -43,38 +43,41 @@ struct RunCase {
   sim::PlannedRun run;
   int group = -1;
   bool picked = true;
+  sim::PlannedRun source;  // the run as the plan file has it (before options replaced parts)
+  std::string where;       // its field path in the plan file ("lookup[2].run"), for errors
 };
 
 // CUDA graphs exist on the CUDA backend only; eager execution is predicted with one host
 // thread per rank, which one process driving several GPUs is not.
-// `where`: the plan entry ("lookup[N]") when the mode came from a plan.
+// `where`: the plan run's field path ("lookup[N].run") when the mode came from a plan.
 void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t tp,
                 const std::string& where = "") {
   const bool from_plan = !o.exec_given && !o.plan_path.empty();
   if (o.backend == "cuda" && o.comm == "nccl" && !o.mpi && tp > 1 && exec == "eager") {
     throw InputError(
-        from_plan ? o.plan_path : "--exec", from_plan ? where + ".run.workload.exec" : "eager",
+        from_plan ? o.plan_path : "--exec", from_plan ? where + ".workload.exec" : "eager",
         std::string(from_plan ? "eager " : "") +
             "is predicted with one host thread per rank; with --comm nccl run one rank "
             "per process (--mpi under mpirun), or use --comm emulated");
   }
   if (o.backend == "cpu" && exec == "graph") {
     throw InputError(
-        from_plan ? o.plan_path : "--exec", from_plan ? where + ".run.workload.exec" : "graph",
+        from_plan ? o.plan_path : "--exec", from_plan ? where + ".workload.exec" : "graph",
         std::string(from_plan ? "graph " : "") +
             "needs --backend cuda: the CPU runtime has no CUDA graphs (its threads run "
             "every op as soon as it may start; use queued or eager)");
   }
 }
 
-std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
+std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanFile* read) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
     check_exec(o, o.workload.exec, o.workload.tp);
     const auto kind = sim::parse_strategy_name(o.strategy.strategy);
-    return {{{o.workload, sim::make_spec(o.strategy, w, kind)}, -1, true}};
+    const sim::PlannedRun run{o.workload, sim::make_spec(o.strategy, w, kind)};
+    return {{run, -1, true, run, ""}};
   }
-  const sim::PlanFile plan = sim::load_plan(o.plan_path);
+  const sim::PlanFile plan = sim::load_points(o.plan_path);
   std::vector<RunCase> out;
   for (std::size_t g = 0; g < plan.entries.size(); ++g) {
     const auto& e = plan.entries[g];
@@ -116,7 +119,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
             {"emulate", r.workload.emulate, !o.workload.emulate.empty()}}) {
         std::error_code ec;
         if (!replaced && sim::is_config_path(spec) && !std::filesystem::exists(spec, ec)) {
-          throw InputError(o.plan_path, e.where + ".run.workload." + field,
+          throw InputError(o.plan_path, e.run_where + ".workload." + field,
                            "'" + spec + "': " + sim::missing_file_text(plan.made_in) +
                                " (a plan keeps paths as typed when it was made: run from that "
                                "folder, or replace it with --" +
@@ -157,14 +160,14 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated) {
         }
         const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
                                  f == "ladder_layers" || f == "split" || f == "chunks";
-        throw InputError(o.plan_path,
-                         e.where + (of_strategy ? ".run.strategy." : ".run.workload.") + f,
+        throw InputError(o.plan_path, e.run_where + (of_strategy ? ".strategy." : ".workload.") + f,
                          err.value() + ": " + err.problem());
       }
-      check_exec(o, r.workload.exec, r.workload.tp, e.where);
-      out.push_back({std::move(r), static_cast<int>(g), k == 0});
+      check_exec(o, r.workload.exec, r.workload.tp, e.run_where);
+      out.push_back({std::move(r), static_cast<int>(g), k == 0, mine[k], e.run_where});
     }
   }
+  *read = plan;
   return out;
 }
 
@@ -386,8 +389,9 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
-  const auto runs = runs_of(o, emulated);  // validates every run up front
-  std::set<std::int64_t> ctas;             // the copy kernel's CTAs (a plan's may differ)
+  sim::PlanFile plan;
+  const auto runs = runs_of(o, emulated, &plan);  // validates every run up front
+  std::set<std::int64_t> ctas;                    // the copy kernel's CTAs (a plan's may differ)
   for (const auto& rc : runs) {
     ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
   }
@@ -421,8 +425,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
       const bool cpu_file = w.hardware.is_cpu;
       const bool from_plan = !o.hardware_given && !o.plan_path.empty();
       throw InputError(from_plan ? o.plan_path : "--hardware",
-                       from_plan ? "lookup[" + std::to_string(rc.group) + "].run.workload.hardware"
-                                 : w.hardware.name,
+                       from_plan ? rc.where + ".workload.hardware" : w.hardware.name,
                        std::string(from_plan ? "'" + w.hardware.name + "' " : "") + "is " +
                            std::string(cpu_file ? "a CPU" : "a GPU") + " ('" + w.hardware.gpu_name +
                            "') but --backend " + o.backend + " runs on " +
@@ -447,7 +450,49 @@ ValidateReport run_validate(const ValidateOptions& o) {
     rep.cases.back().group = runs[i].group;
     rep.cases.back().picked = runs[i].picked;
   }
+  // A generate report: each strategy whose two phases both ran (the picks; the others with
+  // --alternatives). none is measured beside every case.
+  rep.prompt = plan.prompt;
+  rep.new_tokens = plan.new_tokens;
+  for (const auto& g : plan.generation) {
+    if (g.strategy == "none") continue;
+    GenerationRow row;
+    row.batch = g.batch;
+    row.strategy = g.strategy;
+    row.picked = g.picked;
+    row.report_speedup = g.predicted_speedup;
+    bool pre = false, dec = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (!pre && runs[i].source == g.prefill) row.prefill_case = i, pre = true;
+      if (!dec && runs[i].source == g.decode) row.decode_case = i, dec = true;
+    }
+    if (!pre || !dec) continue;
+    for (const std::size_t i : {row.prefill_case, row.decode_case}) {
+      sim::PlannedRun as_planned = runs[i].source;
+      as_planned.workload.emulate = runs[i].run.workload.emulate;  // the machine, not the model
+      if (!(as_planned == runs[i].run)) row.report_comparable = false;
+    }
+    rep.generation.push_back(row);
+  }
   return rep;
+}
+
+GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g) {
+  const CaseResult& p = r.cases.at(g.prefill_case);
+  const CaseResult& d = r.cases.at(g.decode_case);
+  const double steps = static_cast<double>(std::max<std::int64_t>(r.new_tokens - 1, 0));
+  const auto total = [&](std::int64_t pre_ns, std::int64_t step_ns) {
+    return to_us(pre_ns) + steps * to_us(step_ns);
+  };
+  GenerationTimes t;
+  t.predicted_us = total(p.predicted.total_ns, d.predicted.total_ns);
+  t.measured_us = total(p.measured.total_ns, d.measured.total_ns);
+  t.predicted_none_us = total(p.predicted_none_ns, d.predicted_none_ns);
+  t.measured_none_us = total(p.measured_none_ns, d.measured_none_ns);
+  const double tokens = static_cast<double>(g.batch * r.new_tokens);
+  t.predicted_tokens_per_s = t.predicted_us > 0 ? tokens / (t.predicted_us * 1e-6) : 0;
+  t.measured_tokens_per_s = t.measured_us > 0 ? tokens / (t.measured_us * 1e-6) : 0;
+  return t;
 }
 
 std::vector<Decision> decisions(const ValidateReport& r) {
@@ -501,6 +546,65 @@ std::vector<std::string> validate_notes(const ValidateReport& r) {
   }
   return out;
 }
+
+namespace {
+
+// A generate report's strategies, each from its measured prefill and decode step: tokens/s and
+// the speedup over none, predicted and measured, beside the report's own speedup; per batch,
+// whether the report's pick measured fastest of those measured.
+void print_generation(std::ostream& os, const ValidateReport& r) {
+  if (r.generation.empty()) return;
+  os << "\ngeneration: prompt " << r.prompt << " + " << r.new_tokens
+     << " new tokens per request; tokens/s = batch x new tokens / (prefill + " << r.new_tokens - 1
+     << " x the decode step at the middle step's context); speedups over none measured beside "
+        "each case; report = the generate report's own (its steps priced at their contexts):\n";
+  os << std::left << std::setw(8) << "  batch" << std::setw(16) << "strategy" << std::right
+     << std::setw(18) << "prefill_ms p/m" << std::setw(20) << "decode_step_ms p/m" << std::setw(22)
+     << "tokens/s p/m" << std::setw(10) << "pred" << std::setw(10) << "meas" << std::setw(10)
+     << "report\n";
+  std::map<std::int64_t, std::pair<std::string, double>> fastest;  // batch: strategy, tokens/s
+  std::map<std::int64_t, std::pair<std::string, double>> picked;
+  for (const auto& g : r.generation) {
+    const auto t = generation_times(r, g);
+    const auto& p = r.cases[g.prefill_case];
+    const auto& d = r.cases[g.decode_case];
+    os << "  " << std::left << std::setw(6) << g.batch << std::setw(16)
+       << (g.strategy + (g.picked ? " *" : "")) << std::right << std::setw(18)
+       << fmt("%.3f", to_us(p.predicted.total_ns) / 1e3) + "/" +
+              fmt("%.3f", to_us(p.measured.total_ns) / 1e3)
+       << std::setw(20)
+       << fmt("%.4f", to_us(d.predicted.total_ns) / 1e3) + "/" +
+              fmt("%.4f", to_us(d.measured.total_ns) / 1e3)
+       << std::setw(22)
+       << fmt("%.1f", t.predicted_tokens_per_s) + "/" + fmt("%.1f", t.measured_tokens_per_s)
+       << std::setw(10) << fmt("%.3fx", t.predicted_none_us / t.predicted_us) << std::setw(10)
+       << fmt("%.3fx", t.measured_none_us / t.measured_us) << std::setw(10)
+       << (g.report_comparable ? fmt("%.3fx", g.report_speedup) : std::string("-")) << "\n";
+    auto& f = fastest[g.batch];
+    if (t.measured_tokens_per_s > f.second) f = {g.strategy, t.measured_tokens_per_s};
+    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s};
+  }
+  os << "  * = the report's pick (fastest predicted tokens/s)";
+  if (std::any_of(r.generation.begin(), r.generation.end(),
+                  [](const GenerationRow& g) { return !g.report_comparable; })) {
+    os << "; report - : options replaced part of what the report priced (--layers, --hardware, "
+          "--profile, ...), so its speedup is of another prediction";
+  }
+  for (const auto& [b, pk] : picked) {
+    const auto& f = fastest[b];
+    os << "; batch " << b << ": "
+       << (pk.first == f.first ? "fastest measured of the " +
+                                     std::to_string(std::count_if(
+                                         r.generation.begin(), r.generation.end(),
+                                         [&](const GenerationRow& g) { return g.batch == b; })) +
+                                     " measured"
+                               : f.first + fmt(" measured faster, regret %.1f%%",
+                                               100 * (f.second / pk.second - 1)));
+  }
+  os << "\n";
+}
+
+}  // namespace
 
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
@@ -568,10 +672,11 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     for (const auto& d : ds) {
       const auto& p = r.cases[d.picked_case];
       // A decode point is its context (every step is one token).
-      const std::string at = p.workload.phase == sim::Phase::Decode
-                                 ? "ctx " + std::to_string(p.workload.context)
-                                 : std::to_string(p.workload.seq);
-      os << "  " << std::left << std::setw(9) << at << std::setw(28)
+      std::string at = p.workload.phase == sim::Phase::Decode
+                           ? "ctx " + std::to_string(p.workload.context)
+                           : std::to_string(p.workload.seq);
+      if (r.new_tokens > 0) at = "batch " + std::to_string(p.workload.batch) + ", " + at;
+      os << "  " << std::left << std::setw(r.new_tokens > 0 ? 20 : 9) << at << std::setw(28)
          << (p.schedule.strategy + " " + sim::variant_text(p.spec))
          << fmt("%.3f ms; ", to_us(d.picked_ns) / 1e3)
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
@@ -582,6 +687,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
          << std::right << "\n";
     }
   }
+  print_generation(os, r);
   os << "\nerror = (predicted - measured) / measured; speedups are over `none` on the same "
         "workload; result: max |output - reference| / max |reference| against the "
         "architecture's reference forward (and none's output when the function is the same)\n";
@@ -773,6 +879,33 @@ ojson validate_json(const ValidateReport& r) {
                         {"overlap_measured", d.overlap_measured}});
   }
   j["decisions"] = std::move(dec);
+  if (!r.generation.empty()) {
+    ojson gen = ojson::array();
+    for (const auto& g : r.generation) {
+      const auto t = generation_times(r, g);
+      gen.push_back(ojson{
+          {"batch", g.batch},
+          {"strategy", g.strategy},
+          {"picked_by_report", g.picked},
+          {"prefill_case", g.prefill_case},
+          {"decode_case", g.decode_case},
+          {"predicted_us", t.predicted_us},
+          {"measured_us", t.measured_us},
+          {"predicted_none_us", t.predicted_none_us},
+          {"measured_none_us", t.measured_none_us},
+          {"predicted_tokens_per_s", t.predicted_tokens_per_s},
+          {"measured_tokens_per_s", t.measured_tokens_per_s},
+          {"predicted_speedup", t.predicted_none_us / t.predicted_us},
+          {"measured_speedup", t.measured_none_us / t.measured_us},
+          {"report_speedup", g.report_comparable ? ojson(g.report_speedup) : ojson(nullptr)}});
+    }
+    j["generation"] = ojson{{"prompt", r.prompt},
+                            {"new_tokens", r.new_tokens},
+                            {"tokens_per_s",
+                             "batch x new_tokens / (prefill + (new_tokens - 1) x "
+                             "the decode step at the middle step's context)"},
+                            {"strategies", std::move(gen)}};
+  }
   return j;
 }
 

@@ -26,8 +26,8 @@ struct ValidateOptions {
   sim::StrategyOptions strategy;
   std::string plan_path;  // validate the plan's points instead of one strategy
   bool hardware_given = false, profile_given = false,  // replace the plan's
-      layers_given = false, exec_given = false, rope_given = false, add_norm_given = false, allreduce_fusion_given = false,
-       sm_clock_given = false, comm_ctas_given = false;
+      layers_given = false, exec_given = false, rope_given = false, add_norm_given = false,
+       allreduce_fusion_given = false, sm_clock_given = false, comm_ctas_given = false;
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated
   std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)
@@ -65,6 +65,26 @@ struct CaseResult {
   bool correct = false;
 };
 
+// A generate report's strategy measured in both phases (`validate --plan` of a
+// tpo.generate/1 report): its prefill case and its decode case (the middle step's context).
+struct GenerationRow {
+  std::int64_t batch = 1;
+  std::string strategy;
+  bool picked = false;  // the report's fastest predicted tokens/s in its batch
+  std::size_t prefill_case = 0, decode_case = 0;
+  double report_speedup = 0;  // the report's own (its steps averaged over their contexts)
+  // The runs are the report's as it priced them: no option (--layers, --hardware, --profile,
+  // ...) replaced a part, so its speedup is one of the same prediction.
+  bool report_comparable = true;
+};
+
+// A generation's time, none's beside it, predicted and measured: prefill + (new tokens - 1) x
+// the decode step (none: the none each case measured beside it), in microseconds.
+struct GenerationTimes {
+  double predicted_us = 0, measured_us = 0, predicted_none_us = 0, measured_none_us = 0;
+  double predicted_tokens_per_s = 0, measured_tokens_per_s = 0;
+};
+
 struct ValidateReport {
   ValidateOptions options;
   std::string emulated_links;  // hardware whose all-reduce was emulated (emulated runs only)
@@ -76,8 +96,14 @@ struct ValidateReport {
   nlohmann::ordered_json execution;  // the execution mode and the launch costs predicted with
   std::string measured_on;           // what the measurements ran on, in words
   std::vector<CaseResult> cases;
+  // A generate report's prompt and new tokens per request, and each strategy measured in both
+  // phases (empty otherwise).
+  std::int64_t prompt = 0, new_tokens = 0;
+  std::vector<GenerationRow> generation;
   bool all_correct() const;
 };
+
+GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g);
 
 // Per planned point: the pick against every measured alternative (none included: each case
 // measures it). regret = measured(pick) / fastest measured - 1.

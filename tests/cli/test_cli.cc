@@ -1081,10 +1081,11 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
           j.string());
   CHECK(r.code == 0);
   CHECK(r.out.find("tokens/s") != std::string::npos);
-  // How to measure one of its decode steps (the middle step's context: 256 + 15 / 2).
-  CHECK(r.out.find("to measure a decode step on your GPUs (the middle step's context): tpo "
-                   "validate --backend cuda --model llama3-70b --hardware h100x8 --tp 8 --phase "
-                   "decode --batch 1 --context 263 --embed-head --strategy S") !=
+  // How to measure it: validate --plan of the report (the middle step's context: 256 + 15 / 2).
+  CHECK(r.out.find("to measure it on your GPUs (each batch's prefill and the decode step at the "
+                   "middle step's context, 263 tokens; tokens/s from the two): tpo validate "
+                   "--backend cuda --plan " +
+                   j.string() + " --layers 2 --alternatives 1 (and --comm emulated on one GPU)") !=
         std::string::npos);
   // Queued execution hides launches: the table says so and names the mode serving engines use.
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
@@ -1645,6 +1646,75 @@ TEST_CASE("validate --embed-head: the embedding and LM head run and are checked"
   r = tpo("validate --model " + data + "/tiny_model.json --hardware cpu-host --vocab replicated");
   CHECK(r.code == 2);
   CHECK(r.out.find("--vocab replicated: applies with --embed-head") != std::string::npos);
+}
+
+TEST_CASE("validate --plan of a generate report: each batch's prefill and decode step, tokens/s") {
+  const fs::path gen = scratch() / "tiny.gen.json";
+  auto r = tpo("plan --scenario generate --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --prompt 64 --new-tokens 8 --batch 1,2 "
+               "--layers 2 --strategies ladder,parallel-block --json " +
+               gen.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("to measure it on this CPU") != std::string::npos);
+  CHECK(r.out.find("tpo validate --backend cpu --plan " + gen.string() +
+                   " --layers 2 --alternatives 2\n") != std::string::npos);
+  const fs::path rep = scratch() / "tiny.gen-val.json";
+  r = tpo("validate --plan " + gen.string() + " --alternatives 2 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("generation: prompt 64 + 8 new tokens per request") != std::string::npos);
+  CHECK(r.out.find("* = the report's pick") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(rep));
+  CHECK(j.at("all_correct") == true);
+  const auto& cases = j.at("cases");
+  // Per batch two points (prefill, decode) of the pick and the other strategy as alternative.
+  CHECK(j.at("decisions").size() == 4);
+  const auto& g = j.at("generation");
+  CHECK(g.at("prompt") == 64);
+  CHECK(g.at("new_tokens") == 8);
+  REQUIRE(g.at("strategies").size() == 4);  // ladder and parallel-block, in both batches
+  std::map<std::int64_t, int> picks;
+  for (const auto& x : g.at("strategies")) {
+    const auto& pre = cases.at(x.at("prefill_case").get<std::size_t>());
+    const auto& dec = cases.at(x.at("decode_case").get<std::size_t>());
+    CHECK(pre.at("phase") == "prefill");
+    CHECK(pre.at("seq_len") == 64);
+    CHECK(dec.at("phase") == "decode");
+    CHECK(dec.at("context") == 64 + 7 / 2);
+    CHECK(pre.at("strategy").at("name") == x.at("strategy"));
+    CHECK(dec.at("strategy").at("name") == x.at("strategy"));
+    for (const auto* c : {&pre, &dec}) CHECK(c->at("batch") == x.at("batch"));
+    // prefill + 7 decode steps, predicted and measured; tokens/s of batch x 8 tokens.
+    const double pred =
+        pre.at("predicted_us").get<double>() + 7 * dec.at("predicted_us").get<double>();
+    const double meas =
+        pre.at("measured_us").get<double>() + 7 * dec.at("measured_us").get<double>();
+    CHECK(x.at("predicted_us").get<double>() == doctest::Approx(pred));
+    CHECK(x.at("measured_us").get<double>() == doctest::Approx(meas));
+    CHECK(x.at("measured_tokens_per_s").get<double>() ==
+          doctest::Approx(x.at("batch").get<double>() * 8 / (meas * 1e-6)));
+    const double none =
+        pre.at("measured_none_us").get<double>() + 7 * dec.at("measured_none_us").get<double>();
+    CHECK(x.at("measured_speedup").get<double>() == doctest::Approx(none / meas));
+    CHECK(x.at("report_speedup").get<double>() > 0);  // nothing replaced: the report's own
+    picks[x.at("batch").get<std::int64_t>()] += x.at("picked_by_report").get<bool>() ? 1 : 0;
+  }
+  CHECK(picks == std::map<std::int64_t, int>{{1, 1}, {2, 1}});
+  // --layers replaces what the report priced: its speedup is not shown as comparable.
+  r = tpo("validate --plan " + gen.string() + " --layers 1 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("report - : options replaced part of what the report priced") !=
+        std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(rep))
+            .at("generation")
+            .at("strategies")[0]
+            .at("report_speedup")
+            .is_null());
+  // Options that come from the report are refused as they are with a plan.
+  r = tpo("validate --plan " + gen.string() + " --embed-head");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("comes from the plan") != std::string::npos);
 }
 
 TEST_CASE("validate: a plan's points, and bad plans exit 2") {
@@ -2341,16 +2411,21 @@ TEST_CASE("validate --plan refuses a profile that changed since the plan was mad
   auto m = tpo("validate --plan " + p2.string());
   CHECK(m.code == 2);
   CHECK(m.out.find("field 'lookup[0].run.workload.hardware'") != std::string::npos);
+  // A generate report (validate --plan runs it since 2026-12-04) names the run's field too: the
+  // pick's prefill run of the first batch (strategy none: nothing else was asked for).
   const fs::path g = scratch() / "gen-report.json";
-  REQUIRE(tpo("plan --scenario generate --model " + data +
-              "/tiny_model.json --hardware cpu-host --tp 2 --prompt 64 --new-tokens 2 "
-              "--layers 1 --json " +
+  fs::copy_file(std::string(TPO_TEST_DATA) + "/../../configs/hardware/cpu-host.json", hw,
+                fs::copy_options::overwrite_existing);
+  REQUIRE(tpo("plan --scenario generate --model " + data + "/tiny_model.json --hardware " +
+              hw.string() +
+              " --tp 2 --prompt 64 --new-tokens 2 --layers 1 --strategies none --json " +
               g.string())
               .code == 0);
+  fs::remove(hw);
   m = tpo("validate --plan " + g.string());
   CHECK(m.code == 2);
-  CHECK(m.out.find("is a generate report") != std::string::npos);
-  CHECK(m.out.find("tpo validate --phase decode --embed-head") != std::string::npos);
+  CHECK(m.out.find("field 'batches[0].results[0].prefill_run.workload.hardware'") !=
+        std::string::npos);
 }
 
 TEST_CASE("validate --plan of a decode plan names each point by its context") {

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "../sim/toy.h"
+#include "planner/generate.h"
 #include "planner/plan.h"
 #include "planner/plan_report.h"
 #include "sim/config_paths.h"
@@ -334,6 +335,88 @@ TEST_CASE("plan JSON round-trips through load_plan and looks up by prompt length
   CHECK(lp.lookup(100).run.spec.kind == StrategyKind::None);  // shorter than anything planned
   CHECK(lp.lookup(5000).run.spec.kind == lp.entries[2].run.spec.kind);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("a generate report is read back as the runs validate --plan measures") {
+  GenerateOptions g;
+  g.plan.workload.model = "llama3-70b";
+  g.plan.workload.hardware = "h100x8";
+  g.plan.workload.tp = 8;
+  g.plan.workload.layers = 2;
+  g.plan.strategies = "iso,ladder,parallel-block";
+  g.prompt = 256;
+  g.new_tokens = 16;
+  g.batches = "1,4";
+  const auto rep = run_generate(g);
+  const auto path = std::filesystem::temp_directory_path() / "tpo_generate_points.json";
+  write_file_atomic(path.string(), generate_json(rep).dump(1), "--json");
+  // Not a plan of prompt lengths: load_plan refuses it; load_points reads it.
+  CHECK_THROWS_AS(sim::load_plan(path.string()), InputError);
+  const sim::PlanFile lp = sim::load_points(path.string());
+  CHECK(lp.prompt == 256);
+  CHECK(lp.new_tokens == 16);
+  REQUIRE(lp.entries.size() == 4);  // per batch: its prefill and its decode step
+  REQUIRE(lp.generation.size() == 8);
+  for (std::size_t b = 0; b < 2; ++b) {
+    const auto& res = rep.batches[b].results;
+    // The pick: the fastest predicted tokens/s of the batch, its two runs the batch's points.
+    std::size_t best = 0;
+    for (std::size_t k = 0; k < res.size(); ++k) {
+      if (res[k].speedup > res[best].speedup) best = k;
+    }
+    const sim::GenerationPoint* picked = nullptr;
+    for (std::size_t k = 0; k < 4; ++k) {
+      const auto& gp = lp.generation[b * 4 + k];
+      CHECK(gp.batch == rep.batches[b].batch);
+      CHECK(gp.strategy == res[k].strategy);
+      CHECK(gp.picked == (k == best));
+      CHECK(gp.prefill.spec == res[k].prefill_spec);
+      CHECK(gp.decode.spec == res[k].decode_spec);
+      CHECK(gp.prefill.workload.embed_head);
+      CHECK(gp.prefill.workload.seq == 256);
+      CHECK(gp.decode.workload.phase == "decode");
+      CHECK(gp.decode.workload.context == 256 + 15 / 2);  // the middle step's context
+      if (gp.picked) picked = &gp;
+    }
+    REQUIRE(picked != nullptr);
+    const auto& pre = lp.entries[2 * b];
+    const auto& dec = lp.entries[2 * b + 1];
+    CHECK(pre.run == picked->prefill);
+    CHECK(dec.run == picked->decode);
+    CHECK(dec.seq == 263);
+    CHECK(pre.run_where == picked->where + ".prefill_run");
+    // Alternatives: the other strategies' runs in that phase, once each, never none nor the pick.
+    for (const auto* e : {&pre, &dec}) {
+      std::set<std::string> seen;
+      for (std::size_t a = 0; a < e->alternatives.size(); ++a) {
+        const auto& alt = e->alternatives[a];
+        CHECK(alt.first.spec.kind != StrategyKind::None);
+        CHECK_FALSE(alt.first == e->run);
+        CHECK(seen.insert(sim::planned_run_json(alt.first).dump()).second);
+        if (a > 0) CHECK(e->alternatives[a - 1].second <= alt.second);
+      }
+    }
+  }
+  // A report written before its runs were recorded: the field is named, with what to do.
+  auto j = nlohmann::json::parse(generate_json(rep).dump());
+  j["batches"][1]["results"][2].erase("decode_run");
+  const auto old_path = std::filesystem::temp_directory_path() / "tpo_generate_old.json";
+  write_file_atomic(old_path.string(), j.dump(), "--json");
+  try {
+    sim::load_points(old_path.string());
+    FAIL("a report without decode_run was read");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("batches[1].results[2].decode_run") != std::string::npos);
+    CHECK(std::string(e.what()).find("plan --scenario generate") != std::string::npos);
+  }
+  // A run of the wrong phase is the file's fault, named.
+  j = nlohmann::json::parse(generate_json(rep).dump());
+  j["batches"][0]["results"][1]["prefill_run"]["workload"]["phase"] = "decode";
+  const auto bad_path = std::filesystem::temp_directory_path() / "tpo_generate_bad.json";
+  write_file_atomic(bad_path.string(), j.dump(), "--json");
+  CHECK_THROWS_WITH_AS(sim::load_points(bad_path.string()),
+                       doctest::Contains("batches[0].results[1].prefill_run.workload"), InputError);
+  for (const auto& f : {path, old_path, bad_path}) std::filesystem::remove(f);
 }
 
 TEST_CASE("lookup scales a planned split to the prompt length, on the grid") {
