@@ -226,17 +226,19 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
             # how far the best measured overlap is from none (the decision counts where > 2%)
             gap = abs(min(over) / nones[len(nones) // 2] - 1) if over and nones else 0.0
             dec.append((os.path.basename(f)[len("validate-"):-len(".json")], c["seq_len"], pick,
-                        d["fastest_measured"], 100 * d["regret"], d["overlap_picked"], d["overlap_measured"], gap))
+                        d["fastest_measured"], 100 * d["regret"], d["overlap_picked"], d["overlap_measured"], gap,
+                        d.get("regret_within_noise", False)))
         except (KeyError, IndexError, TypeError) as e:
             print(f"{os.path.basename(f)}: decision unreadable ({e})")
 if dec:
     print("\nthe planner's pick against the measured alternatives, per planned point (regret = pick / fastest measured - 1)")
     print(f"  {'report':32s} {'tokens':>6s} {'picked':22s} {'fastest measured':26s} {'regret':>7s} overlap picked/measured  |best overlap/none - 1|")
     for x in dec:
-        print(f"  {x[0]:32s} {x[1]:6d} {x[2]:22s} {x[3]:26s} {x[4]:6.1f}% {'yes' if x[5] else 'no':>3s}/{'yes' if x[6] else 'no':3s} {100 * x[7]:23.1f}%")
+        print(f"  {x[0]:32s} {x[1]:6d} {x[2]:22s} {x[3]:26s} {x[4]:6.1f}%{'~' if x[8] else ' '}{'yes' if x[5] else 'no':>3s}/{'yes' if x[6] else 'no':3s} {100 * x[7]:23.1f}%")
     worst = max(x[4] for x in dec)
     clear = [x for x in dec if x[7] > 0.02]
     agree = sum(1 for x in clear if x[5] == x[6])
+    print(f"  ~ = a regret within the runs' own spread (not a measured difference)")
     print(f"  worst regret {worst:.1f}% (issue 10's target: within 2%); overlap or not as measured in {agree} of the {len(clear)} points where the best overlap and none differ by more than 2%")
 # Ops that ran beside no comm op, measured against their prediction (the profile's standalone
 # time when the run had one). The 2026-11-29 reports read this way give attention 1.02 (8B)

@@ -467,6 +467,15 @@ ValidateReport run_validate(const ValidateOptions& o) {
       if (!dec && runs[i].source == g.decode) row.decode_case = i, dec = true;
     }
     if (!pre || !dec) continue;
+    {
+      const auto& pc = rep.cases[row.prefill_case];
+      const auto& dc = rep.cases[row.decode_case];
+      const double steps = double(std::max<std::int64_t>(plan.new_tokens - 1, 0));
+      const double pt = double(pc.measured.total_ns), dt = steps * double(dc.measured.total_ns);
+      row.noise = pt + dt > 0
+                      ? (run_spread(pc.measured) * pt + run_spread(dc.measured) * dt) / (pt + dt)
+                      : 0;
+    }
     for (const std::size_t i : {row.prefill_case, row.decode_case}) {
       sim::PlannedRun as_planned = runs[i].source;
       as_planned.workload.emulate = runs[i].run.workload.emulate;  // the machine, not the model
@@ -495,6 +504,15 @@ GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g
   return t;
 }
 
+double run_spread(const RunResult& m) {
+  if (m.totals_ns.size() < 2) return 0;
+  std::vector<std::int64_t> t = m.totals_ns;
+  std::sort(t.begin(), t.end());
+  const double median = t.size() % 2 ? double(t[t.size() / 2])
+                                     : (double(t[t.size() / 2 - 1]) + double(t[t.size() / 2])) / 2;
+  return median > 0 ? double(t.back() - t.front()) / median : 0;
+}
+
 std::vector<Decision> decisions(const ValidateReport& r) {
   std::map<int, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < r.cases.size(); ++i) {
@@ -513,12 +531,21 @@ std::vector<Decision> decisions(const ValidateReport& r) {
     const std::int64_t none = nones[nones.size() / 2];
     std::int64_t fastest = none;
     d.fastest = "none";
+    std::size_t fastest_case = r.cases.size();
     for (auto i : idx) {
       const auto& c = r.cases[i];
       if (c.spec.kind != sim::StrategyKind::None && c.measured.total_ns < fastest) {
         fastest = c.measured.total_ns;
+        fastest_case = i;
         d.fastest = c.schedule.strategy + " " + sim::variant_text(c.spec);
       }
+    }
+    d.noise = run_spread(r.cases[d.picked_case].measured);
+    if (fastest_case < r.cases.size()) {
+      d.noise = std::max(d.noise, run_spread(r.cases[fastest_case].measured));
+    }
+    if (nones.size() > 1 && none > 0) {
+      d.noise = std::max(d.noise, double(nones.back() - nones.front()) / double(none));
     }
     // none is measured in every case's run: the median of those stands for it, the pick too.
     const auto& p = r.cases[d.picked_case];
@@ -562,8 +589,11 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
      << std::setw(18) << "prefill_ms p/m" << std::setw(20) << "decode_step_ms p/m" << std::setw(22)
      << "tokens/s p/m" << std::setw(10) << "pred" << std::setw(10) << "meas" << std::setw(10)
      << "report\n";
-  std::map<std::int64_t, std::pair<std::string, double>> fastest;  // batch: strategy, tokens/s
-  std::map<std::int64_t, std::pair<std::string, double>> picked;
+  struct Best {
+    std::string strategy;
+    double tokens_per_s = 0, noise = 0;
+  };
+  std::map<std::int64_t, Best> fastest, picked;  // per batch
   for (const auto& g : r.generation) {
     const auto t = generation_times(r, g);
     const auto& p = r.cases[g.prefill_case];
@@ -581,8 +611,9 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
        << fmt("%.3fx", t.measured_none_us / t.measured_us) << std::setw(10)
        << (g.report_comparable ? fmt("%.3fx", g.report_speedup) : std::string("-")) << "\n";
     auto& f = fastest[g.batch];
-    if (t.measured_tokens_per_s > f.second) f = {g.strategy, t.measured_tokens_per_s};
-    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s};
+    if (t.measured_tokens_per_s > f.tokens_per_s)
+      f = {g.strategy, t.measured_tokens_per_s, g.noise};
+    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s, g.noise};
   }
   os << "  * = the report's pick (fastest predicted tokens/s)";
   if (std::any_of(r.generation.begin(), r.generation.end(),
@@ -592,14 +623,17 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
   }
   for (const auto& [b, pk] : picked) {
     const auto& f = fastest[b];
+    const auto measured = std::count_if(r.generation.begin(), r.generation.end(),
+                                        [&](const GenerationRow& g) { return g.batch == b; });
+    const double regret = f.tokens_per_s / pk.tokens_per_s - 1, noise = std::max(f.noise, pk.noise);
     os << "; batch " << b << ": "
-       << (pk.first == f.first ? "fastest measured of the " +
-                                     std::to_string(std::count_if(
-                                         r.generation.begin(), r.generation.end(),
-                                         [&](const GenerationRow& g) { return g.batch == b; })) +
-                                     " measured"
-                               : f.first + fmt(" measured faster, regret %.1f%%",
-                                               100 * (f.second / pk.second - 1)));
+       << (pk.strategy == f.strategy
+               ? "fastest measured of the " + std::to_string(measured) + " measured"
+               : f.strategy + fmt(" measured faster, regret %.1f%%", 100 * regret) +
+                     (regret <= noise
+                          ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
+                                100 * noise)
+                          : std::string()));
   }
   os << "\n";
 }
@@ -681,7 +715,12 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
          << fmt("%.3f ms; ", to_us(d.picked_ns) / 1e3)
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
          << (d.regret <= 0 ? "" : fmt(" %.3f ms", to_us(d.fastest_ns) / 1e3))
-         << fmt(", regret %.1f%%", 100 * d.regret) << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3)
+         << fmt(", regret %.1f%%", 100 * d.regret)
+         << (d.regret_within_noise()
+                 ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
+                       100 * d.noise)
+                 : std::string())
+         << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3)
          << (d.none_runs == 1 ? std::string(" (measured beside the one case)")
                               : " (median over " + std::to_string(d.none_runs) + " cases' none)")
          << std::right << "\n";
@@ -876,7 +915,9 @@ ojson validate_json(const ValidateReport& r) {
                         {"none_measured_us", to_us(d.none_ns)},
                         {"none_runs", d.none_runs},
                         {"overlap_picked", d.overlap_picked},
-                        {"overlap_measured", d.overlap_measured}});
+                        {"overlap_measured", d.overlap_measured},
+                        {"noise", d.noise},
+                        {"regret_within_noise", d.regret_within_noise()}});
   }
   j["decisions"] = std::move(dec);
   if (!r.generation.empty()) {
@@ -897,6 +938,7 @@ ojson validate_json(const ValidateReport& r) {
           {"measured_tokens_per_s", t.measured_tokens_per_s},
           {"predicted_speedup", t.predicted_none_us / t.predicted_us},
           {"measured_speedup", t.measured_none_us / t.measured_us},
+          {"noise", g.noise},
           {"report_speedup", g.report_comparable ? ojson(g.report_speedup) : ojson(nullptr)}});
     }
     j["generation"] = ojson{{"prompt", r.prompt},

@@ -73,6 +73,7 @@ struct GenerationRow {
   bool picked = false;  // the report's fastest predicted tokens/s in its batch
   std::size_t prefill_case = 0, decode_case = 0;
   double report_speedup = 0;  // the report's own (its steps averaged over their contexts)
+  double noise = 0;  // run_spread of its two cases, weighted as tokens/s weighs their times
   // The runs are the report's as it priced them: no option (--layers, --hardware, --profile,
   // ...) replaced a part, so its speedup is one of the same prediction.
   bool report_comparable = true;
@@ -116,8 +117,16 @@ struct Decision {
   // none stands for the median of the none runs measured beside the point's cases (none_runs).
   std::int64_t none_ns = 0, fastest_ns = 0, picked_ns = 0;
   std::size_t none_runs = 0;
+  // How far the measurements scatter: the largest of the pick's and the fastest case's
+  // (max - min) / median over their timed runs, and of the none times measured beside the
+  // point's cases. A regret no larger is not a measured difference.
+  double noise = 0;
+  bool regret_within_noise() const { return regret > 0 && regret <= noise; }
 };
 std::vector<Decision> decisions(const ValidateReport& r);
+
+// (max - min) / median of a run's timed totals; 0 with fewer than two.
+double run_spread(const RunResult& m);
 
 // Throws InputError for bad input; returns the report (the caller prints and writes it).
 ValidateReport run_validate(const ValidateOptions& o);

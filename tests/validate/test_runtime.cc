@@ -704,3 +704,37 @@ TEST_CASE("the report's attention kernel: one name, 'per case' when cases differ
   r.cases[2].measured.attention_kernel = "cublas-batched";
   CHECK(validate::attention_kernels(r) == "per case");
 }
+
+TEST_CASE("a regret within the runs' spread is said to be no measured difference") {
+  validate::ValidateReport r;
+  const auto add = [&](StrategyKind k, std::vector<std::int64_t> runs, bool picked) {
+    validate::CaseResult c;
+    c.group = 0;
+    c.picked = picked;
+    c.spec = StrategySpec(k);
+    c.measured.totals_ns = runs;
+    std::sort(runs.begin(), runs.end());
+    c.measured.total_ns = runs[runs.size() / 2];
+    c.measured_none_ns = 130;
+    r.cases.push_back(c);
+  };
+  add(StrategyKind::Ladder, {120, 100, 110}, true);  // the pick: 110, spread 20 / 110
+  add(StrategyKind::ParallelBlock, {99, 100, 101}, false);
+  CHECK(validate::run_spread(r.cases[0].measured) == doctest::Approx(20.0 / 110));
+  auto d = validate::decisions(r);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].regret == doctest::Approx(0.1));
+  CHECK(d[0].noise == doctest::Approx(20.0 / 110));
+  CHECK(d[0].regret_within_noise());
+  // Runs that agree: the same regret is a measured difference.
+  r.cases[0].measured.totals_ns = {109, 110, 111};
+  d = validate::decisions(r);
+  CHECK(d[0].noise == doctest::Approx(0.02));  // the alternative's 2 / 100
+  CHECK_FALSE(d[0].regret_within_noise());
+  // The none times measured beside the cases scatter too: counted.
+  r.cases[1].measured_none_ns = 100;
+  d = validate::decisions(r);
+  CHECK(d[0].noise == doctest::Approx(30.0 / 130));  // none: median 130 of {100, 130}
+  // One timed run: no spread to judge by.
+  CHECK(validate::run_spread(validate::RunResult{}) == 0);
+}
