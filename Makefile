@@ -96,7 +96,7 @@ fuzz: deps
 	run model $(CURDIR)/configs/models $(CURDIR)/tests/data; \
 	run hardware $(CURDIR)/configs/hardware; \
 	run profile $(CURDIR)/configs/profiles; \
-	run plan $(CURDIR)/results/h200/2026-11-29; \
+	run plan $(CURDIR)/results/h200/2026-11-29 $(CURDIR)/results/papers; \
 	run nccl_tests $(CURDIR)/tests/data; \
 	run allreduce_csv $(CURDIR)/tests/data
 
