@@ -61,6 +61,8 @@ class Reducer {
   // Sums buf over the ranks; returns when all ranks had arrived (steady_clock ns since its
   // epoch), or 0 where that is not known (MPI).
   virtual std::int64_t run(int rank, float* buf, std::int64_t n) = 0;
+  // All-gather of `per_rank` floats at buf + rank * per_rank; returns as run() does.
+  virtual std::int64_t gather(int rank, float* buf, std::int64_t per_rank) = 0;
   virtual void drop() = 0;  // a rank stopping early releases the others
 };
 
@@ -68,6 +70,9 @@ class SharedReducer final : public Reducer {
  public:
   explicit SharedReducer(int ranks) : ar_(ranks) {}
   std::int64_t run(int rank, float* buf, std::int64_t n) override { return ar_.run(rank, buf, n); }
+  std::int64_t gather(int rank, float* buf, std::int64_t per_rank) override {
+    return ar_.gather(rank, buf, per_rank);
+  }
   void drop() override { ar_.drop(); }
 
  private:
@@ -78,6 +83,10 @@ class MpiReducer final : public Reducer {
  public:
   std::int64_t run(int, float* buf, std::int64_t n) override {
     mpi::allreduce_sum(buf, n);
+    return 0;
+  }
+  std::int64_t gather(int, float* buf, std::int64_t per_rank) override {
+    mpi::allgather(buf, per_rank);
     return 0;
   }
   void drop() override {}  // the failure reaches the caller, which aborts every process
@@ -230,10 +239,9 @@ class CpuKernels final : public RankKernels {
               h.stride * H);
   }
 
-  // An all-gather as a sum: every rank's buffer is zero outside its own slice.
+  // Every rank's slice of the logits ([slice][batch][vocab], slice = rank) to every rank.
   std::int64_t gather_logits() override {
-    return ar_.run(static_cast<int>(rank_), s_.logits.data(),
-                   static_cast<std::int64_t>(s_.logits.size()));
+    return ar_.gather(static_cast<int>(rank_), s_.logits.data(), m_.batch * m_.vocab);
   }
 
  private:

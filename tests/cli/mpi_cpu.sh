@@ -20,6 +20,12 @@ done
 check "mpirun -np 2 validate --mpi: decode, microbatch" "${MPIRUN[@]}" -np 2 "$TPO" validate \
   --backend cpu --mpi --model "$M" --hardware cpu-host --tp 2 --phase decode --batch 4 \
   --seq 64 --repeat 2 --strategy microbatch --json "$TMP/v.json"
+# The embedding and LM head: the embedding's all-reduce and the logits' MPI_Allgather.
+for ph in "--phase decode --batch 3 --seq 40 --strategy ladder" "--seq 64 --batch 2 --strategy iso"; do
+  # shellcheck disable=SC2086
+  check "mpirun -np 2 validate --mpi --embed-head: $ph" "${MPIRUN[@]}" -np 2 "$TPO" validate \
+    --backend cpu --mpi --model "$M" --hardware cpu-host --tp 2 $ph --repeat 2 --embed-head
+done
 report_ok() {
   grep -q '"measured_on": ".*under MPI (2 processes)' "$TMP/v.json" &&
     grep -q '"all_correct": true' "$TMP/v.json" && grep -q '"correct": true' "$TMP/v.json"

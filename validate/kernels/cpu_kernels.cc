@@ -212,4 +212,19 @@ std::int64_t SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
   return all_arrived;
 }
 
+std::int64_t SharedAllReduce::gather(int rank, float* buf, std::int64_t per_rank) {
+  bufs_[static_cast<std::size_t>(rank)] = buf;
+  sync_.arrive_and_wait();
+  const std::int64_t all_arrived = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count();
+  for (int o = 0; o < ranks_; ++o) {
+    if (o == rank) continue;
+    const float* src = bufs_[static_cast<std::size_t>(o)] + o * per_rank;
+    std::copy(src, src + per_rank, buf + o * per_rank);
+  }
+  sync_.arrive_and_wait();
+  return all_arrived;
+}
+
 }  // namespace tpo::validate::cpu

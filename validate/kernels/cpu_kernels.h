@@ -84,6 +84,9 @@ class SharedAllReduce {
   // Returns when every rank has arrived (the collective's real start, after any wait for a
   // late rank), in steady_clock nanoseconds since its epoch.
   std::int64_t run(int rank, float* buf, std::int64_t n);
+  // All-gather: rank r's `per_rank` floats at buf + r * per_rank are copied into every other
+  // rank's buffer at the same place. Returns as run() does.
+  std::int64_t gather(int rank, float* buf, std::int64_t per_rank);
   // A rank that stops early (after a failure elsewhere) releases the others.
   void drop() { sync_.arrive_and_drop(); }
   int ranks() const { return ranks_; }

@@ -111,6 +111,16 @@ void allreduce_sum(float* buf, std::int64_t n) {
   }
 }
 
+void allgather(float* buf, std::int64_t per_rank) {
+  if (per_rank > INT_MAX) {
+    throw std::runtime_error("MPI_Allgather: " + std::to_string(per_rank) +
+                             " floats per rank exceed MPI's int count");
+  }
+  check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<int>(per_rank),
+                      MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Allgather");
+}
+
 void broadcast(void* buf, std::size_t bytes, int root) {
   check(MPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
 }
@@ -159,6 +169,9 @@ void abort(int code) {
   std::exit(code);
 }
 void allreduce_sum(float*, std::int64_t) {
+  missing();
+}
+void allgather(float*, std::int64_t) {
   missing();
 }
 void broadcast(void*, std::size_t, int) {

@@ -24,6 +24,8 @@ void finalize();
 [[noreturn]] void abort(int code);
 // In-place sum of n floats over all processes.
 void allreduce_sum(float* buf, std::int64_t n);
+// In-place all-gather: process r's `per_rank` floats at buf + r * per_rank reach every process.
+void allgather(float* buf, std::int64_t per_rank);
 void broadcast(void* buf, std::size_t bytes, int root);
 // The largest value over all processes.
 std::int64_t max(std::int64_t v);
