@@ -94,7 +94,9 @@ std::function<int()> add_validate(CLI::App& app) {
       "Validate every point of a plan from `tpo plan --json` exactly as planned (its "
       "model, hardware, TP, phase, batch, prompt, context, layers, strategy and "
       "profile); --hardware, --profile, --emulate, --layers, --exec, --rope, --add-norm, "
-      "--allreduce-fusion, --sm-clock and --comm-ctas may replace the plan's");
+      "--allreduce-fusion, --sm-clock and --comm-ctas may replace the plan's. A generate "
+      "report (`tpo plan --scenario generate --json`): each batch's prefill and decode step "
+      "at the middle step's context, and tokens/s predicted against measured");
   sub->add_option("--alternatives", o->alternatives,
                   "With --plan: also measure each point's N fastest-predicted other candidates "
                   "and report whether the plan's pick was the fastest measured (regret)")

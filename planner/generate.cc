@@ -80,6 +80,16 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   return best;
 }
 
+}  // namespace
+
+std::int64_t middle_context(std::int64_t prompt, std::int64_t new_tokens) {
+  // The steps run at contexts prompt + 1 .. prompt + steps; with no step, the prompt's.
+  const std::int64_t steps = new_tokens - 1;
+  return steps >= 1 ? prompt + 1 + (steps - 1) / 2 : prompt;
+}
+
+namespace {
+
 std::string phase_label(const StrategySpec& s, bool fell_back, StrategyKind asked) {
   const sim::StrategyDescriptor& d = sim::strategy(s.kind);
   std::string t = d.name;
@@ -119,7 +129,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   sim::Workload dw = prefill_w;
   dw.phase = sim::Phase::Decode;
   dw.seq = 1;
-  dw.context = prefill_w.seq + std::max<std::int64_t>(steps, 1) / 2;
+  dw.context = middle_context(prefill_w.seq, new_tokens);
   const StrategyKind dkind = sim::strategy(kind).decode_as;
   const StrategySpec dec = choose(dw, dkind, align, max_chunks, threshold, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb, dkind);
@@ -199,7 +209,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
     gb.prefill = so;
     gb.decode = so;
     gb.decode.phase = "decode";
-    gb.decode.context = o.prompt + std::max<std::int64_t>(o.new_tokens - 1, 1) / 2;
+    gb.decode.context = middle_context(o.prompt, o.new_tokens);
     gb.decode.seq = gb.decode.context;
     gb.results.resize(kinds.size());
     rep.batches.push_back(std::move(gb));
@@ -292,7 +302,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   // How to measure what this prices, on the user's GPUs: `validate --plan` runs each batch's
   // prefill and one decode step at the middle step's context (the steps are timed at contexts
   // around it), with the embedding and LM head, and compares tokens/s.
-  const std::int64_t mid = o.prompt + std::max<std::int64_t>(o.new_tokens - 1, 1) / 2;
+  const std::int64_t mid = middle_context(o.prompt, o.new_tokens);
   const std::string& json = o.plan.json_path;
   os << "\nto measure it on " << (r.cpu ? "this CPU" : "your GPUs")
      << " (each batch's prefill and the decode step at the middle step's context, " << mid
@@ -300,10 +310,16 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
      << " --plan "
      << (json.empty() || json == "-" ? "GEN.json (this scenario written with --json GEN.json)"
                                      : json)
-     << " --layers 2";
-  // Every other strategy of the table too (each phase's pick is measured; the others are its
-  // alternatives, none beside every case).
-  const std::size_t others = r.batches.empty() ? 0 : r.batches.front().results.size() - 1;
+     << (r.layers > 2 ? " --layers 2" : "");
+  // Every other strategy of the table too: each phase's pick is measured, none beside every
+  // case, and the others are its alternatives (at most every strategy but none and the pick).
+  std::size_t others = 0;
+  for (const auto& b : r.batches) {
+    const bool none_picked =
+        std::none_of(b.results.begin() + 1, b.results.end(),
+                     [&](const auto& x) { return x.speedup > b.results[0].speedup; });
+    others = std::max(others, b.results.size() - (none_picked ? 1 : 2));
+  }
   if (others > 0) os << " --alternatives " << others;
   os << (r.cpu ? "\n" : " (and --comm emulated on one GPU)\n");
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "sim/config_paths.h"
 #include "sim/error.h"
@@ -412,9 +413,15 @@ PlanFile load_points(const std::string& path) {
   if (!o.has("batches") || !j.at("batches").is_array() || j.at("batches").empty()) {
     throw InputError(path, "batches", "must be a non-empty array");
   }
+  std::vector<std::int64_t> batches_seen;
   for (std::size_t i = 0; i < j.at("batches").size(); ++i) {
     const JsonObject b(j.at("batches").at(i), path, "batches[" + std::to_string(i) + "]");
     const std::int64_t batch = b.integer("batch");
+    if (std::find(batches_seen.begin(), batches_seen.end(), batch) != batches_seen.end()) {
+      throw InputError(path, b.field("batch"),
+                       std::to_string(batch) + " appears twice: one entry per batch size");
+    }
+    batches_seen.push_back(batch);
     if (!b.has("results") || !b.raw().at("results").is_array() || b.raw().at("results").empty()) {
       throw InputError(path, b.field("results"), "must be a non-empty array");
     }
@@ -428,13 +435,44 @@ PlanFile load_points(const std::string& path) {
       g.batch = batch;
       g.where = b.field("results") + "[" + std::to_string(k) + "]";
       g.strategy = res.string("strategy");
+      // The speedups are over results[0]: none, as tpo writes it.
+      if (k == 0 && g.strategy != "none") {
+        throw InputError(
+            path, res.field("strategy"),
+            "'" + g.strategy + "': the first result must be none (the speedups' base)");
+      }
       g.prefill = generation_run(res, "prefill_run", "prefill", batch, p.made_in);
       g.decode = generation_run(res, "decode_run", "decode", batch, p.made_in);
+      // Every strategy of a batch runs the same prefill and the same decode step: one point per
+      // phase, measured alike.
+      if (k > 0) {
+        if (!(g.prefill.workload == pts[0].prefill.workload)) {
+          throw InputError(path, res.field("prefill_run") + ".workload",
+                           "differs from results[0]'s: every strategy of a batch prefills the "
+                           "same prompt");
+        }
+        if (!(g.decode.workload == pts[0].decode.workload)) {
+          throw InputError(path, res.field("decode_run") + ".workload",
+                           "differs from results[0]'s: every strategy of a batch decodes at the "
+                           "same context");
+        }
+      }
       g.predicted_speedup = res.number("speedup");
       prefill_us.push_back(res.number("prefill_us"));
-      step_us.push_back(res.number_or("decode_step_us", 0, false));
+      step_us.push_back(res.number("decode_step_us", false));
       pts.push_back(std::move(g));
       if (pts.back().predicted_speedup > pts[pick].predicted_speedup) pick = k;
+    }
+    if (pts[0].prefill.workload.seq != p.prompt) {
+      throw InputError(path, pts[0].where + ".prefill_run.workload.seq",
+                       std::to_string(pts[0].prefill.workload.seq) + ": the report's prompt is " +
+                           std::to_string(p.prompt) + " (options.prompt)");
+    }
+    if (b.has("decode_context") && b.integer("decode_context") != pts[0].decode.workload.context) {
+      throw InputError(path, pts[0].where + ".decode_run.workload.context",
+                       std::to_string(pts[0].decode.workload.context) +
+                           ": the batch's decode_context is " +
+                           std::to_string(b.integer("decode_context")));
     }
     pts[pick].picked = true;
     // One point per phase: the pick's run, the others' (not none, not the pick's, once each)
@@ -447,17 +485,25 @@ PlanFile load_points(const std::string& path) {
       e.seq = decode ? e.run.workload.context : e.run.workload.seq;
       e.predicted_us = decode ? step_us[pick] : prefill_us[pick];
       e.none_us = decode ? step_us[0] : prefill_us[0];
+      std::vector<std::tuple<PlannedRun, double, std::string>> alts;
       for (std::size_t k = 0; k < pts.size(); ++k) {
         const PlannedRun& r = decode ? pts[k].decode : pts[k].prefill;
         if (r.spec.kind == StrategyKind::None || r == e.run) continue;
-        if (std::any_of(e.alternatives.begin(), e.alternatives.end(),
-                        [&](const auto& a) { return a.first == r; })) {
+        if (std::any_of(alts.begin(), alts.end(),
+                        [&](const auto& a) { return std::get<0>(a) == r; })) {
           continue;
         }
-        e.alternatives.emplace_back(r, decode ? step_us[k] : prefill_us[k]);
+        alts.emplace_back(r, decode ? step_us[k] : prefill_us[k],
+                          pts[k].where + (decode ? ".decode_run" : ".prefill_run"));
       }
-      std::stable_sort(e.alternatives.begin(), e.alternatives.end(),
-                       [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::stable_sort(alts.begin(), alts.end(), [](const auto& a, const auto& b) {
+        return std::get<1>(a) < std::get<1>(b);
+      });
+      for (auto& [r, us, where] : alts) {
+        e.alternatives.emplace_back(std::move(r), us);
+        e.alternatives_where.push_back(std::move(where));
+      }
+      for (auto& g : pts) (decode ? g.decode_point : g.prefill_point) = p.entries.size();
       p.entries.push_back(std::move(e));
     }
     for (auto& g : pts) p.generation.push_back(std::move(g));

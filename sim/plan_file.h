@@ -52,6 +52,9 @@ struct PlanEntry {
   // The point's other allowed candidates (not none, not the pick), fastest predicted first,
   // each with its predicted time: what `validate --plan --alternatives N` also measures.
   std::vector<std::pair<PlannedRun, double>> alternatives;
+  // Where each alternative's run is in the file, for errors (a generate report's); empty: the
+  // pick's run_where (a plan's candidates are the pick's workload with another strategy).
+  std::vector<std::string> alternatives_where;
 };
 
 // One strategy of a generate report (tpo.generate/1): the runs of its two phases, as
@@ -61,6 +64,7 @@ struct GenerationPoint {
   std::string strategy;
   bool picked = false;  // the report's fastest predicted tokens/s in its batch
   PlannedRun prefill, decode;
+  std::size_t prefill_point = 0, decode_point = 0;  // its batch's two entries
   double predicted_speedup = 0;  // the report's: its decode steps averaged over their contexts
   std::string where;             // "batches[0].results[2]", for errors
 };

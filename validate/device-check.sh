@@ -199,7 +199,10 @@ for f in sorted(glob.glob(os.path.join(r, "gen-validate.json"))):
     print(f"\n{os.path.basename(f)}: prompt {g['prompt']} + {g['new_tokens']} new tokens, tokens/s speedup over none (* = the report's pick)")
     for x in g["strategies"]:
         rs = x.get("report_speedup")
-        print(f"  batch {x['batch']:3d} {x['strategy'] + (' *' if x['picked_by_report'] else ''):14s} predicted {x['predicted_speedup']:6.3f}x  measured {x['measured_speedup']:6.3f}x  report {rs if rs is None else f'{rs:.3f}x'}")
+        ran_none = "" if x["strategy"] == "none" else "/".join("none" if x[k] is None else "-" for k in ("prefill_case", "decode_case"))
+        print(f"  batch {x['batch']:3d} {x['strategy'] + (' *' if x['picked_by_report'] else ''):16s} {ran_none:9s} predicted {x['predicted_speedup']:6.3f}x  measured {x['measured_speedup']:6.3f}x (runs' spread {100 * x.get('noise', 0):4.1f}%)  report {rs if rs is None else f'{rs:.3f}x'}")
+    if g.get("not_measured"):
+        print(f"  not measured (batch: strategies): {g['not_measured']}")
 if rows:
     print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
     print("all-reduce time of the target machine's links; measured are compute and overlap only")

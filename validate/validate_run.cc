@@ -87,6 +87,9 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanF
     }
     for (std::size_t k = 0; k < mine.size(); ++k) {
       sim::PlannedRun r = mine[k];
+      // Where this run is in the file: the pick's, or an alternative's own (a generate report's).
+      const std::string& run_where =
+          k == 0 || k > e.alternatives_where.size() ? e.run_where : e.alternatives_where[k - 1];
       if (emulated)
         r.workload.emulate = o.workload.emulate.empty() ? r.workload.hardware : o.workload.emulate;
       if (o.hardware_given) r.workload.hardware = o.workload.hardware;
@@ -119,7 +122,7 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanF
             {"emulate", r.workload.emulate, !o.workload.emulate.empty()}}) {
         std::error_code ec;
         if (!replaced && sim::is_config_path(spec) && !std::filesystem::exists(spec, ec)) {
-          throw InputError(o.plan_path, e.run_where + ".workload." + field,
+          throw InputError(o.plan_path, run_where + ".workload." + field,
                            "'" + spec + "': " + sim::missing_file_text(plan.made_in) +
                                " (a plan keeps paths as typed when it was made: run from that "
                                "folder, or replace it with --" +
@@ -160,11 +163,11 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanF
         }
         const bool of_strategy = f == "strategy" || f == "chunk_tokens" || f == "pieces" ||
                                  f == "ladder_layers" || f == "split" || f == "chunks";
-        throw InputError(o.plan_path, e.run_where + (of_strategy ? ".strategy." : ".workload.") + f,
+        throw InputError(o.plan_path, run_where + (of_strategy ? ".strategy." : ".workload.") + f,
                          err.value() + ": " + err.problem());
       }
-      check_exec(o, r.workload.exec, r.workload.tp, e.run_where);
-      out.push_back({std::move(r), static_cast<int>(g), k == 0, mine[k], e.run_where});
+      check_exec(o, r.workload.exec, r.workload.tp, run_where);
+      out.push_back({std::move(r), static_cast<int>(g), k == 0, mine[k], run_where});
     }
   }
   *read = plan;
@@ -451,53 +454,81 @@ ValidateReport run_validate(const ValidateOptions& o) {
     rep.cases.back().picked = runs[i].picked;
   }
   // A generate report: each strategy whose two phases both ran (the picks; the others with
-  // --alternatives). none is measured beside every case.
+  // --alternatives; a phase where it ran none takes the none measured beside that phase's cases).
   rep.prompt = plan.prompt;
   rep.new_tokens = plan.new_tokens;
+  const double steps = double(std::max<std::int64_t>(plan.new_tokens - 1, 0));
   for (const auto& g : plan.generation) {
-    if (g.strategy == "none") continue;
     GenerationRow row;
     row.batch = g.batch;
     row.strategy = g.strategy;
     row.picked = g.picked;
     row.report_speedup = g.predicted_speedup;
-    bool pre = false, dec = false;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (!pre && runs[i].source == g.prefill) row.prefill_case = i, pre = true;
-      if (!dec && runs[i].source == g.decode) row.decode_case = i, dec = true;
+    bool measured = true;
+    double spread[2] = {0, 0};
+    for (int ph = 0; ph < 2; ++ph) {
+      const std::size_t point = ph == 0 ? g.prefill_point : g.decode_point;
+      const sim::PlannedRun& want = ph == 0 ? g.prefill : g.decode;
+      std::vector<std::size_t> group;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (runs[i].group == static_cast<int>(point)) group.push_back(i);
+      }
+      if (group.empty()) {
+        measured = false;
+        break;
+      }
+      std::vector<std::int64_t> nones;
+      for (auto i : group) nones.push_back(rep.cases[i].measured_none_ns);
+      std::sort(nones.begin(), nones.end());
+      const std::int64_t none = nones[nones.size() / 2];
+      row.predicted_none_ns[ph] = rep.cases[group.front()].predicted_none_ns;
+      row.measured_none_ns[ph] = none;
+      std::size_t used = group.front();  // whose run tells whether options replaced parts
+      if (want.spec.kind == sim::StrategyKind::None) {
+        row.predicted_ns[ph] = row.predicted_none_ns[ph];
+        row.measured_ns[ph] = none;
+        spread[ph] = none > 0 ? double(nones.back() - nones.front()) / double(none) : 0;
+      } else {
+        const auto it = std::find_if(group.begin(), group.end(),
+                                     [&](std::size_t i) { return runs[i].source == want; });
+        if (it == group.end()) {
+          measured = false;
+          break;
+        }
+        used = *it;
+        row.case_of[ph] = used;
+        row.predicted_ns[ph] = rep.cases[used].predicted.total_ns;
+        row.measured_ns[ph] = rep.cases[used].measured.total_ns;
+        spread[ph] = run_spread(rep.cases[used].measured);
+      }
+      // The report priced its own runs: an option that replaced a part (--layers, --hardware,
+      // --profile, --emulate for other links...) makes its speedup another prediction's.
+      sim::PlannedRun as_planned = runs[used].source;
+      const std::string& emu = runs[used].run.workload.emulate;
+      if (emu.empty() || emu == runs[used].run.workload.hardware) {
+        as_planned.workload.emulate = emu;  // the machine's own links: what the report priced
+      }
+      if (!(as_planned == runs[used].run)) row.report_comparable = false;
     }
-    if (!pre || !dec) continue;
-    {
-      const auto& pc = rep.cases[row.prefill_case];
-      const auto& dc = rep.cases[row.decode_case];
-      const double steps = double(std::max<std::int64_t>(plan.new_tokens - 1, 0));
-      const double pt = double(pc.measured.total_ns), dt = steps * double(dc.measured.total_ns);
-      row.noise = pt + dt > 0
-                      ? (run_spread(pc.measured) * pt + run_spread(dc.measured) * dt) / (pt + dt)
-                      : 0;
+    if (!measured) {
+      ++rep.generation_unmeasured[g.batch];
+      continue;
     }
-    for (const std::size_t i : {row.prefill_case, row.decode_case}) {
-      sim::PlannedRun as_planned = runs[i].source;
-      as_planned.workload.emulate = runs[i].run.workload.emulate;  // the machine, not the model
-      if (!(as_planned == runs[i].run)) row.report_comparable = false;
-    }
+    const double pt = double(row.measured_ns[0]), dt = steps * double(row.measured_ns[1]);
+    row.noise = pt + dt > 0 ? (spread[0] * pt + spread[1] * dt) / (pt + dt) : 0;
     rep.generation.push_back(row);
   }
   return rep;
 }
 
 GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g) {
-  const CaseResult& p = r.cases.at(g.prefill_case);
-  const CaseResult& d = r.cases.at(g.decode_case);
   const double steps = static_cast<double>(std::max<std::int64_t>(r.new_tokens - 1, 0));
-  const auto total = [&](std::int64_t pre_ns, std::int64_t step_ns) {
-    return to_us(pre_ns) + steps * to_us(step_ns);
-  };
+  const auto total = [&](const std::int64_t* ns) { return to_us(ns[0]) + steps * to_us(ns[1]); };
   GenerationTimes t;
-  t.predicted_us = total(p.predicted.total_ns, d.predicted.total_ns);
-  t.measured_us = total(p.measured.total_ns, d.measured.total_ns);
-  t.predicted_none_us = total(p.predicted_none_ns, d.predicted_none_ns);
-  t.measured_none_us = total(p.measured_none_ns, d.measured_none_ns);
+  t.predicted_us = total(g.predicted_ns);
+  t.measured_us = total(g.measured_ns);
+  t.predicted_none_us = total(g.predicted_none_ns);
+  t.measured_none_us = total(g.measured_none_ns);
   const double tokens = static_cast<double>(g.batch * r.new_tokens);
   t.predicted_tokens_per_s = t.predicted_us > 0 ? tokens / (t.predicted_us * 1e-6) : 0;
   t.measured_tokens_per_s = t.measured_us > 0 ? tokens / (t.measured_us * 1e-6) : 0;
@@ -583,59 +614,69 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
   if (r.generation.empty()) return;
   os << "\ngeneration: prompt " << r.prompt << " + " << r.new_tokens
      << " new tokens per request; tokens/s = batch x new tokens / (prefill + " << r.new_tokens - 1
-     << " x the decode step at the middle step's context); speedups over none measured beside "
-        "each case; report = the generate report's own (its steps priced at their contexts):\n";
-  os << std::left << std::setw(8) << "  batch" << std::setw(16) << "strategy" << std::right
-     << std::setw(18) << "prefill_ms p/m" << std::setw(20) << "decode_step_ms p/m" << std::setw(22)
+     << " x the decode step at the middle step's context); none: the median of the none measured "
+        "beside each phase's cases (a strategy that ran none in a phase, [none], takes it); "
+        "report = the generate report's own speedup (its steps priced at their contexts):\n";
+  os << std::left << std::setw(8) << "  batch" << std::setw(24) << "strategy" << std::right
+     << std::setw(20) << "prefill_ms p/m" << std::setw(20) << "decode_step_ms p/m" << std::setw(22)
      << "tokens/s p/m" << std::setw(10) << "pred" << std::setw(10) << "meas" << std::setw(10)
      << "report\n";
   struct Best {
     std::string strategy;
     double tokens_per_s = 0, noise = 0;
+    bool set = false;
   };
   std::map<std::int64_t, Best> fastest, picked;  // per batch
+  std::map<std::int64_t, int> measured;
   for (const auto& g : r.generation) {
     const auto t = generation_times(r, g);
-    const auto& p = r.cases[g.prefill_case];
-    const auto& d = r.cases[g.decode_case];
-    os << "  " << std::left << std::setw(6) << g.batch << std::setw(16)
-       << (g.strategy + (g.picked ? " *" : "")) << std::right << std::setw(18)
-       << fmt("%.3f", to_us(p.predicted.total_ns) / 1e3) + "/" +
-              fmt("%.3f", to_us(p.measured.total_ns) / 1e3)
-       << std::setw(20)
-       << fmt("%.4f", to_us(d.predicted.total_ns) / 1e3) + "/" +
-              fmt("%.4f", to_us(d.measured.total_ns) / 1e3)
+    std::string name = g.strategy;
+    if (g.strategy != "none" && (!g.case_of[0] || !g.case_of[1])) {
+      name += std::string(" [") + (g.case_of[0] ? "-" : "none") + "/" +
+              (g.case_of[1] ? "-" : "none") + "]";
+    }
+    if (g.picked) name += " *";
+    const auto ms = [](std::int64_t ns, const char* f) { return fmt(f, to_us(ns) / 1e3); };
+    os << "  " << std::left << std::setw(6) << g.batch << std::setw(24) << name << std::right
+       << std::setw(20) << ms(g.predicted_ns[0], "%.3f") + "/" + ms(g.measured_ns[0], "%.3f")
+       << std::setw(20) << ms(g.predicted_ns[1], "%.4f") + "/" + ms(g.measured_ns[1], "%.4f")
        << std::setw(22)
        << fmt("%.1f", t.predicted_tokens_per_s) + "/" + fmt("%.1f", t.measured_tokens_per_s)
        << std::setw(10) << fmt("%.3fx", t.predicted_none_us / t.predicted_us) << std::setw(10)
        << fmt("%.3fx", t.measured_none_us / t.measured_us) << std::setw(10)
        << (g.report_comparable ? fmt("%.3fx", g.report_speedup) : std::string("-")) << "\n";
+    ++measured[g.batch];
     auto& f = fastest[g.batch];
-    if (t.measured_tokens_per_s > f.tokens_per_s)
-      f = {g.strategy, t.measured_tokens_per_s, g.noise};
-    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s, g.noise};
+    if (!f.set || t.measured_tokens_per_s > f.tokens_per_s) {
+      f = {g.strategy, t.measured_tokens_per_s, g.noise, true};
+    }
+    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s, g.noise, true};
   }
-  os << "  * = the report's pick (fastest predicted tokens/s)";
+  os << "  * = the report's pick (fastest predicted tokens/s); [none/-]: the strategy ran none in "
+        "that phase";
   if (std::any_of(r.generation.begin(), r.generation.end(),
                   [](const GenerationRow& g) { return !g.report_comparable; })) {
     os << "; report - : options replaced part of what the report priced (--layers, --hardware, "
-          "--profile, ...), so its speedup is of another prediction";
+          "--profile, --emulate, ...), so its speedup is of another prediction";
   }
+  os << "\n";
   for (const auto& [b, pk] : picked) {
     const auto& f = fastest[b];
-    const auto measured = std::count_if(r.generation.begin(), r.generation.end(),
-                                        [&](const GenerationRow& g) { return g.batch == b; });
     const double regret = f.tokens_per_s / pk.tokens_per_s - 1, noise = std::max(f.noise, pk.noise);
-    os << "; batch " << b << ": "
+    os << "  batch " << b << ": the pick, " << pk.strategy << ", "
        << (pk.strategy == f.strategy
-               ? "fastest measured of the " + std::to_string(measured) + " measured"
-               : f.strategy + fmt(" measured faster, regret %.1f%%", 100 * regret) +
+               ? "measured fastest of the " + std::to_string(measured[b]) + " measured"
+               : "measured slower than " + f.strategy + fmt(", regret %.1f%%", 100 * regret) +
                      (regret <= noise
                           ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
                                 100 * noise)
                           : std::string()));
+    if (const auto it = r.generation_unmeasured.find(b); it != r.generation_unmeasured.end()) {
+      os << "; " << it->second << " strateg" << (it->second == 1 ? "y" : "ies")
+         << " not measured (--alternatives N measures each phase's N fastest-predicted others)";
+    }
+    os << "\n";
   }
-  os << "\n";
 }
 
 }  // namespace
@@ -928,8 +969,12 @@ ojson validate_json(const ValidateReport& r) {
           {"batch", g.batch},
           {"strategy", g.strategy},
           {"picked_by_report", g.picked},
-          {"prefill_case", g.prefill_case},
-          {"decode_case", g.decode_case},
+          {"prefill_case", g.case_of[0] ? ojson(*g.case_of[0]) : ojson(nullptr)},
+          {"decode_case", g.case_of[1] ? ojson(*g.case_of[1]) : ojson(nullptr)},
+          {"predicted_prefill_us", to_us(g.predicted_ns[0])},
+          {"measured_prefill_us", to_us(g.measured_ns[0])},
+          {"predicted_decode_step_us", to_us(g.predicted_ns[1])},
+          {"measured_decode_step_us", to_us(g.measured_ns[1])},
           {"predicted_us", t.predicted_us},
           {"measured_us", t.measured_us},
           {"predicted_none_us", t.predicted_none_us},
@@ -947,6 +992,9 @@ ojson validate_json(const ValidateReport& r) {
                              "batch x new_tokens / (prefill + (new_tokens - 1) x "
                              "the decode step at the middle step's context)"},
                             {"strategies", std::move(gen)}};
+    ojson unmeasured = ojson::object();
+    for (const auto& [b, n] : r.generation_unmeasured) unmeasured[std::to_string(b)] = n;
+    j["generation"]["not_measured"] = std::move(unmeasured);
   }
   return j;
 }

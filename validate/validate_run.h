@@ -66,14 +66,20 @@ struct CaseResult {
 };
 
 // A generate report's strategy measured in both phases (`validate --plan` of a
-// tpo.generate/1 report): its prefill case and its decode case (the middle step's context).
+// tpo.generate/1 report): its prefill and its decode step (the middle step's context).
 struct GenerationRow {
   std::int64_t batch = 1;
   std::string strategy;
   bool picked = false;  // the report's fastest predicted tokens/s in its batch
-  std::size_t prefill_case = 0, decode_case = 0;
+  // Per phase (0: prefill, 1: the decode step): the case that ran the strategy's run, or none
+  // where the strategy ran none in that phase (none included); in ns, the predicted and measured
+  // time of what it ran there, and none's: the median over the phase's cases of the none each
+  // measured beside it (the same for every strategy of the batch, so that speedups and tokens/s
+  // rank alike). A phase that ran none takes none's times.
+  std::optional<std::size_t> case_of[2];
+  std::int64_t predicted_ns[2]{}, measured_ns[2]{}, predicted_none_ns[2]{}, measured_none_ns[2]{};
   double report_speedup = 0;  // the report's own (its steps averaged over their contexts)
-  double noise = 0;  // run_spread of its two cases, weighted as tokens/s weighs their times
+  double noise = 0;           // the phases' run spreads, weighted as tokens/s weighs their times
   // The runs are the report's as it priced them: no option (--layers, --hardware, --profile,
   // ...) replaced a part, so its speedup is one of the same prediction.
   bool report_comparable = true;
@@ -101,6 +107,8 @@ struct ValidateReport {
   // phases (empty otherwise).
   std::int64_t prompt = 0, new_tokens = 0;
   std::vector<GenerationRow> generation;
+  // Per batch: the report's strategies whose runs were not measured (--alternatives too low).
+  std::map<std::int64_t, int> generation_unmeasured;
   bool all_correct() const;
 };
 

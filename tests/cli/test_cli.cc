@@ -1081,11 +1081,12 @@ TEST_CASE("plan: the generate scenario reports prefill, decode step and tokens/s
           j.string());
   CHECK(r.code == 0);
   CHECK(r.out.find("tokens/s") != std::string::npos);
-  // How to measure it: validate --plan of the report (the middle step's context: 256 + 15 / 2).
+  // How to measure it: validate --plan of the report, 2 of its 4 layers (the middle step's
+  // context: the steps run at 257 .. 271).
   CHECK(r.out.find("to measure it on your GPUs (each batch's prefill and the decode step at the "
-                   "middle step's context, 263 tokens; tokens/s from the two): tpo validate "
+                   "middle step's context, 264 tokens; tokens/s from the two): tpo validate "
                    "--backend cuda --plan " +
-                   j.string() + " --layers 2 --alternatives 1 (and --comm emulated on one GPU)") !=
+                   j.string() + " --layers 2 (and --comm emulated on one GPU)") !=
         std::string::npos);
   // Queued execution hides launches: the table says so and names the mode serving engines use.
   CHECK(r.out.find("launch time hidden; serving engines replay decode steps as CUDA graphs") !=
@@ -1650,71 +1651,126 @@ TEST_CASE("validate --embed-head: the embedding and LM head run and are checked"
 
 TEST_CASE("validate --plan of a generate report: each batch's prefill and decode step, tokens/s") {
   const fs::path gen = scratch() / "tiny.gen.json";
+  // iso falls back to none in both phases on this tiny model; ladder and parallel-block run.
   auto r = tpo("plan --scenario generate --model " + data +
                "/tiny_model.json --hardware cpu-host --tp 2 --prompt 64 --new-tokens 8 --batch 1,2 "
-               "--layers 2 --strategies ladder,parallel-block --json " +
+               "--layers 2 --strategies ladder,parallel-block,iso --json " +
                gen.string());
   REQUIRE(r.code == 0);
+  CHECK(r.out.find("iso             none* / none*") != std::string::npos);
   CHECK(r.out.find("to measure it on this CPU") != std::string::npos);
-  CHECK(r.out.find("tpo validate --backend cpu --plan " + gen.string() +
-                   " --layers 2 --alternatives 2\n") != std::string::npos);
+  // The report's 2 layers as planned (no --layers), the two other strategies as alternatives.
+  CHECK(r.out.find("tpo validate --backend cpu --plan " + gen.string() + " --alternatives 2\n") !=
+        std::string::npos);
   const fs::path rep = scratch() / "tiny.gen-val.json";
   r = tpo("validate --plan " + gen.string() + " --alternatives 2 --repeat 1 --warmup 0 --json " +
           rep.string());
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("generation: prompt 64 + 8 new tokens per request") != std::string::npos);
-  CHECK(r.out.find("* = the report's pick") != std::string::npos);
+  CHECK(r.out.find("iso [none/none]") != std::string::npos);
+  CHECK(r.out.find("batch 1: the pick, ") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(rep));
   CHECK(j.at("all_correct") == true);
   const auto& cases = j.at("cases");
-  // Per batch two points (prefill, decode) of the pick and the other strategy as alternative.
-  CHECK(j.at("decisions").size() == 4);
+  CHECK(j.at("decisions").size() == 4);  // per batch: its prefill and its decode step
   const auto& g = j.at("generation");
   CHECK(g.at("prompt") == 64);
   CHECK(g.at("new_tokens") == 8);
-  REQUIRE(g.at("strategies").size() == 4);  // ladder and parallel-block, in both batches
+  CHECK(g.at("not_measured").empty());
+  // Every strategy of both batches, none included.
+  REQUIRE(g.at("strategies").size() == 8);
+  // none of a phase: the median over that batch's phase's cases of the none measured beside each.
+  const auto none_of = [&](std::int64_t batch, const std::string& phase) {
+    std::vector<double> v;
+    for (const auto& c : cases) {
+      if (c.at("batch") == batch && c.at("phase") == phase) {
+        v.push_back(c.at("measured_none_us").get<double>());
+      }
+    }
+    std::sort(v.begin(), v.end());
+    return v.empty() ? -1.0 : v[v.size() / 2];
+  };
   std::map<std::int64_t, int> picks;
   for (const auto& x : g.at("strategies")) {
-    const auto& pre = cases.at(x.at("prefill_case").get<std::size_t>());
-    const auto& dec = cases.at(x.at("decode_case").get<std::size_t>());
-    CHECK(pre.at("phase") == "prefill");
-    CHECK(pre.at("seq_len") == 64);
-    CHECK(dec.at("phase") == "decode");
-    CHECK(dec.at("context") == 64 + 7 / 2);
-    CHECK(pre.at("strategy").at("name") == x.at("strategy"));
-    CHECK(dec.at("strategy").at("name") == x.at("strategy"));
-    for (const auto* c : {&pre, &dec}) CHECK(c->at("batch") == x.at("batch"));
-    // prefill + 7 decode steps, predicted and measured; tokens/s of batch x 8 tokens.
-    const double pred =
-        pre.at("predicted_us").get<double>() + 7 * dec.at("predicted_us").get<double>();
-    const double meas =
-        pre.at("measured_us").get<double>() + 7 * dec.at("measured_us").get<double>();
-    CHECK(x.at("predicted_us").get<double>() == doctest::Approx(pred));
+    const std::int64_t batch = x.at("batch").get<std::int64_t>();
+    const std::string strategy = x.at("strategy").get<std::string>();
+    CAPTURE(batch);
+    CAPTURE(strategy);
+    double phase_us[2] = {0, 0};
+    const char* phases[2] = {"prefill", "decode"};
+    for (int ph = 0; ph < 2; ++ph) {
+      const auto& idx = x.at(ph == 0 ? "prefill_case" : "decode_case");
+      const double none = none_of(batch, phases[ph]);
+      REQUIRE(none > 0);
+      if (idx.is_null()) {  // ran none in this phase: none's time
+        CHECK((strategy == "none" || strategy == "iso"));
+        phase_us[ph] = none;
+      } else {
+        const auto& c = cases.at(idx.get<std::size_t>());
+        CHECK(c.at("phase") == phases[ph]);
+        CHECK(c.at("batch") == batch);
+        CHECK(c.at("strategy").at("name") == strategy);
+        CHECK(c.at(ph == 0 ? "seq_len" : "context") == (ph == 0 ? 64 : 64 + 1 + (7 - 1) / 2));
+        phase_us[ph] = c.at("measured_us").get<double>();
+      }
+      CHECK(x.at(ph == 0 ? "measured_prefill_us" : "measured_decode_step_us").get<double>() ==
+            doctest::Approx(phase_us[ph]));
+    }
+    // prefill + 7 decode steps; tokens/s of batch x 8 tokens; none beside it alike.
+    const double meas = phase_us[0] + 7 * phase_us[1];
     CHECK(x.at("measured_us").get<double>() == doctest::Approx(meas));
     CHECK(x.at("measured_tokens_per_s").get<double>() ==
-          doctest::Approx(x.at("batch").get<double>() * 8 / (meas * 1e-6)));
-    const double none =
-        pre.at("measured_none_us").get<double>() + 7 * dec.at("measured_none_us").get<double>();
+          doctest::Approx(static_cast<double>(batch) * 8 / (meas * 1e-6)));
+    const double none = none_of(batch, "prefill") + 7 * none_of(batch, "decode");
     CHECK(x.at("measured_speedup").get<double>() == doctest::Approx(none / meas));
+    if (strategy == "none" || strategy == "iso") {
+      CHECK(x.at("measured_speedup").get<double>() == doctest::Approx(1.0));
+    }
     CHECK(x.at("report_speedup").get<double>() > 0);  // nothing replaced: the report's own
-    picks[x.at("batch").get<std::int64_t>()] += x.at("picked_by_report").get<bool>() ? 1 : 0;
+    picks[batch] += x.at("picked_by_report").get<bool>() ? 1 : 0;
   }
   CHECK(picks == std::map<std::int64_t, int>{{1, 1}, {2, 1}});
+  // Without --alternatives: the pick and none (measured beside it) only; the others are counted.
+  r = tpo("validate --plan " + gen.string() + " --repeat 1 --warmup 0 --json " + rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("1 strategy not measured (--alternatives N") != std::string::npos);
+  auto j1 = nlohmann::json::parse(slurp(rep));
+  CHECK(j1.at("generation").at("not_measured").at("1") == 1);  // ladder or parallel-block
   // --layers replaces what the report priced: its speedup is not shown as comparable.
   r = tpo("validate --plan " + gen.string() + " --layers 1 --repeat 1 --warmup 0 --json " +
           rep.string());
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("report - : options replaced part of what the report priced") !=
         std::string::npos);
-  CHECK(nlohmann::json::parse(slurp(rep))
-            .at("generation")
-            .at("strategies")[0]
-            .at("report_speedup")
-            .is_null());
+  j1 = nlohmann::json::parse(slurp(rep));
+  for (const auto& x : j1.at("generation").at("strategies"))
+    CHECK(x.at("report_speedup").is_null());
   // Options that come from the report are refused as they are with a plan.
   r = tpo("validate --plan " + gen.string() + " --embed-head");
   CHECK(r.code == 2);
   CHECK(r.out.find("comes from the plan") != std::string::npos);
+  // An alternative's bad field is named where it is in the report, not at the pick.
+  auto bad = nlohmann::json::parse(slurp(gen));
+  std::string where;
+  for (std::size_t k = 1; k < 4; ++k) {
+    auto& res = bad["batches"][0]["results"][k];
+    const bool picked =
+        std::any_of(g.at("strategies").begin(), g.at("strategies").end(), [&](const auto& x) {
+          return x.at("batch") == 1 && x.at("strategy") == res["strategy"] &&
+                 x.at("picked_by_report").template get<bool>();
+        });
+    if (!picked && res["strategy"] != "iso") {
+      res["prefill_run"]["workload"]["exec"] = "warp";
+      where = "batches[0].results[" + std::to_string(k) + "].prefill_run.workload.exec";
+      break;
+    }
+  }
+  REQUIRE(!where.empty());
+  const fs::path badf = scratch() / "tiny.gen-bad.json";
+  std::ofstream(badf) << bad.dump();
+  r = tpo("validate --plan " + badf.string() + " --alternatives 2");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("field '" + where + "'") != std::string::npos, r.out);
 }
 
 TEST_CASE("validate: a plan's points, and bad plans exit 2") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -375,7 +376,10 @@ TEST_CASE("a generate report is read back as the runs validate --plan measures")
       CHECK(gp.prefill.workload.embed_head);
       CHECK(gp.prefill.workload.seq == 256);
       CHECK(gp.decode.workload.phase == "decode");
-      CHECK(gp.decode.workload.context == 256 + 15 / 2);  // the middle step's context
+      // The middle step's context: the 15 steps run at 257 .. 271.
+      CHECK(gp.decode.workload.context == 264);
+      CHECK(gp.prefill_point == 2 * b);
+      CHECK(gp.decode_point == 2 * b + 1);
       if (gp.picked) picked = &gp;
     }
     REQUIRE(picked != nullptr);
@@ -383,7 +387,8 @@ TEST_CASE("a generate report is read back as the runs validate --plan measures")
     const auto& dec = lp.entries[2 * b + 1];
     CHECK(pre.run == picked->prefill);
     CHECK(dec.run == picked->decode);
-    CHECK(dec.seq == 263);
+    CHECK(dec.seq == 264);
+    CHECK(pre.alternatives_where.size() == pre.alternatives.size());
     CHECK(pre.run_where == picked->where + ".prefill_run");
     // Alternatives: the other strategies' runs in that phase, once each, never none nor the pick.
     for (const auto* e : {&pre, &dec}) {
@@ -408,6 +413,42 @@ TEST_CASE("a generate report is read back as the runs validate --plan measures")
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("batches[1].results[2].decode_run") != std::string::npos);
     CHECK(std::string(e.what()).find("plan --scenario generate") != std::string::npos);
+  }
+  // Inconsistent reports are refused, naming the field: a strategy decoding at another context,
+  // a batch twice, a first result that is not none, a missing decode step time.
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit, const char* field) {
+    auto k = nlohmann::json::parse(generate_json(rep).dump());
+    edit(k);
+    static int n = 0;
+    const auto f = std::filesystem::temp_directory_path() /
+                   ("tpo_generate_edit" + std::to_string(n++) + ".json");
+    write_file_atomic(f.string(), k.dump(), "--json");
+    CAPTURE(field);
+    CHECK_THROWS_WITH_AS(sim::load_points(f.string()), doctest::Contains(field), InputError);
+    std::filesystem::remove(f);
+  };
+  refused(
+      [](nlohmann::json& k) {
+        k["batches"][0]["results"][2]["decode_run"]["workload"]["context"] = 300;
+      },
+      "batches[0].results[2].decode_run.workload");
+  refused([](nlohmann::json& k) { k["batches"][1]["batch"] = 1; }, "batches[1].batch");
+  refused([](nlohmann::json& k) { k["batches"][0]["results"][0]["strategy"] = "iso"; },
+          "batches[0].results[0].strategy");
+  refused([](nlohmann::json& k) { k["batches"][0]["results"][1].erase("decode_step_us"); },
+          "batches[0].results[1].decode_step_us");
+  refused([](nlohmann::json& k) { k["batches"][0]["decode_context"] = 999; },
+          "batches[0].results[0].decode_run.workload.context");
+  // A tie goes to the first listed: none, when nothing beats it.
+  {
+    auto k = nlohmann::json::parse(generate_json(rep).dump());
+    for (auto& res : k["batches"][0]["results"]) res["speedup"] = 1.0;
+    const auto f = std::filesystem::temp_directory_path() / "tpo_generate_tie.json";
+    write_file_atomic(f.string(), k.dump(), "--json");
+    const sim::PlanFile t = sim::load_points(f.string());
+    CHECK(t.generation[0].picked);
+    CHECK(t.entries[0].run.spec.kind == StrategyKind::None);
+    std::filesystem::remove(f);
   }
   // A run of the wrong phase is the file's fault, named.
   j = nlohmann::json::parse(generate_json(rep).dump());
