@@ -462,6 +462,9 @@ never_run_steps() {
   step "head-decode" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
     --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
     --repeat 5 --strategy ladder --embed-head --json "$R/head-decode.json"
+  step "head-prefill" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
+    --hardware h200x8 --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
+    --strategy iso --split 512,512 --embed-head --json "$R/head-prefill.json"
   # A generation as `plan --scenario generate` prices it (written 2026-12-04): each strategy's
   # prefill and decode step at the middle context, both with the embedding and LM head, the
   # tokens/s speedups predicted against measured (validate --plan of the generate report).
