@@ -80,16 +80,6 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
   return best;
 }
 
-}  // namespace
-
-std::int64_t middle_context(std::int64_t prompt, std::int64_t new_tokens) {
-  // The steps run at contexts prompt + 1 .. prompt + steps; with no step, the prompt's.
-  const std::int64_t steps = new_tokens - 1;
-  return steps >= 1 ? prompt + 1 + (steps - 1) / 2 : prompt;
-}
-
-namespace {
-
 std::string phase_label(const StrategySpec& s, bool fell_back, StrategyKind asked) {
   const sim::StrategyDescriptor& d = sim::strategy(s.kind);
   std::string t = d.name;
@@ -129,7 +119,7 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   sim::Workload dw = prefill_w;
   dw.phase = sim::Phase::Decode;
   dw.seq = 1;
-  dw.context = middle_context(prefill_w.seq, new_tokens);
+  dw.context = sim::generation_middle_context(prefill_w.seq, new_tokens);
   const StrategyKind dkind = sim::strategy(kind).decode_as;
   const StrategySpec dec = choose(dw, dkind, align, max_chunks, threshold, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb, dkind);
@@ -209,7 +199,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
     gb.prefill = so;
     gb.decode = so;
     gb.decode.phase = "decode";
-    gb.decode.context = middle_context(o.prompt, o.new_tokens);
+    gb.decode.context = sim::generation_middle_context(o.prompt, o.new_tokens);
     gb.decode.seq = gb.decode.context;
     gb.results.resize(kinds.size());
     rep.batches.push_back(std::move(gb));
@@ -302,14 +292,12 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   // How to measure what this prices, on the user's GPUs: `validate --plan` runs each batch's
   // prefill and one decode step at the middle step's context (the steps are timed at contexts
   // around it), with the embedding and LM head, and compares tokens/s.
-  const std::int64_t mid = middle_context(o.prompt, o.new_tokens);
+  const std::int64_t mid = sim::generation_middle_context(o.prompt, o.new_tokens);
   const std::string& json = o.plan.json_path;
   os << "\nto measure it on " << (r.cpu ? "this CPU" : "your GPUs")
      << " (each batch's prefill and the decode step at the middle step's context, " << mid
      << " tokens; tokens/s from the two): tpo validate --backend " << (r.cpu ? "cpu" : "cuda")
-     << " --plan "
-     << (json.empty() || json == "-" ? "GEN.json (this scenario written with --json GEN.json)"
-                                     : json)
+     << " --plan " << (json.empty() || json == "-" ? "GEN.json" : json)
      << (r.layers > 2 ? " --layers 2" : "");
   // Every other strategy of the table too: each phase's pick is measured, none beside every
   // case, and the others are its alternatives (at most every strategy but none and the pick).
@@ -321,7 +309,9 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
     others = std::max(others, b.results.size() - (none_picked ? 1 : 2));
   }
   if (others > 0) os << " --alternatives " << others;
-  os << (r.cpu ? "\n" : " (and --comm emulated on one GPU)\n");
+  os << (r.cpu ? "" : " (and --comm emulated on one GPU)")
+     << (json.empty() || json == "-" ? "; GEN.json: this scenario saved with --json GEN.json" : "")
+     << (o.new_tokens < 2 ? "; one new token: the prefill only, no decode step" : "") << "\n";
 }
 
 nlohmann::ordered_json generate_json(const GenerateReport& r) {

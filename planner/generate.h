@@ -64,10 +64,7 @@ struct GenerateReport {
 };
 
 GenerateReport run_generate(const GenerateOptions& o);
-// The decode step at the middle of a generation's steps (contexts prompt + 1 .. prompt +
-// new_tokens - 1; the prompt's where there is none): where the decode strategy is chosen and
-// what `tpo validate --plan` measures.
-std::int64_t middle_context(std::int64_t prompt, std::int64_t new_tokens);
+
 void print_generate(std::ostream& os, const GenerateReport& r);
 nlohmann::ordered_json generate_json(const GenerateReport& r);
 

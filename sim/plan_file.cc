@@ -401,7 +401,16 @@ PlannedRun generation_run(const JsonObject& res, const std::string& key, const s
 PlanFile load_points(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   const JsonObject o(j, path, "");
-  if (o.string_or("schema", "") != "tpo.generate/1") return load_plan(path);
+  const std::string schema = o.string_or("schema", "");
+  if (schema != "tpo.generate/1") {
+    if (schema != "tpo.plan/1") {
+      throw InputError(path, "schema",
+                       "expected \"tpo.plan/1\" (a plan: tpo plan --json) or \"tpo.generate/1\" "
+                       "(a generate report: tpo plan --scenario generate --json)" +
+                           (schema.empty() ? std::string() : ", not \"" + schema + "\""));
+    }
+    return load_plan(path);
+  }
   PlanFile p;
   p.path = path;
   p.profile_digest = o.string_or("profile_digest", "");
@@ -428,6 +437,7 @@ PlanFile load_points(const std::string& path) {
     const auto& results = b.raw().at("results");
     std::vector<GenerationPoint> pts;
     std::vector<double> prefill_us, step_us;
+    double res_tps0 = 0;
     std::size_t pick = 0;
     for (std::size_t k = 0; k < results.size(); ++k) {
       const JsonObject res(results.at(k), path, b.field("results") + "[" + std::to_string(k) + "]");
@@ -435,14 +445,40 @@ PlanFile load_points(const std::string& path) {
       g.batch = batch;
       g.where = b.field("results") + "[" + std::to_string(k) + "]";
       g.strategy = res.string("strategy");
+      const StrategyDescriptor* sd = find_strategy(g.strategy);
+      if (!sd) {
+        throw InputError(path, res.field("strategy"),
+                         "unknown strategy '" + g.strategy + "' (known: " + strategy_names() + ")");
+      }
       // The speedups are over results[0]: none, as tpo writes it.
-      if (k == 0 && g.strategy != "none") {
+      if (k == 0 && sd->kind != StrategyKind::None) {
         throw InputError(
             path, res.field("strategy"),
             "'" + g.strategy + "': the first result must be none (the speedups' base)");
       }
+      if (std::any_of(pts.begin(), pts.end(),
+                      [&](const GenerationPoint& q) { return q.strategy == g.strategy; })) {
+        throw InputError(path, res.field("strategy"),
+                         "'" + g.strategy + "' appears twice in this batch");
+      }
       g.prefill = generation_run(res, "prefill_run", "prefill", batch, p.made_in);
       g.decode = generation_run(res, "decode_run", "decode", batch, p.made_in);
+      // What ran in each phase is the strategy, none where it fell back, or what it decodes as
+      // (iso+ladder's prompt left whole is ladder; it decodes as ladder).
+      const auto ran_ok = [&](const PlannedRun& r) {
+        return r.spec.kind == sd->kind || r.spec.kind == StrategyKind::None ||
+               r.spec.kind == sd->decode_as;
+      };
+      for (const auto& [key, run] :
+           {std::pair<const char*, const PlannedRun*>{"prefill_run", &g.prefill},
+            {"decode_run", &g.decode}}) {
+        if (!ran_ok(*run)) {
+          throw InputError(path, res.field(key) + ".strategy.name",
+                           "'" + std::string(strategy_name(run->spec.kind)) + "' is not what " +
+                               g.strategy +
+                               " runs (itself, none where it falls back, or what it decodes as)");
+        }
+      }
       // Every strategy of a batch runs the same prefill and the same decode step: one point per
       // phase, measured alike.
       if (k > 0) {
@@ -460,6 +496,20 @@ PlanFile load_points(const std::string& path) {
       g.predicted_speedup = res.number("speedup");
       prefill_us.push_back(res.number("prefill_us"));
       step_us.push_back(res.number("decode_step_us", false));
+      // The figures agree with each other: tokens/s from the times, the speedup from tokens/s.
+      const double tps = res.number("tokens_per_s");
+      const double total = prefill_us.back() + step_us.back() * double(p.new_tokens - 1);
+      const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::abs(b); };
+      if (!near(tps, double(batch * p.new_tokens) / (total * 1e-6))) {
+        throw InputError(path, res.field("tokens_per_s"),
+                         "does not agree with prefill_us, decode_step_us and the batch's tokens "
+                         "(batch x options.new_tokens / (prefill + (new_tokens - 1) steps))");
+      }
+      if (k > 0 && !near(g.predicted_speedup * res_tps0, tps)) {
+        throw InputError(path, res.field("speedup"),
+                         "does not agree with tokens_per_s over results[0]'s (none's)");
+      }
+      if (k == 0) res_tps0 = tps;
       pts.push_back(std::move(g));
       if (pts.back().predicted_speedup > pts[pick].predicted_speedup) pick = k;
     }
@@ -467,6 +517,14 @@ PlanFile load_points(const std::string& path) {
       throw InputError(path, pts[0].where + ".prefill_run.workload.seq",
                        std::to_string(pts[0].prefill.workload.seq) + ": the report's prompt is " +
                            std::to_string(p.prompt) + " (options.prompt)");
+    }
+    if (const std::int64_t mid = generation_middle_context(p.prompt, p.new_tokens);
+        pts[0].decode.workload.context != mid) {
+      throw InputError(path, pts[0].where + ".decode_run.workload.context",
+                       std::to_string(pts[0].decode.workload.context) +
+                           ": the middle of the decode steps of options.prompt " +
+                           std::to_string(p.prompt) + " and options.new_tokens " +
+                           std::to_string(p.new_tokens) + " is " + std::to_string(mid));
     }
     if (b.has("decode_context") && b.integer("decode_context") != pts[0].decode.workload.context) {
       throw InputError(path, pts[0].where + ".decode_run.workload.context",
@@ -477,7 +535,12 @@ PlanFile load_points(const std::string& path) {
     pts[pick].picked = true;
     // One point per phase: the pick's run, the others' (not none, not the pick's, once each)
     // its alternatives, fastest predicted first.
+    // One new token: no decode step to measure.
     for (const bool decode : {false, true}) {
+      if (decode && p.new_tokens < 2) {
+        for (auto& g : pts) g.decode_point = GenerationPoint::npos;
+        continue;
+      }
       PlanEntry e;
       e.where = pts[pick].where;
       e.run_where = e.where + (decode ? ".decode_run" : ".prefill_run");

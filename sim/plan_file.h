@@ -57,6 +57,14 @@ struct PlanEntry {
   std::vector<std::string> alternatives_where;
 };
 
+// The decode step at the middle of a generation's steps (contexts prompt + 1 .. prompt +
+// new_tokens - 1; the prompt's where there is none): where `plan --scenario generate` chooses
+// the decode strategy and what `tpo validate --plan` measures.
+inline std::int64_t generation_middle_context(std::int64_t prompt, std::int64_t new_tokens) {
+  const std::int64_t steps = new_tokens - 1;
+  return steps >= 1 ? prompt + 1 + (steps - 1) / 2 : prompt;
+}
+
 // One strategy of a generate report (tpo.generate/1): the runs of its two phases, as
 // `tpo validate --plan` measures them (the decode step at the middle step's context).
 struct GenerationPoint {
@@ -64,7 +72,9 @@ struct GenerationPoint {
   std::string strategy;
   bool picked = false;  // the report's fastest predicted tokens/s in its batch
   PlannedRun prefill, decode;
-  std::size_t prefill_point = 0, decode_point = 0;  // its batch's two entries
+  // Its batch's two entries; decode_point is npos where there is no decode step (one new token).
+  std::size_t prefill_point = 0, decode_point = 0;
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   double predicted_speedup = 0;  // the report's: its decode steps averaged over their contexts
   std::string where;             // "batches[0].results[2]", for errors
 };

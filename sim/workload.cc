@@ -193,6 +193,11 @@ Workload make_workload(const WorkloadOptions& o) {
   w.batch = o.batch;
   w.layers = o.layers == 0 ? w.model.num_layers : o.layers;
   w.embed_head = o.embed_head;
+  if (o.comm_ctas != 0 && w.hardware.is_cpu) {
+    throw FieldError("comm_ctas", std::to_string(o.comm_ctas),
+                     "applies to GPUs (the SMs the comm kernels hold); '" + w.hardware.name +
+                         "' is a CPU: leave it out");
+  }
   if (o.comm_ctas < 0 || (o.comm_ctas > 0 && o.comm_ctas >= w.hardware.sms)) {
     throw FieldError("comm_ctas", std::to_string(o.comm_ctas),
                      "must be between 1 and the GPU's SMs - 1 (" +

@@ -300,7 +300,9 @@ std::size_t logit_count(const sim::Workload& w) {
 // On the GPU the float64 reference (a host computation) is made for every strategy where it
 // costs little (tiny models, the GPU tests), not only where it is the only check: about 1e10
 // multiply-adds, a few seconds of host time.
-bool reference_is_cheap(const sim::Workload& w, bool emulated) {
+// Multiply-adds of the float64 reference forward of a run (every rank it makes; one when
+// emulated), about.
+double reference_macs(const sim::Workload& w, bool emulated) {
   const sim::ShardDims d = sim::validate_workload(w);
   const double H = double(d.hidden), f = double(d.ffn);
   const double per_token = H * double(d.qkv_n()) + double(d.q_heads * d.head_dim) * H + 3.0 * H * f;
@@ -308,7 +310,11 @@ bool reference_is_cheap(const sim::Workload& w, bool emulated) {
   const double tokens = double(w.batch * w.seq), keys = double(w.context + w.seq);
   const double attention = 2.0 * double(d.q_heads * d.head_dim) * keys;
   const double head = w.embed_head ? H * double(d.vocab) * double(w.batch) / tokens : 0.0;
-  return ranks * tokens * (double(w.layers) * (per_token + attention) + head) < 1e10;
+  return ranks * tokens * (double(w.layers) * (per_token + attention) + head);
+}
+
+bool reference_is_cheap(const sim::Workload& w, bool emulated) {
+  return reference_macs(w, emulated) < 1e10;
 }
 
 // One case: predicted (the strategy and none), executed (the strategy and none), checked.
@@ -368,6 +374,14 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   const bool same_function = sim::preserves_function(c.spec.kind);
   const std::size_t logits = logit_count(w);
   if (o.backend == "cpu" || !same_function || reference_is_cheap(w, emulated)) {
+    // A large run's reference takes host time the run itself did not: said before it starts
+    // (about 5e10 multiply-adds a second on 16 cores).
+    if (const double macs = reference_macs(w, emulated); macs > 1e12) {
+      std::fprintf(stderr,
+                   "checking it against the float64 reference forward on the host (about %.0e "
+                   "multiply-adds: minutes; fewer --layers or tokens make it shorter) ...\n",
+                   macs);
+    }
     c.error_vs_reference = output_error(
         c.measured.output, reference_forward(w, c.spec, ro.seed, emulated ? 1 : 0), logits);
     c.correct = c.error_vs_reference <= tolerance;
@@ -468,6 +482,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
     double spread[2] = {0, 0};
     for (int ph = 0; ph < 2; ++ph) {
       const std::size_t point = ph == 0 ? g.prefill_point : g.decode_point;
+      if (point == sim::GenerationPoint::npos) continue;  // one new token: no decode step
       const sim::PlannedRun& want = ph == 0 ? g.prefill : g.decode;
       std::vector<std::size_t> group;
       for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -533,6 +548,43 @@ GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g
   t.predicted_tokens_per_s = t.predicted_us > 0 ? tokens / (t.predicted_us * 1e-6) : 0;
   t.measured_tokens_per_s = t.measured_us > 0 ? tokens / (t.measured_us * 1e-6) : 0;
   return t;
+}
+
+std::vector<GenerationVerdict> generation_verdicts(const ValidateReport& r) {
+  std::map<std::int64_t, GenerationVerdict> by_batch;
+  std::map<std::int64_t, double> best, pick;  // measured tokens/s
+  for (const auto& g : r.generation) {
+    auto& v = by_batch[g.batch];
+    v.batch = g.batch;
+    ++v.compared;
+    const double tps = generation_times(r, g).measured_tokens_per_s;
+    if (v.fastest.empty() || tps > best[g.batch]) {
+      best[g.batch] = tps;
+      v.fastest = g.strategy;
+    }
+    if (g.picked) {
+      v.picked = g.strategy;
+      pick[g.batch] = tps;
+    }
+  }
+  std::vector<GenerationVerdict> out;
+  for (auto& [b, v] : by_batch) {
+    if (v.picked.empty()) continue;
+    v.regret = pick[b] > 0 ? best[b] / pick[b] - 1 : 0;
+    // The noise of the two compared: the pick's and the fastest's.
+    double n = 0;
+    for (const auto& g : r.generation) {
+      if (g.batch == b && (g.strategy == v.picked || g.strategy == v.fastest)) {
+        n = std::max(n, g.noise);
+      }
+    }
+    v.noise = n;
+    if (const auto it = r.generation_unmeasured.find(b); it != r.generation_unmeasured.end()) {
+      v.not_measured = it->second;
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 double run_spread(const RunResult& m) {
@@ -621,19 +673,14 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
      << std::setw(20) << "prefill_ms p/m" << std::setw(20) << "decode_step_ms p/m" << std::setw(22)
      << "tokens/s p/m" << std::setw(10) << "pred" << std::setw(10) << "meas" << std::setw(10)
      << "report\n";
-  struct Best {
-    std::string strategy;
-    double tokens_per_s = 0, noise = 0;
-    bool set = false;
-  };
-  std::map<std::int64_t, Best> fastest, picked;  // per batch
-  std::map<std::int64_t, int> measured;
   for (const auto& g : r.generation) {
     const auto t = generation_times(r, g);
     std::string name = g.strategy;
-    if (g.strategy != "none" && (!g.case_of[0] || !g.case_of[1])) {
+    // Which phases ran none (one new token: no decode step to name).
+    const bool decode_none = r.new_tokens > 1 && !g.case_of[1];
+    if (g.strategy != "none" && (!g.case_of[0] || decode_none)) {
       name += std::string(" [") + (g.case_of[0] ? "-" : "none") + "/" +
-              (g.case_of[1] ? "-" : "none") + "]";
+              (decode_none ? "none" : "-") + "]";
     }
     if (g.picked) name += " *";
     const auto ms = [](std::int64_t ns, const char* f) { return fmt(f, to_us(ns) / 1e3); };
@@ -645,34 +692,28 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
        << std::setw(10) << fmt("%.3fx", t.predicted_none_us / t.predicted_us) << std::setw(10)
        << fmt("%.3fx", t.measured_none_us / t.measured_us) << std::setw(10)
        << (g.report_comparable ? fmt("%.3fx", g.report_speedup) : std::string("-")) << "\n";
-    ++measured[g.batch];
-    auto& f = fastest[g.batch];
-    if (!f.set || t.measured_tokens_per_s > f.tokens_per_s) {
-      f = {g.strategy, t.measured_tokens_per_s, g.noise, true};
-    }
-    if (g.picked) picked[g.batch] = {g.strategy, t.measured_tokens_per_s, g.noise, true};
   }
-  os << "  * = the report's pick (fastest predicted tokens/s); [none/-]: the strategy ran none in "
-        "that phase";
+  os << "  * = the report's pick (its fastest predicted tokens/s, as it priced them); [none/-], "
+        "[-/none], [none/none]: the strategy ran none in prefill, in decode, in both";
   if (std::any_of(r.generation.begin(), r.generation.end(),
                   [](const GenerationRow& g) { return !g.report_comparable; })) {
     os << "; report - : options replaced part of what the report priced (--layers, --hardware, "
           "--profile, --emulate, ...), so its speedup is of another prediction";
   }
   os << "\n";
-  for (const auto& [b, pk] : picked) {
-    const auto& f = fastest[b];
-    const double regret = f.tokens_per_s / pk.tokens_per_s - 1, noise = std::max(f.noise, pk.noise);
-    os << "  batch " << b << ": the pick, " << pk.strategy << ", "
-       << (pk.strategy == f.strategy
-               ? "measured fastest of the " + std::to_string(measured[b]) + " measured"
-               : "measured slower than " + f.strategy + fmt(", regret %.1f%%", 100 * regret) +
-                     (regret <= noise
+  for (const auto& v : generation_verdicts(r)) {
+    os << "  batch " << v.batch << ": the pick, " << v.picked << ", "
+       << (v.picked == v.fastest
+               ? "measured fastest of the " + std::to_string(v.compared) + " strategies compared"
+               : "measured slower than " + v.fastest + fmt(", regret %.1f%%", 100 * v.regret) +
+                     (v.within_noise()
                           ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
-                                100 * noise)
-                          : std::string()));
-    if (const auto it = r.generation_unmeasured.find(b); it != r.generation_unmeasured.end()) {
-      os << "; " << it->second << " strateg" << (it->second == 1 ? "y" : "ies")
+                                100 * v.noise)
+                      : r.options.repeat < 2 ? std::string(" (one timed run per case: no spread "
+                                                           "to judge it by)")
+                                             : std::string()));
+    if (v.not_measured > 0) {
+      os << "; " << v.not_measured << " strateg" << (v.not_measured == 1 ? "y" : "ies")
          << " not measured (--alternatives N measures each phase's N fastest-predicted others)";
     }
     os << "\n";
@@ -833,7 +874,8 @@ std::string late_start_note(const ValidateReport& r) {
          " cases the first op started " +
          (lo_us == hi_us ? fmt("%.0f us", hi_us) : fmt("%.0f", lo_us) + fmt("-%.0f us", hi_us)) +
          fmt(" later than predicted (up to %.0f%% of the measured time): ", 100 * hi_share) +
-         (cpu ? "the CPU runtime's hand-off to its rank threads, "
+         (cpu ? (r.options.mpi ? "the hand-off to the ranks (MPI processes), "
+                               : "the CPU runtime's hand-off to its rank threads, ")
               : "time before the first kernel started, ") +
          "which no prediction charges; short runs (decode steps) are the most affected";
 }
@@ -992,6 +1034,18 @@ ojson validate_json(const ValidateReport& r) {
                              "batch x new_tokens / (prefill + (new_tokens - 1) x "
                              "the decode step at the middle step's context)"},
                             {"strategies", std::move(gen)}};
+    ojson verdicts = ojson::array();
+    for (const auto& v : generation_verdicts(r)) {
+      verdicts.push_back(ojson{{"batch", v.batch},
+                               {"picked_by_report", v.picked},
+                               {"fastest_measured", v.fastest},
+                               {"regret", v.regret},
+                               {"noise", v.noise},
+                               {"regret_within_noise", v.within_noise()},
+                               {"compared", v.compared},
+                               {"not_measured", v.not_measured}});
+    }
+    j["generation"]["verdicts"] = std::move(verdicts);
     ojson unmeasured = ojson::object();
     for (const auto& [b, n] : r.generation_unmeasured) unmeasured[std::to_string(b)] = n;
     j["generation"]["not_measured"] = std::move(unmeasured);

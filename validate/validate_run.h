@@ -114,6 +114,19 @@ struct ValidateReport {
 
 GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g);
 
+// Per batch of a generate report: the report's pick against the strategies measured (none
+// included), by measured tokens/s.
+struct GenerationVerdict {
+  std::int64_t batch = 1;
+  std::string picked, fastest;  // strategies
+  double regret = 0;            // fastest's tokens/s / the pick's - 1
+  double noise = 0;             // the larger of the two rows' noise
+  int compared = 0;             // the batch's rows
+  int not_measured = 0;         // its strategies not measured (--alternatives too low)
+  bool within_noise() const { return regret > 0 && regret <= noise; }
+};
+std::vector<GenerationVerdict> generation_verdicts(const ValidateReport& r);
+
 // Per planned point: the pick against every measured alternative (none included: each case
 // measures it). regret = measured(pick) / fastest measured - 1.
 struct Decision {

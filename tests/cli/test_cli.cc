@@ -1730,6 +1730,34 @@ TEST_CASE("validate --plan of a generate report: each batch's prefill and decode
     picks[batch] += x.at("picked_by_report").get<bool>() ? 1 : 0;
   }
   CHECK(picks == std::map<std::int64_t, int>{{1, 1}, {2, 1}});
+  // Per batch the verdict: the pick against the fastest measured tokens/s, none included.
+  REQUIRE(g.at("verdicts").size() == 2);
+  for (const auto& v : g.at("verdicts")) {
+    double best = 0, pick = 0;
+    std::string fastest;
+    for (const auto& x : g.at("strategies")) {
+      if (x.at("batch") != v.at("batch")) continue;
+      const double tps = x.at("measured_tokens_per_s").get<double>();
+      if (tps > best) best = tps, fastest = x.at("strategy").get<std::string>();
+      if (x.at("picked_by_report").get<bool>()) pick = tps;
+    }
+    CHECK(v.at("fastest_measured") == fastest);
+    CHECK(v.at("regret").get<double>() == doctest::Approx(best / pick - 1));
+    CHECK(v.at("compared") == 4);
+    CHECK(v.at("not_measured") == 0);
+  }
+  // One new token: the prefill only, no decode step run.
+  const fs::path one = scratch() / "tiny.gen1.json";
+  REQUIRE(tpo("plan --scenario generate --model " + data +
+              "/tiny_model.json --hardware cpu-host --tp 2 --prompt 64 --new-tokens 1 --layers 2 "
+              "--strategies ladder --json " +
+              one.string())
+              .code == 0);
+  r = tpo("validate --plan " + one.string() + " --repeat 1 --warmup 0 --json " + rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("ladder [") == std::string::npos);  // no phase ran none
+  for (const auto& c : nlohmann::json::parse(slurp(rep)).at("cases"))
+    CHECK(c.at("phase") == "prefill");
   // Without --alternatives: the pick and none (measured beside it) only; the others are counted.
   r = tpo("validate --plan " + gen.string() + " --repeat 1 --warmup 0 --json " + rep.string());
   CHECK_MESSAGE(r.code == 0, r.out);

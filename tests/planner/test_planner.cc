@@ -439,10 +439,37 @@ TEST_CASE("a generate report is read back as the runs validate --plan measures")
           "batches[0].results[1].decode_step_us");
   refused([](nlohmann::json& k) { k["batches"][0]["decode_context"] = 999; },
           "batches[0].results[0].decode_run.workload.context");
+  // Labels and figures that do not agree with the runs: a strategy name unknown, another
+  // strategy's runs under a name, a strategy twice, tokens/s or a speedup edited, new tokens
+  // whose middle step is not the runs' context.
+  refused([](nlohmann::json& k) { k["batches"][0]["results"][2]["strategy"] = "ladderr"; },
+          "batches[0].results[2].strategy");
+  refused(
+      [](nlohmann::json& k) {
+        auto& res = k["batches"][0]["results"];
+        for (std::size_t a = 1; a < res.size(); ++a) {
+          if (res[a]["strategy"] == "iso") continue;
+          res[a]["strategy"] = "iso";  // iso is listed too: a run of another strategy, or twice
+          break;
+        }
+      },
+      "batches[0].results[");
+  refused([](nlohmann::json& k) { k["batches"][0]["results"][1]["tokens_per_s"] = 99999.0; },
+          "batches[0].results[1].tokens_per_s");
+  refused([](nlohmann::json& k) { k["batches"][0]["results"][1]["speedup"] = 50.0; },
+          "batches[0].results[1].speedup");
+  refused([](nlohmann::json& k) { k["options"]["new_tokens"] = 100; }, "batches[0].results[0]");
+  refused([](nlohmann::json& k) { k["schema"] = "tpo.generate/2"; }, "\"tpo.generate/1\"");
   // A tie goes to the first listed: none, when nothing beats it.
   {
     auto k = nlohmann::json::parse(generate_json(rep).dump());
-    for (auto& res : k["batches"][0]["results"]) res["speedup"] = 1.0;
+    const auto none = k["batches"][0]["results"][0];
+    for (auto& res : k["batches"][0]["results"]) {
+      for (const char* f :
+           {"prefill_us", "decode_step_us", "total_us", "tokens_per_s", "speedup"}) {
+        res[f] = none[f];
+      }
+    }
     const auto f = std::filesystem::temp_directory_path() / "tpo_generate_tie.json";
     write_file_atomic(f.string(), k.dump(), "--json");
     const sim::PlanFile t = sim::load_points(f.string());
