@@ -523,7 +523,11 @@ ValidateReport run_validate(const ValidateOptions& o) {
       if (emu.empty() || emu == runs[used].run.workload.hardware) {
         as_planned.workload.emulate = emu;  // the machine's own links: what the report priced
       }
-      if (!(as_planned == runs[used].run)) row.report_comparable = false;
+      // Layers as counted (0: all of the model's, as the model has them).
+      sim::PlannedRun ran = runs[used].run;
+      if (as_planned.workload.layers == 0) as_planned.workload.layers = ws[used].model.num_layers;
+      ran.workload.layers = ws[used].layers;
+      if (!(as_planned == ran)) row.report_comparable = false;
     }
     if (!measured) {
       ++rep.generation_unmeasured[g.batch];
