@@ -1,5 +1,6 @@
 // `tpo validate`: execute a planned (or given) schedule with real kernels, check its output,
 // and report predicted against measured.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -40,11 +41,14 @@ int run_under_mpi(const validate::ValidateOptions& o) {
   } catch (const std::exception& e) {
     if (!validate::mpi::initialized()) throw;
     const auto* field = dynamic_cast<const FieldError*>(&e);
-    std::cerr << "tpo: rank " << validate::mpi::rank() << ": "
-              << (field
-                      ? InputError(flag_for(field->name()), field->value(), field->problem()).what()
-                      : e.what())
-              << "\n";
+    // One write per rank, so that the ranks' lines do not interleave.
+    const std::string line =
+        "tpo: rank " + std::to_string(validate::mpi::rank()) + ": " +
+        (field ? InputError(flag_for(field->name()), field->value(), field->problem()).what()
+               : e.what()) +
+        "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
     validate::mpi::abort(dynamic_cast<const InputError*>(&e) ? 2 : 1);
   }
   validate::mpi::finalize();

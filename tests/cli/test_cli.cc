@@ -1756,8 +1756,8 @@ TEST_CASE("validate --plan of a generate report: each batch's prefill and decode
   r = tpo("validate --plan " + one.string() + " --repeat 1 --warmup 0 --json " + rep.string());
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("ladder [") == std::string::npos);  // no phase ran none
-  for (const auto& c : nlohmann::json::parse(slurp(rep)).at("cases"))
-    CHECK(c.at("phase") == "prefill");
+  const auto j_one = nlohmann::json::parse(slurp(rep));
+  for (const auto& c : j_one.at("cases")) CHECK(c.at("phase") == "prefill");
   // Without --alternatives: the pick and none (measured beside it) only; the others are counted.
   r = tpo("validate --plan " + gen.string() + " --repeat 1 --warmup 0 --json " + rep.string());
   CHECK_MESSAGE(r.code == 0, r.out);
