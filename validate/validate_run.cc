@@ -726,6 +726,19 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
 
 }  // namespace
 
+namespace {
+
+// A case's tokens: the prompt's ("1024", "2x1024" for a batch), or a decode step's requests and
+// the context they read ("2 @ctx 68").
+std::string tokens_text(const sim::Workload& w) {
+  if (w.phase == sim::Phase::Decode) {
+    return std::to_string(w.batch) + " @ctx " + std::to_string(w.context);
+  }
+  return (w.batch > 1 ? std::to_string(w.batch) + "x" : std::string()) + std::to_string(w.seq);
+}
+
+}  // namespace
+
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
      << " cost model; " << r.execution.value("mode", "queued") << " execution\n";
@@ -737,15 +750,15 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
   sim::print_notes(os, validate_notes(r));
   os << "\n";
   os << std::left << std::setw(16) << "strategy" << std::setw(18) << "variant" << std::right
-     << std::setw(9) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
+     << std::setw(14) << "tokens" << std::setw(14) << "predicted_ms" << std::setw(13)
      << "measured_ms" << std::setw(9) << "error" << std::setw(12) << "pred_spdup" << std::setw(12)
      << "meas_spdup"
      << "  result\n";
   for (const auto& c : r.cases) {
     const double pred = to_us(c.predicted.total_ns), meas = to_us(c.measured.total_ns);
     os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
-       << sim::variant_text(c.spec) << std::right << std::setw(9)
-       << c.workload.batch * c.workload.seq << std::setw(14) << fmt("%.3f", pred / 1e3)
+       << sim::variant_text(c.spec) << std::right << std::setw(14) << tokens_text(c.workload)
+       << std::setw(14) << fmt("%.3f", pred / 1e3)
        << std::setw(13) << fmt("%.3f", meas / 1e3) << std::setw(9)
        << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
        << fmt("%.3fx",
