@@ -166,7 +166,7 @@ for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
 rows = []
 for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
                + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))
-               + glob.glob(os.path.join(r, "gen-validate.json"))):
+               + glob.glob(os.path.join(r, "gen*-validate.json"))):
     try:
         j = json.load(open(f))
     except Exception as e:
@@ -180,7 +180,7 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.pat
                      + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
 # The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
 # measured (the LM head from the profile's lm_head rows where it has them).
-for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen-validate.json"))):
+for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen*-validate.json"))):
     try:
         c = json.load(open(f))["cases"][0]
     except Exception as e:
@@ -191,7 +191,7 @@ for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.jo
             m = op["measured_us"]
             print(f"  {op['name']:14s} {op['predicted_us']:9.1f} {m:9.1f} {100 * (op['predicted_us'] - m) / m if m else 0:+6.1f}%")
 # A generation (validate --plan of a generate report): tokens/s speedups predicted and measured.
-for f in sorted(glob.glob(os.path.join(r, "gen-validate.json"))):
+for f in sorted(glob.glob(os.path.join(r, "gen*-validate.json"))):
     try:
         g = json.load(open(f))["generation"]
     except Exception as e:
@@ -530,6 +530,21 @@ for shard in "${SHARDS[@]}"; do
     done
   fi
 done
+
+# The ladder paper's generation setting (Llama-3-70B, TP 8, prompt 1024 + 512 new tokens): its
+# generate report planned for 8xH100, run here on 2 of its 80 layers with the H200's compute and
+# 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (h200x8's analytical
+# model: there is no Llama-3-70B profile) against measured. The report's own speedup (H100
+# compute) is another prediction and shows as "-".
+if want validate; then
+  log "the ladder paper's generation setting, 2 layers, 8xH100 links emulated"
+  step "gen-ladder-plan" 60 "$TPO" plan --scenario generate --model llama3-70b \
+    --hardware h100x8 --tp 8 --prompt 1024 --new-tokens 512 --batch 1,4 --layers 2 \
+    --strategies ladder --json "$R/gen-ladder-plan.json"
+  step "gen-ladder-validate" 150 "$TPO" validate --backend cuda --comm emulated \
+    --plan "$R/gen-ladder-plan.json" --hardware h200x8 --emulate h100x8 --repeat 5 \
+    --json "$R/gen-ladder-validate.json"
+fi
 
 # The contention model fitted on this run's Llama-3.1-8B schedules, tested on Llama-2-70B's
 # (and the other way round): errors on the cases kept out of each fit, and decisions.
