@@ -295,10 +295,12 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   const std::int64_t mid = sim::generation_middle_context(o.prompt, o.new_tokens);
   const std::string& json = o.plan.json_path;
   os << "\nto measure it on " << (r.cpu ? "this CPU" : "your GPUs")
-     << " (each batch's prefill and the decode step at the middle step's context, " << mid
-     << " tokens; tokens/s from the two): tpo validate --backend " << (r.cpu ? "cpu" : "cuda")
-     << " --plan " << (json.empty() || json == "-" ? "GEN.json" : json)
-     << (r.layers > 2 ? " --layers 2" : "");
+     << (o.new_tokens < 2
+             ? std::string(" (each batch's prefill; one new token: no decode step)")
+             : " (each batch's prefill and the decode step at the middle step's context, " +
+                   std::to_string(mid) + " tokens; tokens/s from the two)")
+     << ": tpo validate --backend " << (r.cpu ? "cpu" : "cuda") << " --plan "
+     << (json.empty() || json == "-" ? "GEN.json" : json) << (r.layers > 2 ? " --layers 2" : "");
   // Every other strategy of the table too: each phase's pick is measured, none beside every
   // case, and the others are its alternatives (at most every strategy but none and the pick).
   std::size_t others = 0;
@@ -311,7 +313,7 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   if (others > 0) os << " --alternatives " << others;
   os << (r.cpu ? "" : " (and --comm emulated on one GPU)")
      << (json.empty() || json == "-" ? "; GEN.json: this scenario saved with --json GEN.json" : "")
-     << (o.new_tokens < 2 ? "; one new token: the prefill only, no decode step" : "") << "\n";
+     << "\n";
 }
 
 nlohmann::ordered_json generate_json(const GenerateReport& r) {

@@ -535,7 +535,7 @@ done
 # generate report planned for 8xH100, run here on 2 of its 80 layers with the H200's compute and
 # 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (h200x8's analytical
 # model: there is no Llama-3-70B profile) against measured. The report's own speedup (H100
-# compute) is another prediction and shows as "-".
+# compute) is another prediction: "-" in tpo's text, None in the summary.
 if want validate; then
   log "the ladder paper's generation setting, 2 layers, 8xH100 links emulated"
   step "gen-ladder-plan" 60 "$TPO" plan --scenario generate --model llama3-70b \
