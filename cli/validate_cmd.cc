@@ -100,7 +100,8 @@ std::function<int()> add_validate(CLI::App& app) {
       "profile); --hardware, --profile, --emulate, --layers, --exec, --rope, --add-norm, "
       "--allreduce-fusion, --sm-clock and --comm-ctas may replace the plan's. A generate "
       "report (`tpo plan --scenario generate --json`): each batch's prefill and decode step "
-      "at the middle step's context, and tokens/s predicted against measured");
+      "at the middle step's context, and tokens/s predicted against measured (--batch N: "
+      "that batch only)");
   sub->add_option("--alternatives", o->alternatives,
                   "With --plan: also measure each point's N fastest-predicted other candidates "
                   "and report whether the plan's pick was the fastest measured (regret)")
@@ -136,11 +137,18 @@ std::function<int()> add_validate(CLI::App& app) {
     }
     if (!o->plan_path.empty()) {
       for (const char* opt :
-           {"--model", "--tp", "--phase", "--batch", "--seq", "--context", "--strategy", "--chunks",
-            "--split", "--ladder-layers", "--pieces", "--embed-head", "--vocab"}) {
+           {"--model", "--tp", "--phase", "--seq", "--context", "--strategy", "--chunks", "--split",
+            "--ladder-layers", "--pieces", "--embed-head", "--vocab"}) {
         if (sub->count(opt)) {
           throw InputError(opt, "", "comes from the plan with --plan; drop it");
         }
+      }
+      // --batch picks one batch of a generate report (a plan's points have their own).
+      if (sub->count("--batch")) {
+        if (o->workload.batch < 1) {
+          throw InputError("--batch", std::to_string(o->workload.batch), "must be >= 1");
+        }
+        o->plan_batch = o->workload.batch;
       }
       o->hardware_given = sub->count("--hardware") > 0;
       o->profile_given = sub->count("--profile") > 0;

@@ -69,6 +69,42 @@ void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t 
   }
 }
 
+// --batch with --plan: one batch of a generate report, its points renumbered; refused for a
+// plan (its points carry their own batch) and for a batch the report does not have.
+void keep_batch(sim::PlanFile& p, std::int64_t batch) {
+  const std::string n = std::to_string(batch);
+  if (p.generation.empty()) {
+    throw InputError("--batch", n,
+                     "comes from the plan with --plan; drop it (it picks one batch of a generate "
+                     "report)");
+  }
+  std::vector<std::size_t> index(p.entries.size(), sim::GenerationPoint::npos);
+  std::vector<sim::PlanEntry> entries;
+  for (std::size_t i = 0; i < p.entries.size(); ++i) {
+    if (p.entries[i].run.workload.batch != batch) continue;
+    index[i] = entries.size();
+    entries.push_back(p.entries[i]);
+  }
+  if (entries.empty()) {
+    std::string have;
+    for (const auto& g : p.generation) {
+      const std::string b = std::to_string(g.batch);
+      if (have.find(" " + b + ",") == std::string::npos) have += " " + b + ",";
+    }
+    have.pop_back();
+    throw InputError("--batch", n, "the report " + p.path + " has batches" + have);
+  }
+  std::vector<sim::GenerationPoint> gen;
+  for (auto g : p.generation) {
+    if (g.batch != batch) continue;
+    g.prefill_point = index[g.prefill_point];
+    if (g.decode_point != sim::GenerationPoint::npos) g.decode_point = index[g.decode_point];
+    gen.push_back(std::move(g));
+  }
+  p.entries = std::move(entries);
+  p.generation = std::move(gen);
+}
+
 std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanFile* read) {
   if (o.plan_path.empty()) {
     const sim::Workload w = sim::make_workload(o.workload);
@@ -77,7 +113,8 @@ std::vector<RunCase> runs_of(const ValidateOptions& o, bool emulated, sim::PlanF
     const sim::PlannedRun run{o.workload, sim::make_spec(o.strategy, w, kind)};
     return {{run, -1, true, run, ""}};
   }
-  const sim::PlanFile plan = sim::load_points(o.plan_path);
+  sim::PlanFile plan = sim::load_points(o.plan_path);
+  if (o.plan_batch != 0) keep_batch(plan, o.plan_batch);
   std::vector<RunCase> out;
   for (std::size_t g = 0; g < plan.entries.size(); ++g) {
     const auto& e = plan.entries[g];
@@ -758,9 +795,8 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     const double pred = to_us(c.predicted.total_ns), meas = to_us(c.measured.total_ns);
     os << std::left << std::setw(16) << c.schedule.strategy << std::setw(18)
        << sim::variant_text(c.spec) << std::right << std::setw(14) << tokens_text(c.workload)
-       << std::setw(14) << fmt("%.3f", pred / 1e3)
-       << std::setw(13) << fmt("%.3f", meas / 1e3) << std::setw(9)
-       << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
+       << std::setw(14) << fmt("%.3f", pred / 1e3) << std::setw(13) << fmt("%.3f", meas / 1e3)
+       << std::setw(9) << fmt("%+.1f%%", 100 * (pred - meas) / meas) << std::setw(12)
        << fmt("%.3fx",
               static_cast<double>(c.predicted_none_ns) / static_cast<double>(c.predicted.total_ns))
        << std::setw(12)

@@ -28,6 +28,8 @@ struct ValidateOptions {
   bool hardware_given = false, profile_given = false,  // replace the plan's
       layers_given = false, exec_given = false, rope_given = false, add_norm_given = false,
        allreduce_fusion_given = false, sm_clock_given = false, comm_ctas_given = false;
+  // With a generate report: run only this batch of it (--batch; 0: every batch).
+  std::int64_t plan_batch = 0;
   std::string backend = "cpu";
   std::string comm = "nccl";       // cuda: nccl | emulated
   std::string attention = "auto";  // cuda: cudnn | cublas | auto (cudnn where available)

@@ -1773,6 +1773,19 @@ TEST_CASE("validate --plan of a generate report: each batch's prefill and decode
   j1 = nlohmann::json::parse(slurp(rep));
   for (const auto& x : j1.at("generation").at("strategies"))
     CHECK(x.at("report_speedup").is_null());
+  // --batch picks one batch of the report; one it does not have is refused, naming those it has.
+  r = tpo("validate --plan " + gen.string() + " --batch 2 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  j1 = nlohmann::json::parse(slurp(rep));
+  CHECK(j1.at("decisions").size() == 2);
+  for (const auto& c : j1.at("cases")) CHECK(c.at("batch") == 2);
+  for (const auto& x : j1.at("generation").at("strategies")) CHECK(x.at("batch") == 2);
+  CHECK(j1.at("generation").at("verdicts").size() == 1);
+  r = tpo("validate --plan " + gen.string() + " --batch 3");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--batch 3: the report " + gen.string() + " has batches 1, 2") !=
+        std::string::npos);
   // Options that come from the report are refused as they are with a plan.
   r = tpo("validate --plan " + gen.string() + " --embed-head");
   CHECK(r.code == 2);
@@ -1817,6 +1830,9 @@ TEST_CASE("validate: a plan's points, and bad plans exit 2") {
   r = tpo("validate --plan " + plan.string() + " --strategy iso");
   CHECK(r.code == 2);
   CHECK(r.out.find("comes from the plan") != std::string::npos);
+  r = tpo("validate --plan " + plan.string() + " --batch 2");  // a generate report's option
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--batch 2: comes from the plan with --plan") != std::string::npos);
   r = tpo("validate --plan " + (scratch() / "missing.json").string());
   CHECK(r.code == 2);
   CHECK(r.out.find("cannot open") != std::string::npos);
