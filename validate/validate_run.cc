@@ -69,6 +69,21 @@ void check_exec(const ValidateOptions& o, const std::string& exec, std::int64_t 
   }
 }
 
+// A config named by a shipped name or by a path, as one key: the canonical path of the file
+// it reads (sub: "models", "hardware"; "" for a plain path), or the text where none is found.
+std::string same_file_key(const std::string& sub, const std::string& spec) {
+  if (spec.empty()) return spec;
+  std::error_code ec;
+  try {
+    const std::string path =
+        sub.empty() || sim::is_config_path(spec) ? spec : sim::resolve_config(sub, spec, sub);
+    const auto canon = std::filesystem::weakly_canonical(path, ec);
+    return ec ? spec : canon.string();
+  } catch (const std::exception&) {
+    return spec;
+  }
+}
+
 // --batch with --plan: one batch of a generate report, its points renumbered; refused for a
 // plan (its points carry their own batch) and for a batch the report does not have.
 void keep_batch(sim::PlanFile& p, std::int64_t batch) {
@@ -564,6 +579,13 @@ ValidateReport run_validate(const ValidateOptions& o) {
       sim::PlannedRun ran = runs[used].run;
       if (as_planned.workload.layers == 0) as_planned.workload.layers = ws[used].model.num_layers;
       ran.workload.layers = ws[used].layers;
+      // Files as the files they are: a shipped name and its path, or a path typed two ways.
+      for (auto* w : {&as_planned.workload, &ran.workload}) {
+        w->model = same_file_key("models", w->model);
+        w->hardware = same_file_key("hardware", w->hardware);
+        w->emulate = same_file_key("hardware", w->emulate);
+        w->profile = same_file_key("", w->profile);
+      }
       if (!(as_planned == ran)) row.report_comparable = false;
     }
     if (!measured) {

@@ -1773,6 +1773,16 @@ TEST_CASE("validate --plan of a generate report: each batch's prefill and decode
   j1 = nlohmann::json::parse(slurp(rep));
   for (const auto& x : j1.at("generation").at("strategies"))
     CHECK(x.at("report_speedup").is_null());
+  // The same hardware file named by its path is what the report priced: its speedup stays.
+  r = tpo("validate --plan " + gen.string() + " --hardware " + std::string(TPO_TEST_DATA) +
+          "/../../configs/hardware/cpu-host.json --batch 1 --repeat 1 --warmup 0 --json " +
+          rep.string());
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("report - ") == std::string::npos);
+  j1 = nlohmann::json::parse(slurp(rep));
+  for (const auto& x : j1.at("generation").at("strategies")) {
+    CHECK(x.at("report_speedup").is_number());
+  }
   // --batch picks one batch of the report; one it does not have is refused, naming those it has.
   r = tpo("validate --plan " + gen.string() + " --batch 2 --repeat 1 --warmup 0 --json " +
           rep.string());
