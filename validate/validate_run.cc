@@ -447,6 +447,33 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
 
 }  // namespace
 
+namespace {
+
+// A point's none: the median (of an even count, the upper one) of the none measured beside each
+// of its cases, and their scatter, (max - min) / that median (0 with one case).
+struct PointNone {
+  std::int64_t median = 0;
+  double spread = 0;
+};
+PointNone point_none(const std::vector<CaseResult>& cases, const std::vector<std::size_t>& idx) {
+  std::vector<std::int64_t> nones;
+  for (auto i : idx) nones.push_back(cases[i].measured_none_ns);
+  std::sort(nones.begin(), nones.end());
+  PointNone p;
+  p.median = nones[nones.size() / 2];
+  if (nones.size() > 1 && p.median > 0) {
+    p.spread = double(nones.back() - nones.front()) / double(p.median);
+  }
+  return p;
+}
+
+// What a regret within the measurements' scatter is said to be.
+std::string within_noise_text(double noise) {
+  return fmt(" (within the runs' spread, %.1f%%: not a measured difference)", 100 * noise);
+}
+
+}  // namespace
+
 ValidateReport run_validate(const ValidateOptions& o) {
   const bool emulated = o.backend == "cuda" && o.comm == "emulated";
   const double tolerance = check_options(o, emulated);
@@ -544,17 +571,14 @@ ValidateReport run_validate(const ValidateOptions& o) {
         measured = false;
         break;
       }
-      std::vector<std::int64_t> nones;
-      for (auto i : group) nones.push_back(rep.cases[i].measured_none_ns);
-      std::sort(nones.begin(), nones.end());
-      const std::int64_t none = nones[nones.size() / 2];
+      const PointNone none = point_none(rep.cases, group);
       row.predicted_none_ns[ph] = rep.cases[group.front()].predicted_none_ns;
-      row.measured_none_ns[ph] = none;
+      row.measured_none_ns[ph] = none.median;
       std::size_t used = group.front();  // whose run tells whether options replaced parts
       if (want.spec.kind == sim::StrategyKind::None) {
         row.predicted_ns[ph] = row.predicted_none_ns[ph];
-        row.measured_ns[ph] = none;
-        spread[ph] = none > 0 ? double(nones.back() - nones.front()) / double(none) : 0;
+        row.measured_ns[ph] = none.median;
+        spread[ph] = none.spread;
       } else {
         const auto it = std::find_if(group.begin(), group.end(),
                                      [&](std::size_t i) { return runs[i].source == want; });
@@ -615,33 +639,27 @@ GenerationTimes generation_times(const ValidateReport& r, const GenerationRow& g
 
 std::vector<GenerationVerdict> generation_verdicts(const ValidateReport& r) {
   std::map<std::int64_t, GenerationVerdict> by_batch;
-  std::map<std::int64_t, double> best, pick;  // measured tokens/s
+  // Per batch, measured tokens/s and noise of the fastest and of the pick.
+  std::map<std::int64_t, std::pair<double, double>> best, pick;
   for (const auto& g : r.generation) {
     auto& v = by_batch[g.batch];
     v.batch = g.batch;
     ++v.compared;
     const double tps = generation_times(r, g).measured_tokens_per_s;
-    if (v.fastest.empty() || tps > best[g.batch]) {
-      best[g.batch] = tps;
+    if (v.fastest.empty() || tps > best[g.batch].first) {
+      best[g.batch] = {tps, g.noise};
       v.fastest = g.strategy;
     }
     if (g.picked) {
       v.picked = g.strategy;
-      pick[g.batch] = tps;
+      pick[g.batch] = {tps, g.noise};
     }
   }
   std::vector<GenerationVerdict> out;
   for (auto& [b, v] : by_batch) {
     if (v.picked.empty()) continue;
-    v.regret = pick[b] > 0 ? best[b] / pick[b] - 1 : 0;
-    // The noise of the two compared: the pick's and the fastest's.
-    double n = 0;
-    for (const auto& g : r.generation) {
-      if (g.batch == b && (g.strategy == v.picked || g.strategy == v.fastest)) {
-        n = std::max(n, g.noise);
-      }
-    }
-    v.noise = n;
+    v.regret = pick[b].first > 0 ? best[b].first / pick[b].first - 1 : 0;
+    v.noise = std::max(best[b].second, pick[b].second);  // the two compared
     if (const auto it = r.generation_unmeasured.find(b); it != r.generation_unmeasured.end()) {
       v.not_measured = it->second;
     }
@@ -668,13 +686,11 @@ std::vector<Decision> decisions(const ValidateReport& r) {
   for (const auto& [g, idx] : groups) {
     Decision d;
     d.group = g;
-    std::vector<std::int64_t> nones;
     for (auto i : idx) {
       if (r.cases[i].picked) d.picked_case = i;
-      nones.push_back(r.cases[i].measured_none_ns);
     }
-    std::sort(nones.begin(), nones.end());
-    const std::int64_t none = nones[nones.size() / 2];
+    const PointNone pn = point_none(r.cases, idx);
+    const std::int64_t none = pn.median;
     std::int64_t fastest = none;
     d.fastest = "none";
     std::size_t fastest_case = r.cases.size();
@@ -690,15 +706,13 @@ std::vector<Decision> decisions(const ValidateReport& r) {
     if (fastest_case < r.cases.size()) {
       d.noise = std::max(d.noise, run_spread(r.cases[fastest_case].measured));
     }
-    if (nones.size() > 1 && none > 0) {
-      d.noise = std::max(d.noise, double(nones.back() - nones.front()) / double(none));
-    }
+    d.noise = std::max(d.noise, pn.spread);
     // none is measured in every case's run: the median of those stands for it, the pick too.
     const auto& p = r.cases[d.picked_case];
     const std::int64_t pick = p.spec.kind == sim::StrategyKind::None ? none : p.measured.total_ns;
     d.regret = static_cast<double>(pick) / static_cast<double>(fastest) - 1.0;
     d.none_ns = none;
-    d.none_runs = nones.size();
+    d.none_runs = idx.size();  // one none beside each case
     d.fastest_ns = fastest;
     d.picked_ns = pick;
     d.overlap_picked = p.spec.kind != sim::StrategyKind::None;
@@ -769,9 +783,7 @@ void print_generation(std::ostream& os, const ValidateReport& r) {
        << (v.picked == v.fastest
                ? "measured fastest of the " + std::to_string(v.compared) + " strategies compared"
                : "measured slower than " + v.fastest + fmt(", regret %.1f%%", 100 * v.regret) +
-                     (v.within_noise()
-                          ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
-                                100 * v.noise)
+                     (v.within_noise()       ? within_noise_text(v.noise)
                       : r.options.repeat < 2 ? std::string(" (one timed run per case: no spread "
                                                            "to judge it by)")
                                              : std::string()));
@@ -873,10 +885,7 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
          << (d.regret <= 0 ? "fastest measured" : "fastest measured: " + d.fastest)
          << (d.regret <= 0 ? "" : fmt(" %.3f ms", to_us(d.fastest_ns) / 1e3))
          << fmt(", regret %.1f%%", 100 * d.regret)
-         << (d.regret_within_noise()
-                 ? fmt(" (within the runs' spread, %.1f%%: not a measured difference)",
-                       100 * d.noise)
-                 : std::string())
+         << (d.regret_within_noise() ? within_noise_text(d.noise) : std::string())
          << fmt("; none %.3f ms", to_us(d.none_ns) / 1e3)
          << (d.none_runs == 1 ? std::string(" (measured beside the one case)")
                               : " (median over " + std::to_string(d.none_runs) + " cases' none)")

@@ -183,12 +183,16 @@ void attention(const float* q, const float* k, const float* v, float* out,
 SharedAllReduce::SharedAllReduce(int ranks)
     : ranks_(ranks), bufs_(static_cast<std::size_t>(ranks), nullptr), sync_(ranks) {}
 
-std::int64_t SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
+std::int64_t SharedAllReduce::arrive(int rank, float* buf) {
   bufs_[static_cast<std::size_t>(rank)] = buf;
   sync_.arrive_and_wait();
-  const std::int64_t all_arrived = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::int64_t SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
+  const std::int64_t all_arrived = arrive(rank, buf);
   auto slice = [&](int r) {
     return std::pair<std::int64_t, std::int64_t>{n * r / ranks_, n * (r + 1) / ranks_};
   };
@@ -213,11 +217,7 @@ std::int64_t SharedAllReduce::run(int rank, float* buf, std::int64_t n) {
 }
 
 std::int64_t SharedAllReduce::gather(int rank, float* buf, std::int64_t per_rank) {
-  bufs_[static_cast<std::size_t>(rank)] = buf;
-  sync_.arrive_and_wait();
-  const std::int64_t all_arrived = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count();
+  const std::int64_t all_arrived = arrive(rank, buf);
   for (int o = 0; o < ranks_; ++o) {
     if (o == rank) continue;
     const float* src = bufs_[static_cast<std::size_t>(o)] + o * per_rank;

@@ -92,6 +92,8 @@ class SharedAllReduce {
   int ranks() const { return ranks_; }
 
  private:
+  // Publishes this rank's buffer and waits for every rank; returns when the last came.
+  std::int64_t arrive(int rank, float* buf);
   int ranks_;
   std::vector<float*> bufs_;
   std::barrier<> sync_;
