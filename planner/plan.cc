@@ -100,7 +100,12 @@ std::vector<std::int64_t> parse_int_list(const std::string& text, const char* op
     if (used == 0 || used != p.size() || v < 1 || v > hi) {
       throw InputError(option, text, "'" + p + "' is not " + what);
     }
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    // A value given twice is refused: planned once, it would leave one of two columns the user
+    // asked for missing from the report without a word.
+    if (std::find(out.begin(), out.end(), v) != out.end()) {
+      throw InputError(option, text, "'" + p + "' is given twice: give each value once");
+    }
+    out.push_back(v);
   }
   return out;
 }

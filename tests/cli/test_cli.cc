@@ -2384,6 +2384,14 @@ TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and reco
   r = tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 8,x --quiet");
   CHECK(r.code == 2);
   CHECK(r.out.find("--comm-ctas 8,x: 'x' is not a CTA count") != std::string::npos);
+  // A value twice is refused (it was planned once, a column the user asked for silently gone).
+  r = tpo(
+      "plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 8,16,8 --quiet");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--comm-ctas 8,16,8: '8' is given twice") != std::string::npos);
+  r = tpo("plan --scenario generate --model llama2-70b --hardware h200x8 --tp 8 --batch 1,4,1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--batch 1,4,1: '1' is given twice") != std::string::npos);
 }
 
 TEST_CASE(
