@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,8 +26,14 @@ void expect_close(const char* what, const std::vector<float>& got, const std::ve
   double scale = 1e-6, worst = 0;
   for (float w : want) scale = std::max(scale, double(std::fabs(w)));
   for (std::size_t i = 0; i < got.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])) / scale);
+    const double e = std::fabs(double(got[i]) - double(want[i])) / scale;
+    if (std::isnan(e)) {  // std::max would drop it, and a kernel writing NaN would pass
+      worst = e;
+      break;
+    }
+    worst = std::max(worst, e);
   }
+  if (got.size() != want.size()) worst = std::numeric_limits<double>::infinity();
   std::printf("%-10s worst error %.2e of max |value| (tolerance %.0e): %s\n", what, worst, tol,
               worst <= tol ? "ok" : "WRONG");
   if (!(worst <= tol)) ++failures;
@@ -199,6 +206,7 @@ int main() {
     cu::fill_random_bf16(xb.get(), rows * pitch, 31, 1.0f, s);
     cu::fill_random_bf16(wb.get(), cols, 32, 1.0f, s);
     cu::fill_random_bf16(yb.get(), rows * pitch, 33, 1.0f, s);
+    ctx.synchronize();  // the fill ran on a non-blocking stream; the read below does not wait
     const std::vector<float> before = device_values(yb, rows * pitch);
     cu::rmsnorm_bf16(xb.get(), wb.get(), yb.get(), rows, cols, 1e-5f, s, pitch);
     ctx.synchronize();

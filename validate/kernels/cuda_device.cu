@@ -181,6 +181,7 @@ void Graph::launch(void* stream) const {
 }
 
 void fill_random_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, void* stream) {
+  if (n == 0) return;  // a launch of no blocks is an error
   fill_kernel<<<blocks_for(n, 256), 256, 0, S(stream)>>>(static_cast<bf16*>(p), n, seed, scale);
   TPO_CUDA_CHECK(cudaGetLastError());
 }
@@ -200,6 +201,9 @@ void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t sr
 void copy_from_host(const void* host, void* dev, std::size_t bytes) {
   if (bytes == 0) return;
   TPO_CUDA_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+  // A pageable host-to-device copy may return before its DMA lands, and kernels on the
+  // non-blocking streams are not ordered after it: wait for it here.
+  TPO_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void copy_to_host_bf16_as_float(const void* dev, float* host, std::size_t n) {
@@ -212,6 +216,7 @@ void copy_from_host_float_to_bf16(const float* host, void* dev, std::size_t n) {
   std::vector<bf16> tmp(n);
   for (std::size_t i = 0; i < n; ++i) tmp[i] = __float2bfloat16(host[i]);
   TPO_CUDA_CHECK(cudaMemcpy(dev, tmp.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  TPO_CUDA_CHECK(cudaDeviceSynchronize());  // as in copy_from_host
 }
 
 }  // namespace tpo::validate::cuda
