@@ -459,6 +459,14 @@ int main() {
     g.allreduce_bf16({ar.get()}, 1024);
     g.synchronize();
     expect_close("nccl-1", device_values(ar, 1024), std::vector<float>(1024, 0.5f), 0.0);
+    // The in-place all-gather on its own stream, as the runtime calls it for the logits (one
+    // rank: its own slice is the whole buffer, so this checks the call and the offsets only).
+    std::vector<float> hv(1000);
+    for (std::size_t i = 0; i < hv.size(); ++i) hv[i] = float(i % 97) / 8;
+    cu::Buffer ag = upload(hv);
+    g.allgather_bf16_on({ag.get()}, hv.size(), {s});
+    ctx.synchronize();
+    expect_close("nccl-ag-1", device_values(ag, hv.size()), hv, 0.0);
   } catch (const std::runtime_error& e) {
     if (std::string(e.what()).find("no NCCL") == std::string::npos) throw;
     std::printf("nccl-1     skipped: %s\n", e.what());
