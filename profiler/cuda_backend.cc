@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -57,18 +58,33 @@ class Batched : public Runner {
   // Host microseconds of one launch call as the CUDA runtime makes it (the launch and the two
   // events it records around every op): `n` of them timed on the host clock while a spin
   // holds the stream (so the queue never fills and the host never waits for the GPU).
+  // If the spin ends before the host has queued them (a launch queue that filled makes the host
+  // wait for the GPU, which would be timed), it is measured again with half as many.
   double host_us_per_launch(int n) {
     measure(true);  // warm: plans and modules loaded
-    cu::spin(stream_, kHostUsPerLaunch * (n + 1));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
-      start_.record(stream_);
-      launch(next_++ % sets_);
-      stop_.record(stream_);
+    for (int attempt = 0;; ++attempt) {
+      cu::spin(stream_, kHostUsPerLaunch * (n + 1));
+      cu::Event held;  // reached when the spin ends
+      held.record(stream_);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        start_.record(stream_);
+        launch(next_++ % sets_);
+        stop_.record(stream_);
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      const bool outran = held.done();
+      synchronize();
+      if (!outran || attempt == 2 || n < 8) {
+        if (outran) {
+          std::fprintf(stderr,
+                       "tpo: note: host time per launch measured while the GPU was not held "
+                       "(the spin ended first): it may include waits for the GPU\n");
+        }
+        return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+      }
+      n /= 2;
     }
-    const auto t1 = std::chrono::steady_clock::now();
-    synchronize();
-    return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
   }
   // GPU-visible microseconds a CUDA graph launch adds: a graph of one launch, timed with
   // events around cudaGraphLaunch on an idle stream, less the op's own back-to-back time.
@@ -101,13 +117,18 @@ class Batched : public Runner {
   double time_batch(bool ahead) {
     // The GPU waits (a spin kernel) while the host queues the batch, so what is timed is the
     // GPU's work back to back, not the host's launch rate (cuBLAS calls cost microseconds of
-    // host time each, longer than a small GEMM).
-    if (ahead) cu::spin(stream_, kHostUsPerLaunch * (batch_ + 1));
-    start_.record(stream_);
-    for (int i = 0; i < batch_; ++i) launch(next_++ % sets_);
-    stop_.record(stream_);
-    stop_.synchronize();
-    return cu::Event::seconds_between(start_, stop_);
+    // host time each, longer than a small GEMM). A spin that ended before the batch was queued
+    // (start_ reached already) would time the GPU waiting for launches: then again, with a
+    // spin twice as long.
+    for (double spin_us = kHostUsPerLaunch * (batch_ + 1);; spin_us *= 2) {
+      if (ahead) cu::spin(stream_, spin_us);
+      start_.record(stream_);
+      for (int i = 0; i < batch_; ++i) launch(next_++ % sets_);
+      const bool outran = ahead && start_.done();
+      stop_.record(stream_);
+      stop_.synchronize();
+      if (!outran || spin_us > 20e3) return cu::Event::seconds_between(start_, stop_);
+    }
   }
   int sets_;
   int batch_ = 0;
@@ -385,18 +406,23 @@ class Fragment : public Runner {
   }
   double run_once() override {
     void* cs = attn_.stream();
-    cu::spin(cs, 3 * kHostUsPerLaunch);  // the launches below queue before the GPU starts
-    cu::Event go;
-    go.record(cs);
-    go.make_wait(copy_.stream());
-    start_.record(cs);
-    attn_.launch_once();
-    oproj_.launch_once();
-    stop_.record(cs);
-    if (with_copy_) copy_.launch_once();
-    stop_.synchronize();
-    ctx_.synchronize();
-    return cu::Event::seconds_between(start_, stop_);
+    // The launches below queue before the GPU starts; if the spin ended first (go reached), the
+    // fragment did not start as one: again with a spin twice as long.
+    for (double spin_us = 3 * kHostUsPerLaunch;; spin_us *= 2) {
+      cu::spin(cs, spin_us);
+      cu::Event go;
+      go.record(cs);
+      go.make_wait(copy_.stream());
+      start_.record(cs);
+      attn_.launch_once();
+      oproj_.launch_once();
+      stop_.record(cs);
+      if (with_copy_) copy_.launch_once();
+      const bool outran = go.done();
+      stop_.synchronize();
+      ctx_.synchronize();
+      if (!outran || spin_us > 20e3) return cu::Event::seconds_between(start_, stop_);
+    }
   }
   double other_seconds() const override { return other_s_; }
 

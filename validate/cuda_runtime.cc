@@ -239,6 +239,17 @@ class CudaRun {
         ctas_(ctas),
         fused_(fused),
         exec_(exec) {
+    // Ops are enqueued in order and wait on the events of those before them: an edge to a
+    // later op would wait on an event not yet recorded and vanish (the CPU runtime honours it).
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      for (auto dep : s.ops[i].deps) {
+        if (dep < 0 || std::size_t(dep) >= i) {
+          throw RunFailure("the CUDA runtime runs ops in order, and op " + std::to_string(i) +
+                           " depends on op " + std::to_string(dep) +
+                           ", not before it (a schedule this runtime cannot run)");
+        }
+      }
+    }
     const std::int64_t ranks = emulated_ || mpi ? 1 : m.tp;
     first_ = mpi ? mpi::rank() : 0;
     mpi_ = mpi;
@@ -314,20 +325,27 @@ class CudaRun {
       comm_src_ = cu::Buffer(probe);
       comm_dst_ = cu::Buffer(probe);
       void* st = ranks_[0].ctx->comm_stream();
-      // Warm up (clocks ramp), then the median of 5 timed copies.
+      // Warm up (clocks ramp), then the median of timed copies of the probe and of 16 bytes:
+      // a copy takes fixed_s_ + bytes / bytes_per_s_ (the fixed part, a kernel's start and
+      // drain, is a few µs: most of a decode all-reduce's 10-20 µs target).
       for (int i = 0; i < 3; ++i)
         cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
-      std::vector<double> secs;
-      for (int i = 0; i < 5; ++i) {
-        cu::Event a, b;
-        a.record(st);
-        cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), probe, ctas_, st);
-        b.record(st);
-        b.synchronize();
-        secs.push_back(cu::Event::seconds_between(a, b));
-      }
-      std::sort(secs.begin(), secs.end());
-      bytes_per_s_ = double(probe) / secs[2];
+      auto median_s = [&](std::size_t bytes, int n) {
+        std::vector<double> secs;
+        for (int i = 0; i < n; ++i) {
+          cu::Event a, b;
+          a.record(st);
+          cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, st);
+          b.record(st);
+          b.synchronize();
+          secs.push_back(cu::Event::seconds_between(a, b));
+        }
+        std::sort(secs.begin(), secs.end());
+        return secs[secs.size() / 2];
+      };
+      const double big_s = median_s(probe, 5);
+      fixed_s_ = std::clamp(median_s(16, 21), 0.0, 0.5 * big_s);
+      bytes_per_s_ = double(probe) / (big_s - fixed_s_);
       std::size_t most = 16;
       for (auto t : target_ns) most = std::max(most, copy_bytes(t));
       if (most > probe) {
@@ -347,7 +365,30 @@ class CudaRun {
     }
   }
 
+  // One run. Queued: a run whose spin ended before the host had queued the schedule (the GPU
+  // then waited for launches, which would be timed) is run again, with the spin sized from its
+  // queueing time, up to twice; a third such run is kept and said on stderr.
   RunResult::Timeline run() {
+    for (int attempt = 0;; ++attempt) {
+      bool outran = false;
+      RunResult::Timeline tl = run_attempt(&outran);
+      if (!outran) return tl;
+      if (attempt == 2) {
+        std::fprintf(stderr,
+                     "tpo: note: the host took %.0f us to queue the schedule, longer than the "
+                     "GPU was held (at most 20 ms): this run's times include waits for "
+                     "launches\n",
+                     host_us_);
+        return tl;
+      }
+    }
+  }
+
+  // How long the GPUs may make no progress on an NCCL run before it is aborted.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+
+ private:
+  RunResult::Timeline run_attempt(bool* outran) {
     const std::size_t n = s_.ops.size();
     const auto& d = m_.d;
     const std::int64_t T = m_.tokens, H = d.hidden, kvd = d.kv_heads * d.head_dim;
@@ -375,6 +416,7 @@ class CudaRun {
       reset();
       capture();
     }
+    std::vector<std::unique_ptr<cu::Event>> go;  // queued: reached when each GPU's spin ends
     if (exec_ == sim::ExecMode::Queued) {
       // Every GPU waits on a spin while the host queues the whole graph, so the timeline is
       // the GPU's execution of the schedule, not the host's launch rate. The spin lasts 1.5x
@@ -385,9 +427,9 @@ class CudaRun {
         cu::set_device(ranks_[r].ctx->device());
         cu::spin(ranks_[r].ctx->compute_stream(),
                  std::min(20e3, host_us_ > 0 ? 1.5 * host_us_ + 100 : 60.0 * double(n) + 500));
-        cu::Event go;
-        go.record(ranks_[r].ctx->compute_stream());
-        go.make_wait(ranks_[r].ctx->comm_stream());
+        go.push_back(std::make_unique<cu::Event>());
+        go.back()->record(ranks_[r].ctx->compute_stream());
+        go.back()->make_wait(ranks_[r].ctx->comm_stream());
       }
     }
     if (mpi_) mpi::barrier();  // every process starts together
@@ -407,9 +449,16 @@ class CudaRun {
       // GPU waiting for the host's launches is timed.
       issue(false);
     }
+    for (std::size_t r = 0; r < go.size(); ++r) {
+      cu::set_device(ranks_[r].ctx->device());
+      *outran = *outran || go[r]->done();
+    }
     host_us_ =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
             .count();
+    // Under --mpi every process runs again or none does (each run is a sequence of
+    // collectives that all must join).
+    if (mpi_ && exec_ == sim::ExecMode::Queued) *outran = mpi::max(*outran ? 1 : 0) != 0;
     wait_done();
     RunResult::Timeline tl;
     for (std::size_t i = 0; i < n; ++i) {
@@ -429,10 +478,6 @@ class CudaRun {
     return tl;
   }
 
-  // How long the GPUs may make no progress on an NCCL run before it is aborted.
-  void set_timeout(double seconds) { timeout_s_ = seconds; }
-
- private:
   // Waits until every GPU finished what was enqueued. With NCCL the wait is bounded: an
   // asynchronous NCCL error, or no op finishing for the timeout, aborts the communicators and
   // names the rank and the first op that did not finish.
@@ -561,7 +606,18 @@ class CudaRun {
       fork.back()->record(r.ctx->compute_stream());
       fork.back()->make_wait(r.ctx->comm_stream());
     }
-    issue(true);
+    try {
+      issue(true);
+    } catch (...) {
+      // Streams left capturing would fail every later call and hide this error.
+      for (auto& r : ranks_) {
+        cu::set_device(r.ctx->device());
+        cu::Graph::abandon_capture(r.ctx->compute_stream());
+        cu::Graph::abandon_capture(r.ctx->comm_stream());
+      }
+      graphs_.clear();
+      throw;
+    }
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       cu::set_device(ranks_[r].ctx->device());
       join.push_back(std::make_unique<cu::Event>());
@@ -571,8 +627,11 @@ class CudaRun {
     }
   }
 
+  // The bytes a copy on ctas_ CTAs moves in `ns` (at least 16: a target shorter than the copy's
+  // fixed time runs over it).
   std::size_t copy_bytes(std::int64_t ns) const {
-    return std::max<std::size_t>(16, std::size_t(double(ns) * 1e-9 * bytes_per_s_));
+    return std::max<std::size_t>(
+        16, std::size_t(std::max(0.0, double(ns) * 1e-9 - fixed_s_) * bytes_per_s_));
   }
 
   // An all-reduce (of a module's output, or with module -1 of the embedding's rows in x), or
@@ -621,6 +680,7 @@ class CudaRun {
   std::vector<std::int64_t> target_ns_;
   int ctas_;
   double bytes_per_s_ = 1;
+  double fixed_s_ = 0;      // a copy kernel's time beyond its bytes (emulated comm)
   double host_us_ = 0;      // host time the last run took to queue the graph
   double timeout_s_ = 300;  // NCCL: seconds without progress before aborting
   std::int64_t first_ = 0;  // TP rank of ranks_[0]
@@ -629,9 +689,11 @@ class CudaRun {
   sim::ExecMode exec_ = sim::ExecMode::Queued;
   std::vector<DeviceRank> ranks_;
   std::vector<std::vector<std::unique_ptr<cu::Event>>> start_, end_, dep_;  // [rank][op]
-  std::vector<std::unique_ptr<cu::Graph>> graphs_;                          // per GPU (graph)
   cu::Buffer comm_src_, comm_dst_;
   std::unique_ptr<cu::NcclGroup> nccl_;
+  // Per GPU (graph). Declared after nccl_ so destroyed before it: NCCL's communicator
+  // destruction waits until every graph that captured it is gone (it would hang).
+  std::vector<std::unique_ptr<cu::Graph>> graphs_;
 };
 
 // The attention shapes a schedule calls, exactly as CudaRank::attention makes them: the

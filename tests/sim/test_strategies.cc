@@ -191,10 +191,13 @@ TEST_CASE("every strategy builds a graph that runs to completion, prefill and de
       const Timeline tl = run(s, ToyCost(1.2, 1.3));
       CAPTURE(strategy_name(k));
       CHECK(tl.total_ns > 0);
-      // Every dependency is respected.
+      // Every dependency is respected, and comes before its op (the CUDA runtime enqueues in
+      // order and refuses a later one).
       for (std::size_t i = 0; i < s.ops.size(); ++i) {
-        for (auto d : s.ops[i].deps)
+        for (auto d : s.ops[i].deps) {
+          CHECK(static_cast<std::size_t>(d) < i);
           CHECK(tl.start_ns[i] >= tl.end_ns[static_cast<std::size_t>(d)]);
+        }
       }
     }
   }

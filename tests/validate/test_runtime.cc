@@ -591,6 +591,11 @@ TEST_CASE("--embed-head: the runtime embeds token ids and ends with the gathered
             CAPTURE(tp);
             ++ran;
             const sim::Schedule s = sim::build_schedule(w, spec);
+            // The CUDA runtime enqueues ops in order and waits on earlier ops' events only:
+            // every dependency must come before its op (it refuses a schedule otherwise).
+            for (std::size_t i = 0; i < s.ops.size(); ++i) {
+              for (auto dep : s.ops[i].deps) CHECK(std::size_t(dep) < i);
+            }
             const auto r = validate::run_cpu(w, s, o);
             const auto ref = validate::reference_forward(w, spec, o.seed);
             const auto d = sim::validate_workload(w);

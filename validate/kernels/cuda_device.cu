@@ -175,6 +175,18 @@ void Graph::end_capture(void* stream) {
   cudaGraphExec_t e = nullptr;
   TPO_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
   exec_ = e;
+  TPO_CUDA_CHECK(cudaGraphUpload(e, S(stream)));
+}
+void Graph::abandon_capture(void* stream) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(S(stream), &status) != cudaSuccess)
+    status = cudaStreamCaptureStatusNone;
+  if (status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(S(stream), &g);
+    if (g) cudaGraphDestroy(g);
+  }
+  cudaGetLastError();  // the capture's error is reported by whoever threw
 }
 void Graph::launch(void* stream) const {
   TPO_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), S(stream)));

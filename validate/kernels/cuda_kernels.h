@@ -91,7 +91,12 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   void begin_capture(void* stream);  // relaxed mode: libraries may allocate on first use
-  void end_capture(void* stream);    // ends the capture and instantiates the graph
+  // Ends the capture, instantiates the graph and uploads it on `stream` (so its first launch
+  // is not charged the upload).
+  void end_capture(void* stream);
+  // After a failure during the capture: ends it (if still active) and drops what was captured,
+  // leaving the stream usable; never throws.
+  static void abandon_capture(void* stream) noexcept;
   void launch(void* stream) const;
   bool ready() const { return exec_ != nullptr; }
 
