@@ -382,7 +382,10 @@ RunResult median_of_runs(std::vector<RunResult::Timeline> runs) {
             [&](std::size_t a, std::size_t b) { return runs[a].total_ns < runs[b].total_ns; });
   RunResult::Timeline& med = runs[order[order.size() / 2]];
   RunResult r;
-  for (const auto& t : runs) r.totals_ns.push_back(t.total_ns);
+  for (const auto& t : runs) {
+    r.totals_ns.push_back(t.total_ns);
+    if (t.untimed_total_ns >= 0) r.untimed_totals_ns.push_back(t.untimed_total_ns);
+  }
   r.start_ns = std::move(med.start_ns);
   r.end_ns = std::move(med.end_ns);
   r.wait_ns = std::move(med.wait_ns);

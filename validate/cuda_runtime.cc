@@ -372,6 +372,7 @@ class CudaRun {
     for (int attempt = 0;; ++attempt) {
       bool outran = false;
       RunResult::Timeline tl = run_attempt(&outran);
+      if (exec_ == sim::ExecMode::Graph) tl.untimed_total_ns = run_untimed();
       if (!outran) return tl;
       if (attempt == 2) {
         std::fprintf(stderr,
@@ -388,24 +389,46 @@ class CudaRun {
   void set_timeout(double seconds) { timeout_s_ = seconds; }
 
  private:
+  // Fresh state: x from x0, the KV caches from the prefix.
+  void reset() {
+    const std::int64_t T = m_.tokens, H = m_.d.hidden, kvd = m_.d.kv_heads * m_.d.head_dim;
+    for (auto& r : ranks_) {
+      cu::set_device(r.ctx->device());
+      void* st = r.ctx->compute_stream();
+      cu::copy_device(r.x.get(), r.x0.get(), std::size_t(T * H) * kB, st);
+      for (std::size_t l = 0; l < r.layers.size(); ++l) {
+        const std::size_t bytes = std::size_t(m_.batch * m_.cap * kvd) * kB;
+        cu::copy_device(r.k[l].get(), r.layers[l].k0.get(), bytes, st);
+        cu::copy_device(r.v[l].get(), r.layers[l].v0.get(), bytes, st);
+      }
+      r.ctx->synchronize();
+    }
+  }
+
+  // The graph without its per-op timing events, from fresh state, timed on GPU 0 from before
+  // its launch to its end (the timed graph's per-op event nodes may cost time of
+  // their own: this is the check). Its output is not read.
+  std::int64_t run_untimed() {
+    reset();
+    if (mpi_) mpi::barrier();
+    cu::set_device(ranks_[0].ctx->device());
+    cu::Event t0;
+    t0.record(ranks_[0].ctx->compute_stream());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      cu::set_device(ranks_[r].ctx->device());
+      untimed_graphs_[r]->launch(ranks_[r].ctx->compute_stream());
+    }
+    // Rank 0's end, as the timed runs' totals are rank 0's (events of two GPUs do not compare).
+    cu::set_device(ranks_[0].ctx->device());
+    cu::Event end;
+    end.record(ranks_[0].ctx->compute_stream());  // the comm stream joined it in the graph
+    wait_done();
+    return std::int64_t(cu::Event::seconds_between(t0, end) * 1e9);
+  }
+
   RunResult::Timeline run_attempt(bool* outran) {
     const std::size_t n = s_.ops.size();
-    const auto& d = m_.d;
-    const std::int64_t T = m_.tokens, H = d.hidden, kvd = d.kv_heads * d.head_dim;
-    // Fresh state: x from x0, the KV caches from the prefix.
-    auto reset = [&] {
-      for (auto& r : ranks_) {
-        cu::set_device(r.ctx->device());
-        void* st = r.ctx->compute_stream();
-        cu::copy_device(r.x.get(), r.x0.get(), std::size_t(T * H) * kB, st);
-        for (std::size_t l = 0; l < r.layers.size(); ++l) {
-          const std::size_t bytes = std::size_t(m_.batch * m_.cap * kvd) * kB;
-          cu::copy_device(r.k[l].get(), r.layers[l].k0.get(), bytes, st);
-          cu::copy_device(r.v[l].get(), r.layers[l].v0.get(), bytes, st);
-        }
-        r.ctx->synchronize();
-      }
-    };
+    const std::int64_t T = m_.tokens, H = m_.d.hidden;
     reset();
     make_events(n);
     if (exec_ == sim::ExecMode::Graph && graphs_.empty()) {
@@ -414,7 +437,8 @@ class CudaRun {
       issue(false);
       wait_done();
       reset();
-      capture();
+      capture(true);
+      capture(false);
     }
     std::vector<std::unique_ptr<cu::Event>> go;  // queued: reached when each GPU's spin ends
     if (exec_ == sim::ExecMode::Queued) {
@@ -559,7 +583,7 @@ class CudaRun {
 
   // Enqueues the schedule op by op on every rank's streams. `graph`: inside a capture (the
   // timing events become graph nodes; dependencies use their own events).
-  void issue(bool graph) {
+  void issue(bool graph, bool timed = true) {
     for (std::size_t i = 0; i < s_.ops.size(); ++i) {
       const Op& op = s_.ops[i];
       auto stream_of = [&](std::size_t r) {
@@ -573,7 +597,7 @@ class CudaRun {
           if (s_.ops[std::size_t(dep)].stream != op.stream)
             deps[r][std::size_t(dep)]->make_wait(stream_of(r));
         }
-        start_[r][i]->record(stream_of(r), graph);
+        if (timed) start_[r][i]->record(stream_of(r), graph);
         if (op.kind != sim::OpKind::AllReduce) execute(r, op, stream_of(r));
       }
       if (op.kind == sim::OpKind::AllReduce) {  // an all-reduce or the logits gather
@@ -587,7 +611,7 @@ class CudaRun {
       }
       for (std::size_t r = 0; r < ranks_.size(); ++r) {
         cu::set_device(ranks_[r].ctx->device());
-        end_[r][i]->record(stream_of(r), graph);
+        if (timed) end_[r][i]->record(stream_of(r), graph);
         if (graph) dep_[r][i]->record(stream_of(r));
       }
     }
@@ -596,18 +620,21 @@ class CudaRun {
   // Captures the schedule once per GPU: the comm stream forks from the compute stream and
   // joins it again before the capture ends. The warm-up run before it was eager (plans and
   // kernels loaded outside the capture).
-  void capture() {
+  // `timed` false: without the per-op timing events (the graph a serving engine would launch),
+  // into untimed_graphs_.
+  void capture(bool timed) {
+    auto& graphs = timed ? graphs_ : untimed_graphs_;
     std::vector<std::unique_ptr<cu::Event>> fork, join;
     for (auto& r : ranks_) {
       cu::set_device(r.ctx->device());
-      graphs_.push_back(std::make_unique<cu::Graph>());
-      graphs_.back()->begin_capture(r.ctx->compute_stream());
+      graphs.push_back(std::make_unique<cu::Graph>());
+      graphs.back()->begin_capture(r.ctx->compute_stream());
       fork.push_back(std::make_unique<cu::Event>());
       fork.back()->record(r.ctx->compute_stream());
       fork.back()->make_wait(r.ctx->comm_stream());
     }
     try {
-      issue(true);
+      issue(true, timed);
     } catch (...) {
       // Streams left capturing would fail every later call and hide this error.
       for (auto& r : ranks_) {
@@ -615,7 +642,7 @@ class CudaRun {
         cu::Graph::abandon_capture(r.ctx->compute_stream());
         cu::Graph::abandon_capture(r.ctx->comm_stream());
       }
-      graphs_.clear();
+      graphs.clear();
       throw;
     }
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -623,7 +650,7 @@ class CudaRun {
       join.push_back(std::make_unique<cu::Event>());
       join.back()->record(ranks_[r].ctx->comm_stream());
       join.back()->make_wait(ranks_[r].ctx->compute_stream());
-      graphs_[r]->end_capture(ranks_[r].ctx->compute_stream());
+      graphs[r]->end_capture(ranks_[r].ctx->compute_stream());
     }
   }
 
@@ -693,7 +720,7 @@ class CudaRun {
   std::unique_ptr<cu::NcclGroup> nccl_;
   // Per GPU (graph). Declared after nccl_ so destroyed before it: NCCL's communicator
   // destruction waits until every graph that captured it is gone (it would hang).
-  std::vector<std::unique_ptr<cu::Graph>> graphs_;
+  std::vector<std::unique_ptr<cu::Graph>> graphs_, untimed_graphs_;
 };
 
 // The attention shapes a schedule calls, exactly as CudaRank::attention makes them: the

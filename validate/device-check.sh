@@ -178,6 +178,18 @@ for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.pat
                      c["predicted_speedup"], c["measured_speedup"], c["correct"],
                      j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")
                      + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
+# Graph mode: the graph with its per-op timing events against the same graph without them
+# (written 2026-12-04): what the events' nodes cost, which the graph runs' measured times carry.
+for f in sorted(glob.glob(os.path.join(r, "exec-graph-*.json"))):
+    try:
+        cs = json.load(open(f))["cases"]
+    except Exception as e:
+        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    for c in cs:
+        u = sorted(c.get("measured_untimed_runs_us", []))
+        if u:
+            med = u[len(u) // 2]
+            print(f"\n{os.path.basename(f)} {c['strategy']['name']}: graph without timing events {med / 1e3:.3f} ms, with them {c['measured_us'] / 1e3:.3f} ms ({100 * (c['measured_us'] - med) / med:+.1f}%)")
 # The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
 # measured (the LM head from the profile's lm_head rows where it has them).
 for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen*-validate.json"))):

@@ -40,6 +40,7 @@ struct RunResult {
     std::vector<std::int64_t> start_ns, end_ns, wait_ns;
     std::int64_t total_ns = 0;
     std::vector<float> output;
+    std::int64_t untimed_total_ns = -1;  // CUDA --exec graph: RunResult::untimed_totals_ns
   };
   std::vector<std::int64_t> start_ns, end_ns;  // rank 0, median run, from the run's start
   // All-reduces: how long rank 0 waited for the last rank before the collective could start
@@ -47,6 +48,10 @@ struct RunResult {
   std::vector<std::int64_t> wait_ns;
   std::int64_t total_ns = 0;            // median of the timed runs
   std::vector<std::int64_t> totals_ns;  // every timed run
+  // CUDA --exec graph: after each timed run, the same schedule captured without its per-op
+  // timing events, launched from fresh state: its totals (empty otherwise). The timed graph's
+  // event nodes may cost time of their own; this shows how much.
+  std::vector<std::int64_t> untimed_totals_ns;
   // The final residual stream, [batch][seq][hidden]; with the LM head (--embed-head) the
   // logits of each request's last position after it, [batch][vocab] (run_output).
   std::vector<float> output;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include <random>
+#include <sstream>
 
 #include "../sim/toy.h"
 #include "sim/strategy.h"
@@ -742,4 +743,41 @@ TEST_CASE("a regret within the runs' spread is said to be no measured difference
   CHECK(d[0].noise == doctest::Approx(30.0 / 130));  // none: median 130 of {100, 130}
   // One timed run: no spread to judge by.
   CHECK(validate::run_spread(validate::RunResult{}) == 0);
+}
+
+TEST_CASE("a CUDA graph run's untimed launches are reported beside the timed ones") {
+  // The CUDA runtime fills untimed_totals_ns (--exec graph); the report shows the median of them
+  // against the timed median, per case, in the text and the JSON, and nothing where empty.
+  validate::ValidateReport r;
+  r.cost_model = "analytical";
+  r.measured_on = "a test";
+  r.execution = {{"mode", "graph"}};
+  for (const bool graph : {true, false}) {
+    validate::CaseResult c;
+    c.workload = tiny(sim::Phase::Prefill, 1, 64, 0, 1);
+    c.spec = StrategySpec(StrategyKind::None);
+    c.schedule = sim::build_schedule(c.workload, c.spec);
+    const std::size_t n = c.schedule.ops.size();  // per-op times, as a run has them
+    c.predicted.start_ns = c.predicted.end_ns = c.measured.start_ns = c.measured.end_ns =
+        std::vector<std::int64_t>(n, 0);
+    c.predicted.total_ns = 1'000'000;
+    c.predicted_none_ns = c.measured_none_ns = 1'000'000;
+    c.measured.total_ns = 1'100'000;
+    c.measured.totals_ns = {1'050'000, 1'100'000, 1'200'000};
+    if (graph) c.measured.untimed_totals_ns = {1'200'000, 1'000'000, 900'000};
+    c.correct = true;
+    r.cases.push_back(std::move(c));
+  }
+  std::ostringstream os;
+  validate::print_validate(os, r);
+  const std::string text = os.str();
+  CHECK(text.find("without their per-op timing events") != std::string::npos);
+  CHECK(text.find("1.000 ms untimed, 1.100 ms timed: the events cost +10.0%") != std::string::npos);
+  // One line: the second case has none.
+  CHECK(text.find("ms untimed") == text.rfind("ms untimed"));
+  const auto j = validate::validate_json(r);
+  REQUIRE(j["cases"].size() == 2);
+  CHECK(j["cases"][0]["measured_untimed_runs_us"].size() == 3);
+  CHECK(j["cases"][0]["measured_untimed_runs_us"][1].get<double>() == doctest::Approx(1000.0));
+  CHECK_FALSE(j["cases"][1].contains("measured_untimed_runs_us"));
 }
