@@ -20,7 +20,14 @@
 #       carry: build-gpu/cli/tpo build-gpu/cli/tpo-gpu build-gpu/tests/tpo_gpu_tests
 #              build-gpu/tests/tpo_attention_bench build-gpu/lib build/_deps/cudnn-frontend
 #       command: PREBUILT=build-gpu REPORTS=/tmp/dc SKIP="calibrate- validate-llama2-70b
-#              plan-llama2-70b" validate/device-check.sh   (timeout_s 590; BUDGET is 480 there)
+#              plan-llama2-70b profile-llama2-70b" validate/device-check.sh
+#              (timeout_s 590; BUDGET is 480 there; after every step steps.txt and
+#              partial.tar.gz are copied to $OUT, so a command cut at the tool's limit still
+#              returns what was measured; carried binaries that lack a library there are
+#              rebuilt there, in build-device-check)
+#       Order: GPU tests, the 8B profile, the steps that run code never run on a GPU, the
+#       attention benchmark, then the 8B validations; a step cut or skipped for the budget is
+#       listed as such, not as a failure.
 #   A machine without network cannot fetch the cudnn-frontend headers: copy this checkout's
 #       build/_deps/cudnn-frontend along (the project's device tool: carry it), else the build
 #       leaves cuDNN's fused attention out and the configure step says so.
@@ -54,6 +61,9 @@ BUILD=${PREBUILT:-${BUILD:-build-gpu}}
 PHASE=${PHASE:-all}
 BUDGET=${BUDGET:-$([ -n "${OUT:-}" ] && echo 480 || echo 1800)}
 JOBS=${JOBS:-$(nproc)}
+# A folder holding an earlier run's reports is moved aside, so that the summary and the
+# tarball hold this run's only (a rerun on a warm machine writes to the same place).
+[ -e "$REPORTS/steps.txt" ] && mv "$REPORTS" "$REPORTS.earlier-$(date +%s)"
 mkdir -p "$REPORTS"
 R=$REPORTS
 TPO="$BUILD/cli/tpo"
@@ -90,6 +100,7 @@ fi
 log() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
 : > "$R/steps.txt"
 FAILED=0
+BUDGET_SKIPPED=0  # steps skipped or cut for the time budget (not failures of their code)
 # step NAME LIMIT_SECONDS COMMAND...: output to $R/NAME.log; status line in steps.txt.
 step() {
   local name=$1 limit=$2 prefix
@@ -102,13 +113,16 @@ step() {
   done
   local left=$((BUDGET - ($(date +%s) - START)))
   if [ "$left" -lt 20 ]; then
+    # Not a failure of the step's code: counted apart (BUDGET_SKIPPED), listed as such.
     printf '%-52s SKIPPED (budget spent)\n' "$name" | tee -a "$R/steps.txt"
-    FAILED=1
+    BUDGET_SKIPPED=$((BUDGET_SKIPPED + 1))
     return 1
   fi
-  [ "$limit" -gt "$left" ] && limit=$left
+  local cut_by_budget=""
+  [ "$limit" -gt "$left" ] && { limit=$left; cut_by_budget=1; }
   local t0=$(date +%s) rc=0
-  timeout --kill-after=5 "$limit" "$@" > "$R/$name.log" 2>&1 || rc=$?
+  # Line-buffered, so a step killed by its limit leaves its output up to where it stopped.
+  timeout --kill-after=5 "$limit" stdbuf -oL -eL "$@" > "$R/$name.log" 2>&1 || rc=$?
   local what=ok
   # DRY_RUN: a step stopped only for want of the GPU (or of a file a GPU step would have
   # written) passes; one that refused its arguments (exit 2) fails, as it would on the GPU.
@@ -118,11 +132,28 @@ step() {
     what="dry (no GPU; arguments accepted)"
     rc=0
   fi
-  [ "$rc" = 0 ] || what="FAILED (exit $rc$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ", timed out after ${limit}s"))"
-  [ "$rc" = 0 ] || FAILED=1
+  if [ "$rc" != 0 ] && [ -n "$cut_by_budget" ] && { [ "$rc" = 124 ] || [ "$rc" = 137 ]; }; then
+    # Its own limit was longer than the budget left: cut by the budget, not failed.
+    what="CUT (budget spent after ${limit}s)"
+    BUDGET_SKIPPED=$((BUDGET_SKIPPED + 1))
+  elif [ "$rc" != 0 ]; then
+    what="FAILED (exit $rc$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ", timed out after ${limit}s"))"
+    FAILED=1
+  fi
   printf '%-52s %-34s %4ss\n' "$name" "$what" "$(($(date +%s) - t0))" | tee -a "$R/steps.txt"
   [ "$rc" = 0 ] || tail -15 "$R/$name.log" | sed 's/^/    /'
+  save_partial
   return "$rc"
+}
+
+# Under the device tool ($OUT set), what exists so far is copied there after every step: a
+# command cut at the tool's limit returns what $OUT holds, and nothing else.
+save_partial() {
+  [ -n "${OUT:-}" ] && [ "$OUT" != "$R" ] || return 0
+  cp "$R/steps.txt" "$OUT/steps.txt" 2>/dev/null
+  tar -czf "$OUT/partial.tar.gz.tmp" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null &&
+    mv "$OUT/partial.tar.gz.tmp" "$OUT/partial.tar.gz"
+  return 0
 }
 
 finish() {
@@ -148,216 +179,7 @@ EOM
     # cuDNN's plan building (per shape when dynamic shapes are unavailable) costs device time.
     notes=$(cat "$R"/*.log 2>/dev/null | grep -E 'tpo: cuDNN attention|--attention auto' | sort | uniq -c | sort -rn | head -6)
     [ -n "$notes" ] && { echo "cuDNN notes in the step logs (count, text):"; echo "$notes"; }
-    python3 - "$R" <<'PY'
-import glob, json, os, sys
-r = sys.argv[1]
-for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception as e:
-        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-    s = j.get("analytical_vs_measured", {}).get("summary", {})
-    print(f"\n{os.path.basename(f)} on {j.get('device', {}).get('name', '?')}: analytical model vs measured, per op kind")
-    for kind, v in s.items():
-        print(f"  {kind:18s} {v['shapes']:4d} shapes  median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
-    a = j.get("accuracy", {}).get("summary", {})
-    for kind, v in a.items():
-        print(f"  profile model, held back {kind:10s} median {100*v['median_error']:6.1f}%  worst {100*v['worst_error']:6.1f}%")
-rows = []
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
-               + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))
-               + glob.glob(os.path.join(r, "gen*-validate.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception as e:
-        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-    for c in j.get("cases", []):
-        chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
-        rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
-                     c["predicted_us"] / 1e3, c["measured_us"] / 1e3, 100 * c["error"],
-                     c["predicted_speedup"], c["measured_speedup"], c["correct"],
-                     j.get("cost_model", "?") + ", " + j.get("execution", {}).get("mode", "queued")
-                     + ", add+norm " + c.get("run", {}).get("workload", {}).get("add_norm", "separate")))
-# Graph mode: the graph with its per-op timing events against the same graph without them
-# (written 2026-12-04): what the events' nodes cost, which the graph runs' measured times carry.
-for f in sorted(glob.glob(os.path.join(r, "exec-graph-*.json"))):
-    try:
-        cs = json.load(open(f))["cases"]
-    except Exception as e:
-        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-    for c in cs:
-        u = sorted(c.get("measured_untimed_runs_us", []))
-        if u:
-            med = u[len(u) // 2]
-            print(f"\n{os.path.basename(f)} {c['strategy']['name']}: graph without timing events {med / 1e3:.3f} ms, with them {c['measured_us'] / 1e3:.3f} ms ({100 * (c['measured_us'] - med) / med:+.1f}%)")
-# The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
-# measured (the LM head from the profile's lm_head rows where it has them).
-for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen*-validate.json"))):
-    try:
-        c = json.load(open(f))["cases"][0]
-    except Exception as e:
-        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-    print(f"\n{os.path.basename(f)}: the embedding and LM head ops, predicted vs measured us")
-    for op in c["ops"]:
-        if op["layer"] < 0:
-            m = op["measured_us"]
-            print(f"  {op['name']:14s} {op['predicted_us']:9.1f} {m:9.1f} {100 * (op['predicted_us'] - m) / m if m else 0:+6.1f}%")
-# A generation (validate --plan of a generate report): tokens/s speedups predicted and measured.
-for f in sorted(glob.glob(os.path.join(r, "gen*-validate.json"))):
-    try:
-        g = json.load(open(f))["generation"]
-    except Exception as e:
-        print(f"{os.path.basename(f)}: generation unreadable ({e})"); continue
-    print(f"\n{os.path.basename(f)}: prompt {g['prompt']} + {g['new_tokens']} new tokens, tokens/s speedup over none (* = the report's pick)")
-    for x in g["strategies"]:
-        rs = x.get("report_speedup")
-        ran_none = "" if x["strategy"] == "none" else "/".join("none" if x[k] is None else "-" for k in ("prefill_case", "decode_case"))
-        print(f"  batch {x['batch']:3d} {x['strategy'] + (' *' if x['picked_by_report'] else ''):16s} {ran_none:9s} predicted {x['predicted_speedup']:6.3f}x  measured {x['measured_speedup']:6.3f}x (runs' spread {100 * x.get('noise', 0):4.1f}%)  report {rs if rs is None else f'{rs:.3f}x'}")
-    if g.get("not_measured"):
-        print(f"  not measured (batch: strategies): {g['not_measured']}")
-if rows:
-    print("\nvalidation on one GPU, EMULATED communication: each all-reduce replays the PREDICTED")
-    print("all-reduce time of the target machine's links; measured are compute and overlap only")
-    print(f"  {'links':10s} {'model':12s} {'tokens':>6s} {'strategy':9s} {'chunks':11s} {'pred_ms':>8s} {'meas_ms':>8s} {'error':>7s} {'pred_x':>6s} {'meas_x':>6s} {'result':6s} cost model")
-    for x in sorted(rows):
-        print(f"  {x[0]:10s} {x[1]:12s} {x[2]:6d} {x[3]:9s} {x[4]:11s} {x[5]:8.3f} {x[6]:8.3f} {x[7]:+6.1f}% {x[8]:6.3f} {x[9]:6.3f} {'ok' if x[10] else 'WRONG':6s} {x[11]}")
-    print("  error = (predicted - measured) / measured")
-# The planner's pick against the measured alternatives (validate --plan --alternatives): per
-# planned point, was the pick the fastest measured, its regret, and "overlap or not".
-dec = []
-for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception:
-        continue
-    cases = j.get("cases", [])
-    for d in j.get("decisions", []):
-        try:
-            c = cases[d["picked_case"]]
-            pick = c["strategy"]["name"] + " " + ("/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-")
-            group = [k for k in cases if k.get("point") == d["point"]]
-            nones = sorted(k["measured_none_us"] for k in group if k.get("measured_none_us"))
-            over = [k["measured_us"] for k in group if k["strategy"]["name"] != "none"]
-            # how far the best measured overlap is from none (the decision counts where > 2%)
-            gap = abs(min(over) / nones[len(nones) // 2] - 1) if over and nones else 0.0
-            dec.append((os.path.basename(f)[len("validate-"):-len(".json")], c["seq_len"], pick,
-                        d["fastest_measured"], 100 * d["regret"], d["overlap_picked"], d["overlap_measured"], gap,
-                        d.get("regret_within_noise", False)))
-        except (KeyError, IndexError, TypeError) as e:
-            print(f"{os.path.basename(f)}: decision unreadable ({e})")
-if dec:
-    print("\nthe planner's pick against the measured alternatives, per planned point (regret = pick / fastest measured - 1)")
-    print(f"  {'report':32s} {'tokens':>6s} {'picked':22s} {'fastest measured':26s} {'regret':>7s} overlap picked/measured  |best overlap/none - 1|")
-    for x in dec:
-        print(f"  {x[0]:32s} {x[1]:6d} {x[2]:22s} {x[3]:26s} {x[4]:6.1f}%{'~' if x[8] else ' '}{'yes' if x[5] else 'no':>3s}/{'yes' if x[6] else 'no':3s} {100 * x[7]:23.1f}%")
-    worst = max(x[4] for x in dec)
-    clear = [x for x in dec if x[7] > 0.02]
-    agree = sum(1 for x in clear if x[5] == x[6])
-    print(f"  ~ = a regret within the runs' own spread (not a measured difference)")
-    print(f"  worst regret {worst:.1f}% (issue 10's target: within 2%); overlap or not as measured in {agree} of the {len(clear)} points where the best overlap and none differ by more than 2%")
-# Ops that ran beside no comm op, measured against their prediction (the profile's standalone
-# time when the run had one). The 2026-11-29 reports read this way give attention 1.02 (8B)
-# and 1.40 (70B, chunks off the 8-token grid included) and qkv 1.14-1.15: that runtime
-# gathered Q and wrote the KV cache with copies the profiler did not time. With Q read in
-# place and the one-kernel write timed, they should be near 1 on the grid.
-def readable(pattern):
-    """Each file of the run matching pattern that parses as JSON: (path, content)."""
-    for f in sorted(glob.glob(os.path.join(r, pattern))):
-        try:
-            yield f, json.load(open(f))
-        except Exception:
-            continue
-def validation_cases():
-    """Each case of the validation reports, with its comm ops' measured and predicted spans."""
-    for f, j in readable("validate-*.json"):
-        for c in j.get("cases", []):
-            ops = c.get("ops", [])
-            comm = [(o["measured_start_us"], o["measured_start_us"] + o["measured_us"]) for o in ops if o.get("stream") == "comm"]
-            pcomm = [(o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]) for o in ops if o.get("stream") == "comm"]
-            yield c, ops, comm, pcomm
-alone = {}
-for c, ops, comm, _ in validation_cases():
-    for o in ops:
-        if o.get("stream") == "comm" or o["name"] not in ("attention", "qkv") or o.get("predicted_us", 0) <= 0:
-            continue
-        s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
-        if any(a < s1 and s0 < b for a, b in comm):
-            continue
-        alone.setdefault((c["model"], o["name"]), []).append(o["measured_us"] / o["predicted_us"])
-if alone:
-    print("\nops beside no comm op, measured / predicted (median; the 2026-11-29 runs: attention 1.02 and 1.40, qkv 1.14-1.15):")
-    for (m, name), v in sorted(alone.items()):
-        v.sort()
-        print(f"  {m:12s} {name:10s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
-# GEMMs beside no comm op (measured, and in the prediction), measured / predicted, by their
-# rows. The 2026-11-29 runs gave 1.09-1.11 at 1408, 1664 and 2688 rows (down, o_proj;
-# interpolated between grid points then) and 0.98-1.03 at the other rows off the grid (1331,
-# 1434, 2662, 2867, 5325, 6016): a step, perhaps in cuBLASLt's kernel choice. The profile now
-# measures GEMMs at every multiple of --align up to 4096 (--gemm-step): both should read near 1.
-STEP_ROWS = (1408, 1664, 2688)
-gem = {}
-for c, ops, comm, pcomm in validation_cases():
-    if c["strategy"].get("name") not in ("iso", "none", "ladder"):
-        continue  # chunks are token ranges of every request only for these
-    chunks = c["strategy"].get("chunks") or [c["seq_len"]]
-    for o in ops:
-        if o.get("kind") != "gemm" or o.get("predicted_us", 0) <= 0 or o.get("chunk", 0) >= len(chunks):
-            continue
-        s0, s1 = o["measured_start_us"], o["measured_start_us"] + o["measured_us"]
-        p0, p1 = o["predicted_start_us"], o["predicted_start_us"] + o["predicted_us"]
-        if any(a < s1 and s0 < b for a, b in comm) or any(a < p1 and p0 < b for a, b in pcomm):
-            continue
-        rows = chunks[o["chunk"]] * c.get("batch", 1)
-        cls = "1408/1664/2688" if rows in STEP_ROWS else "other"
-        gem.setdefault((c["model"], o["name"], cls), []).append(o["measured_us"] / o["predicted_us"])
-if gem:
-    print("\nGEMMs beside no comm op, measured / predicted by rows (median; 2026-11-29: 1408/1664/2688 1.09-1.11 for down and o_proj, other 0.98-1.03):")
-    for (m, name, cls), v in sorted(gem.items()):
-        v.sort()
-        print(f"  {m:12s} {name:8s} {cls:15s} {v[len(v) // 2]:.3f}  ({len(v)} ops)")
-# The cuBLASLt kernel each profiled GEMM ran, as ranges of rows.
-for f, pj in readable("profile-*.json"):
-    pts = pj.get("gemm", [])
-    if not any(p.get("kernel") for p in pts):
-        continue
-    print(f"\n{os.path.basename(f)}: cuBLASLt kernels by GEMM rows")
-    for name in sorted({p["name"] for p in pts}):
-        run = []
-        for p in sorted((p for p in pts if p["name"] == name), key=lambda p: p["m"]):
-            kern = p.get("kernel", "?").split(", waves")[0]
-            if run and run[-1][2] == kern:
-                run[-1][1] = p["m"]
-            else:
-                run.append([p["m"], p["m"], kern])
-        for a, b, kern in run:
-            print(f"  {name:8s} m {a:5d}-{b:<5d} {kern}")
-# The runtime's cuBLASLt algorithm per GEMM shape (validate reports' gemm_kernels) against the
-# profile's at the same shape: a GEMM the runtime ran with another algorithm than the profile
-# timed is priced from a kernel that did not run.
-prof_kern = {}
-for f, pj in readable("profile-*.json"):
-    for p in pj.get("gemm", []):
-        if p.get("kernel"):
-            prof_kern[(pj.get("model"), p["m"], p["n"], p["k"])] = p["kernel"].split(", waves")[0]
-same, differ = 0, {}
-for c, ops, comm, pcomm in validation_cases():
-    for g in c.get("gemm_kernels", []):
-        pk = prof_kern.get((c["model"], g["m"], g["n"], g["k"]))
-        if pk is None:
-            continue
-        rk = g["kernel"].split(", waves")[0]
-        if rk == pk:
-            same += 1
-        else:
-            differ[(c["model"], g["m"], g["n"], g["k"])] = (pk, rk)
-if same or differ:
-    print(f"\nGEMM shapes in both a validation run and its profile: {same} with the same cuBLASLt algorithm, {len(differ)} with another")
-    for (m, gm, gn, gk), (pk, rk) in sorted(differ.items())[:12]:
-        print(f"  {m:12s} {gm}x{gn}x{gk}: profile {pk} | run {rk}")
-for f in sorted(glob.glob(os.path.join(r, "calibrate-*fit-on-*.log"))):
-    print(f"\n{os.path.basename(f)}:")
-    print(open(f).read().rstrip())
-PY
+    python3 validate/device_check_summary.py "$R"
     # Against the previous H200 run (the same cases): the whole comparison in its own file,
     # its totals here.
     prev=results/h200/2026-11-29
@@ -371,12 +193,14 @@ PY
   } 2>&1 | tee "$R/summary.txt"
   tar -czf "/tmp/device-check.tar.gz" -C "$R" --exclude=device-check.tar.gz . 2>/dev/null && mv /tmp/device-check.tar.gz "$R/"
   if [ -n "${OUT:-}" ] && [ "$OUT" != "$R" ]; then
-    cp "$R/device-check.tar.gz" "$R/summary.txt" "$OUT/" 2>/dev/null || true
+    cp "$R/device-check.tar.gz" "$R/summary.txt" "$OUT/" 2>/dev/null && rm -f "$OUT/partial.tar.gz"
   fi
   echo "reports in $R (all of them in $R/device-check.tar.gz)"
-  local dry=""
+  local dry="" budget=""
   [ -n "${DRY_RUN:-}" ] && dry=" (DRY RUN: arguments only, nothing ran on a GPU)"
-  [ "$FAILED" = 0 ] && echo "device check: all steps passed$dry" || echo "device check: SOME STEPS FAILED$dry"
+  [ "$BUDGET_SKIPPED" != 0 ] && budget="; $BUDGET_SKIPPED skipped or cut for the time budget (BUDGET=$BUDGET s)"
+  [ "$FAILED" = 0 ] && echo "device check: all steps that ran passed$budget$dry" ||
+    echo "device check: SOME STEPS FAILED$budget$dry"
 }
 
 # DRY_RUN=1 PREBUILT=build validate/device-check.sh: every step on a machine without a GPU,
@@ -417,6 +241,25 @@ fi
 # libbenchmark): every GPU step would then fail at load time. Say which, once, and stop.
 missing=$(ldd "$BUILD/cli/tpo-gpu" "$BUILD/tests/tpo_gpu_tests" "$BUILD/tests/tpo_attention_bench" 2>/dev/null \
   | grep 'not found' | sort -u)
+if [ -n "$missing" ] && [ -z "${DRY_RUN:-}" ] && [ -n "${PREBUILT:-}" ] && command -v cmake > /dev/null &&
+  command -v nvcc > /dev/null; then
+  # Rather than lose the run: build here (minutes on a GPU machine's cores), with what this
+  # machine has (MPI only if it has it).
+  echo "libraries the carried binaries need and this machine lacks:"
+  echo "$missing"
+  BUILD=build-device-check
+  TPO="$BUILD/cli/tpo"
+  log "building here instead, in $BUILD"
+  GEN=()
+  command -v ninja > /dev/null && GEN=(-G Ninja)
+  step configure-here 180 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DTPO_BUILD_BENCH=OFF "${CUDNN_CMAKE[@]}"
+  step build-here 420 cmake --build "$BUILD" -j "$JOBS" --target tpo tpo-gpu tpo_gpu_tests \
+    tpo_attention_bench
+  "$TPO" --version > "$R/version.txt" 2>&1 || { echo "the build here does not run either"; FAILED=1; finish; exit 1; }
+  missing=$(ldd "$BUILD/cli/tpo-gpu" "$BUILD/tests/tpo_gpu_tests" "$BUILD/tests/tpo_attention_bench" 2>/dev/null \
+    | grep 'not found' | sort -u)
+fi
 if [ -n "$missing" ]; then
   echo "libraries the binaries need and this machine lacks (build here, or without MPI:"
   echo "  -DTPO_ENABLE_MPI=OFF, or carry the library in $BUILD/lib):"
@@ -437,9 +280,7 @@ if want test; then
   # A skipped GPU test (exit 77, no device) counts as a failure here.
   # cuDNN logs its errors (only) into the step log, should a fused check fail.
   step gpu-tests 120 env CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr "$BUILD/tests/tpo_gpu_tests"
-  step gpu-cli 240 tests/gpu/cli_gpu.sh "$TPO" tests/data
-  # Attention TFLOP/s, cuDNN's fused kernel and the cuBLAS one side by side.
-  step attention-bench 180 "$BUILD/tests/tpo_attention_bench" "$R/attention-bench.json"
+  step gpu-cli 150 tests/gpu/cli_gpu.sh "$TPO" tests/data
 fi
 
 # Steps that exercise code never run on a GPU before (the comm SM budget, eager launches and
@@ -451,7 +292,7 @@ never_run_steps() {
   # The comm SM budget: one case at several --comm-ctas (the copy kernel's CTAs), predicted
   # with the contention model (h200x8's fitted block) and measured.
   for ctas in 4 8 32; do
-    step "validate-ctas-$ctas" 120 "$TPO" validate --backend cuda --comm emulated \
+    step "validate-ctas-$ctas" 60 "$TPO" validate --backend cuda --comm emulated \
       --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
       --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
       --json "$R/validate-ctas-$ctas.json"
@@ -460,21 +301,21 @@ never_run_steps() {
   # and as a CUDA graph, each predicted in its mode (launch costs from this run's profile).
   # Named exec-*.json so calibration (fitted on queued runs) does not take them in.
   for ex in queued eager graph; do
-    step "exec-$ex-decode" 90 "$TPO" validate --backend cuda --comm emulated \
+    step "exec-$ex-decode" 60 "$TPO" validate --backend cuda --comm emulated \
       --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 \
       "${popt[@]}" --layers 4 --repeat 5 --strategy none --exec "$ex" \
       --json "$R/exec-$ex-decode.json"
-    step "exec-$ex-prefill" 90 "$TPO" validate --backend cuda --comm emulated \
+    step "exec-$ex-prefill" 60 "$TPO" validate --backend cuda --comm emulated \
       --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
   done
   # The embedding and LM head (written 2026-12-04): a decode step and a prefill with them, the
   # LM head predicted from this run's profile (which timed lm_head rows). Checked against the
   # float64 reference (ladder changes the model). Named head-*.json: out of calibration.
-  step "head-decode" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
+  step "head-decode" 60 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
     --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
     --repeat 5 --strategy ladder --embed-head --json "$R/head-decode.json"
-  step "head-prefill" 90 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
+  step "head-prefill" 60 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
     --hardware h200x8 --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
     --strategy iso --split 512,512 --embed-head --json "$R/head-prefill.json"
   # A generation as `plan --scenario generate` prices it (written 2026-12-04): each strategy's
@@ -483,16 +324,27 @@ never_run_steps() {
   step "gen-plan" 60 "$TPO" plan --scenario generate --model llama3.1-8b --hardware h200x8 \
     --tp 2 --prompt 1024 --new-tokens 64 --batch 2 "${popt[@]}" --layers 2 \
     --strategies iso,ladder --json "$R/gen-plan.json"
-  step "gen-validate" 120 "$TPO" validate --backend cuda --comm emulated \
+  step "gen-validate" 100 "$TPO" validate --backend cuda --comm emulated \
     --plan "$R/gen-plan.json" --alternatives 2 --repeat 5 --json "$R/gen-validate.json"
   # The residual add fused with the next norm (add_rmsnorm_bf16, written 2026-12-04) against the
   # two kernels apart: the same case both ways, each predicted from this run's profile (which
   # timed add_rmsnorm rows). Named addnorm-*.json: calibration takes validate-*.json only.
   for an in fused separate; do
-    step "addnorm-$an" 90 "$TPO" validate --backend cuda --comm emulated \
+    step "addnorm-$an" 60 "$TPO" validate --backend cuda --comm emulated \
       --model llama3.1-8b --hardware h200x8 --tp 2 --seq 4096 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 2048,2048 --add-norm "$an" --json "$R/addnorm-$an.json"
   done
+  # The ladder paper's generation setting (Llama-3-70B, TP 8, prompt 1024 + 512 new tokens): its
+  # generate report planned for 8xH100, run here on 2 of its 80 layers with the H200's compute
+  # and 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (h200x8's
+  # analytical model: there is no Llama-3-70B profile) against measured. The report's own speedup
+  # (H100 compute) is another prediction: "-" in tpo's text, None in the summary.
+  step "gen-ladder-plan" 60 "$TPO" plan --scenario generate --model llama3-70b \
+    --hardware h100x8 --tp 8 --prompt 1024 --new-tokens 512 --batch 1,4 --layers 2 \
+    --strategies ladder --json "$R/gen-ladder-plan.json"
+  step "gen-ladder-validate" 150 "$TPO" validate --backend cuda --comm emulated \
+    --plan "$R/gen-ladder-plan.json" --hardware h200x8 --emulate h100x8 --repeat 5 \
+    --json "$R/gen-ladder-validate.json"
 }
 
 # The shards: Llama-3.1-8B TP 2 first (smaller), then Llama-2-70B TP 8.
@@ -509,7 +361,13 @@ for shard in "${SHARDS[@]}"; do
     [ -s "$prof" ] || printf '%-52s %s\n' "  (no $(basename "$prof"))" \
       "the $model validations predict without a profile" | tee -a "$R/steps.txt"
   fi
-  [ "$model" = llama3.1-8b ] && want validate && never_run_steps
+  if [ "$model" = llama3.1-8b ]; then
+    want validate && never_run_steps
+    # Attention TFLOP/s, cuDNN's fused kernel and the cuBLAS one side by side (after the
+    # never-run steps: the profile above already timed the fused kernel at this model's shapes).
+    want test && step attention-bench 180 "$BUILD/tests/tpo_attention_bench" \
+      "$R/attention-bench.json"
+  fi
   if want validate; then
     log "validate $model TP $tp on this GPU with EMULATED communication"
     # Predicted with this GPU's measured profile when there is one (compute, interference),
@@ -542,21 +400,6 @@ for shard in "${SHARDS[@]}"; do
     done
   fi
 done
-
-# The ladder paper's generation setting (Llama-3-70B, TP 8, prompt 1024 + 512 new tokens): its
-# generate report planned for 8xH100, run here on 2 of its 80 layers with the H200's compute and
-# 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (h200x8's analytical
-# model: there is no Llama-3-70B profile) against measured. The report's own speedup (H100
-# compute) is another prediction: "-" in tpo's text, None in the summary.
-if want validate; then
-  log "the ladder paper's generation setting, 2 layers, 8xH100 links emulated"
-  step "gen-ladder-plan" 60 "$TPO" plan --scenario generate --model llama3-70b \
-    --hardware h100x8 --tp 8 --prompt 1024 --new-tokens 512 --batch 1,4 --layers 2 \
-    --strategies ladder --json "$R/gen-ladder-plan.json"
-  step "gen-ladder-validate" 150 "$TPO" validate --backend cuda --comm emulated \
-    --plan "$R/gen-ladder-plan.json" --hardware h200x8 --emulate h100x8 --repeat 5 \
-    --json "$R/gen-ladder-validate.json"
-fi
 
 # The contention model fitted on this run's Llama-3.1-8B schedules, tested on Llama-2-70B's
 # (and the other way round): errors on the cases kept out of each fit, and decisions.

@@ -15,6 +15,8 @@ if [ -z "${DRY_RUN:-}" ] && ! nvidia-smi -L > /dev/null 2>&1; then
   echo "skipped: no CUDA device"
   exit 77
 fi
+# Each check well under the device check's limit for this script (one hang fails its check only).
+CHECK_TIMEOUT=${CHECK_TIMEOUT:-90}
 . "$(dirname "$0")/../lib/checks.sh"
 M="$DATA/tiny_model.json"
 for s in "none" "iso --split 0.4,0.6" "iso --chunks 3" "ladder" "ladder --ladder-layers 1" \

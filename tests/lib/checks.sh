@@ -12,10 +12,18 @@ dry_ok() {  # rc, output file
   grep -q "No such file or directory" "$2" && return 0
   [ "$1" != 2 ] && grep -qE "no usable CUDA device|skipped: no CUDA device" "$2"
 }
+# Each check of a program runs under a time limit (CHECK_TIMEOUT seconds, default 300), so that
+# one hang (an mpirun, an NCCL start-up) fails that check instead of eating every later one's
+# time; a shell function runs as it is.
 check() {  # name, command...
   local name=$1 rc=0
   shift
-  "$@" > "$TMP/out.txt" 2>&1 || rc=$?
+  if declare -F "$1" > /dev/null; then  # a shell function (timeout runs programs only)
+    "$@" > "$TMP/out.txt" 2>&1 || rc=$?
+  else
+    timeout --kill-after=5 "${CHECK_TIMEOUT:-300}" "$@" > "$TMP/out.txt" 2>&1 || rc=$?
+  fi
+  [ "$rc" = 124 ] || [ "$rc" = 137 ] && echo "(timed out after ${CHECK_TIMEOUT:-300} s)" >> "$TMP/out.txt"
   if [ "$rc" = 0 ]; then
     echo "ok    $name"
   elif dry_ok "$rc" "$TMP/out.txt"; then
