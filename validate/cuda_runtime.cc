@@ -222,6 +222,10 @@ class CudaKernels final : public RankKernels {
 class CudaRun {
  public:
   // The GEMM plans (shape and cuBLASLt algorithm) rank 0's context made.
+  // The emulated all-reduce's copy kernel as measured (0 where communication is not emulated).
+  double copy_gbps() const { return emulated_ ? bytes_per_s_ / 1e9 : 0; }
+  double copy_fixed_us() const { return emulated_ ? fixed_s_ * 1e6 : 0; }
+
   std::vector<cu::GemmPlanInfo> gemm_plans() {
     if (ranks_.empty()) return {};
     cu::set_device(ranks_[0].ctx->device());
@@ -808,6 +812,9 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   RunResult r = median_of_runs(std::move(runs));
   r.attention_kernel = cu::attention_kernel_name(fused);
   for (auto& g : run.gemm_plans()) r.gemm_kernels.push_back({g.m, g.n, g.k, std::move(g.kernel)});
+  r.copy_gbps = run.copy_gbps();
+  r.copy_fixed_us = run.copy_fixed_us();
+  r.copy_ctas = r.copy_gbps > 0 ? comm_ctas : 0;
   return r;
 }
 

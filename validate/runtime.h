@@ -63,6 +63,10 @@ struct RunResult {
     std::string kernel;
   };
   std::vector<GemmKernel> gemm_kernels;
+  // CUDA --comm emulated: the copy kernel as measured before the runs (each all-reduce's copy
+  // is sized from them: bytes = (target - fixed) x rate). 0: not emulated.
+  double copy_gbps = 0, copy_fixed_us = 0;
+  int copy_ctas = 0;
 };
 
 // Runs the schedule on the CPU: fp32, ranks as threads, a compute and a comm thread per rank,

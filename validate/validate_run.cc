@@ -1029,6 +1029,11 @@ ojson validate_json(const ValidateReport& r) {
                           {"preserves_function", c.schedule.preserves_function}};
     k["run"] = sim::planned_run_json(c.run);
     if (!r.emulated_links.empty()) k["emulated_allreduce"] = emulated_allreduce_of(c.workload);
+    if (c.measured.copy_gbps > 0) {  // CUDA: the copy kernel each emulated all-reduce ran
+      k["emulated_copy"] = ojson{{"gbps", c.measured.copy_gbps},
+                                 {"fixed_us", c.measured.copy_fixed_us},
+                                 {"ctas", c.measured.copy_ctas}};
+    }
     if (c.group >= 0) {
       k["point"] = c.group;
       k["picked_by_plan"] = c.picked;

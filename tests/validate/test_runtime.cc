@@ -745,7 +745,8 @@ TEST_CASE("a regret within the runs' spread is said to be no measured difference
   CHECK(validate::run_spread(validate::RunResult{}) == 0);
 }
 
-TEST_CASE("a CUDA graph run's untimed launches are reported beside the timed ones") {
+TEST_CASE(
+    "a CUDA graph run's untimed launches, and the emulated copy as measured, are in the report") {
   // The CUDA runtime fills untimed_totals_ns (--exec graph); the report shows the median of them
   // against the timed median, per case, in the text and the JSON, and nothing where empty.
   validate::ValidateReport r;
@@ -765,6 +766,11 @@ TEST_CASE("a CUDA graph run's untimed launches are reported beside the timed one
     c.measured.total_ns = 1'100'000;
     c.measured.totals_ns = {1'050'000, 1'100'000, 1'200'000};
     if (graph) c.measured.untimed_totals_ns = {1'200'000, 1'000'000, 900'000};
+    if (graph) {  // and the emulated all-reduce's copy kernel as the CUDA runtime measured it
+      c.measured.copy_gbps = 530;
+      c.measured.copy_fixed_us = 3.5;
+      c.measured.copy_ctas = 16;
+    }
     c.correct = true;
     r.cases.push_back(std::move(c));
   }
@@ -780,4 +786,7 @@ TEST_CASE("a CUDA graph run's untimed launches are reported beside the timed one
   CHECK(j["cases"][0]["measured_untimed_runs_us"].size() == 3);
   CHECK(j["cases"][0]["measured_untimed_runs_us"][1].get<double>() == doctest::Approx(1000.0));
   CHECK_FALSE(j["cases"][1].contains("measured_untimed_runs_us"));
+  CHECK(j["cases"][0]["emulated_copy"]["fixed_us"].get<double>() == doctest::Approx(3.5));
+  CHECK(j["cases"][0]["emulated_copy"]["ctas"] == 16);
+  CHECK_FALSE(j["cases"][1].contains("emulated_copy"));
 }
