@@ -221,11 +221,11 @@ class CudaKernels final : public RankKernels {
 
 class CudaRun {
  public:
-  // The GEMM plans (shape and cuBLASLt algorithm) rank 0's context made.
   // The emulated all-reduce's copy kernel as measured (0 where communication is not emulated).
   double copy_gbps() const { return emulated_ ? bytes_per_s_ / 1e9 : 0; }
   double copy_fixed_us() const { return emulated_ ? fixed_s_ * 1e6 : 0; }
 
+  // The GEMM plans (shape and cuBLASLt algorithm) rank 0's context made.
   std::vector<cu::GemmPlanInfo> gemm_plans() {
     if (ranks_.empty()) return {};
     cu::set_device(ranks_[0].ctx->device());
@@ -338,6 +338,9 @@ class CudaRun {
         std::vector<double> secs;
         for (int i = 0; i < n; ++i) {
           cu::Event a, b;
+          // A spin holds the stream while the host queues the copy: in a schedule the copy
+          // is queued ahead too, so its fixed time must not include the host's launch.
+          cu::spin(st, 50);
           a.record(st);
           cu::copy_on_ctas(comm_src_.get(), comm_dst_.get(), bytes, ctas_, st);
           b.record(st);
@@ -426,7 +429,7 @@ class CudaRun {
     cu::set_device(ranks_[0].ctx->device());
     cu::Event end;
     end.record(ranks_[0].ctx->compute_stream());  // the comm stream joined it in the graph
-    wait_done();
+    wait_done(false);
     return std::int64_t(cu::Event::seconds_between(t0, end) * 1e9);
   }
 
@@ -509,7 +512,9 @@ class CudaRun {
   // Waits until every GPU finished what was enqueued. With NCCL the wait is bounded: an
   // asynchronous NCCL error, or no op finishing for the timeout, aborts the communicators and
   // names the rank and the first op that did not finish.
-  void wait_done() {
+  // `per_op` false (the untimed graph, which records no per-op event): progress is not
+  // tracked, so the timeout counts from the start of the wait.
+  void wait_done(bool per_op = true) {
     if (!nccl_) {
       for (auto& r : ranks_) r.ctx->synchronize();
       return;
@@ -517,7 +522,7 @@ class CudaRun {
     auto finished = [&] {
       std::size_t n = 0;
       for (auto& ev : end_) {
-        for (auto& e : ev) n += e->done();
+        for (auto& e : ev) n += per_op && e->done();
       }
       return n;
     };
@@ -542,7 +547,9 @@ class CudaRun {
         const std::string what =
             "NCCL: " +
             (err.empty() ? "no progress for " + std::to_string(int(stalled)) + " s" : err) +
-            " at " + first_unfinished() +
+            " at " +
+            (per_op ? first_unfinished()
+                    : std::string("the graph launched without its timing events")) +
             "; the communicators were aborted (--nccl-timeout sets the limit)";
         nccl_->abort();
         std::fprintf(stderr, "tpo: error: %s\n", what.c_str());
@@ -643,8 +650,7 @@ class CudaRun {
       // Streams left capturing would fail every later call and hide this error.
       for (auto& r : ranks_) {
         cu::set_device(r.ctx->device());
-        cu::Graph::abandon_capture(r.ctx->compute_stream());
-        cu::Graph::abandon_capture(r.ctx->comm_stream());
+        cu::Graph::abandon_capture(r.ctx->compute_stream(), r.ctx->comm_stream());
       }
       graphs.clear();
       throw;

@@ -36,9 +36,12 @@
 #       # only for want of the GPU; a command whose arguments tpo refuses fails (run it before
 #       # spending device time)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
-#   BUDGET=420 validate/device-check.sh           # seconds; later steps are skipped, not cut
+#   BUDGET=420 validate/device-check.sh           # seconds; a step whose limit exceeds what is
+#       left runs with what is left and, if cut there, is listed "CUT (budget ...)"; once
+#       under 20 s are left the rest are skipped; neither counts as a failure
 #       (default 1800; 480 where $OUT is set, under the project's device tool, whose commands
-#       end at 600 s: a command cut there copies nothing to $OUT)
+#       end at 600 s: a command cut there returns only what $OUT holds, so steps.txt and
+#       partial.tar.gz are copied there after every step)
 #   SKIP="calibrate- validate-llama2-70b-tp8-h100x8-4096" validate/device-check.sh
 #       # steps whose names start with any of these words are skipped (listed as such in
 #       # steps.txt, not counted as failures): `calibrate-` runs on the CPU afterwards just
@@ -61,9 +64,11 @@ BUILD=${PREBUILT:-${BUILD:-build-gpu}}
 PHASE=${PHASE:-all}
 BUDGET=${BUDGET:-$([ -n "${OUT:-}" ] && echo 480 || echo 1800)}
 JOBS=${JOBS:-$(nproc)}
-# A folder holding an earlier run's reports is moved aside, so that the summary and the
-# tarball hold this run's only (a rerun on a warm machine writes to the same place).
-[ -e "$REPORTS/steps.txt" ] && mv "$REPORTS" "$REPORTS.earlier-$(date +%s)"
+# A whole run (PHASE=all) into a folder holding an earlier run's reports moves that folder
+# aside, so that the summary and the tarball hold this run's only (a rerun on a warm machine
+# writes to the same place); one phase reads and adds to the folder as it is.
+REPORTS=${REPORTS%/}
+[ "${PHASE:-all}" = all ] && [ -e "$REPORTS/steps.txt" ] && mv "$REPORTS" "$REPORTS.earlier-$(date +%s)"
 mkdir -p "$REPORTS"
 R=$REPORTS
 TPO="$BUILD/cli/tpo"
@@ -241,6 +246,7 @@ fi
 # libbenchmark): every GPU step would then fail at load time. Say which, once, and stop.
 missing=$(ldd "$BUILD/cli/tpo-gpu" "$BUILD/tests/tpo_gpu_tests" "$BUILD/tests/tpo_attention_bench" 2>/dev/null \
   | grep 'not found' | sort -u)
+[ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
 if [ -n "$missing" ] && [ -z "${DRY_RUN:-}" ] && [ -n "${PREBUILT:-}" ] && command -v cmake > /dev/null &&
   command -v nvcc > /dev/null; then
   # Rather than lose the run: build here (minutes on a GPU machine's cores), with what this

@@ -62,6 +62,12 @@ def used(meta):
                                                 "latency+bandwidth (not recorded)")
                                           if j.get("emulated_links") else "none (not emulated)"),
         "execution": lambda j: (j.get("execution") or {}).get("mode", "queued"),
+        # Since 2026-12-04 each emulated copy is sized from the copy's rate and its fixed time
+        # (a 16-byte copy's); before, from the rate alone, so every copy ran about that fixed
+        # time (a few us) longer than its target.
+        "copy sizing": lambda j: ("not emulated" if not j.get("emulated_links") else
+                                  "rate + fixed time" if any("emulated_copy" in c for c in j.get("cases", []))
+                                  else "rate only (each copy ~ a kernel's fixed time long)"),
     }
     for name, get in keys.items():
         counts = {}

@@ -21,7 +21,7 @@ check() {  # name, command...
   if declare -F "$1" > /dev/null; then  # a shell function (timeout runs programs only)
     "$@" > "$TMP/out.txt" 2>&1 || rc=$?
   else
-    timeout --kill-after=5 "${CHECK_TIMEOUT:-300}" "$@" > "$TMP/out.txt" 2>&1 || rc=$?
+    timeout --kill-after=5 "${CHECK_TIMEOUT:-300}" "$@" < /dev/null > "$TMP/out.txt" 2>&1 || rc=$?
   fi
   [ "$rc" = 124 ] || [ "$rc" = 137 ] && echo "(timed out after ${CHECK_TIMEOUT:-300} s)" >> "$TMP/out.txt"
   if [ "$rc" = 0 ]; then

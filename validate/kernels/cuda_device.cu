@@ -177,13 +177,24 @@ void Graph::end_capture(void* stream) {
   exec_ = e;
   TPO_CUDA_CHECK(cudaGraphUpload(e, S(stream)));
 }
-void Graph::abandon_capture(void* stream) noexcept {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(S(stream), &status) != cudaSuccess)
-    status = cudaStreamCaptureStatusNone;
-  if (status != cudaStreamCaptureStatusNone) {
+void Graph::abandon_capture(void* origin, void* other) noexcept {
+  auto capturing = [](void* s) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(S(s), &status) == cudaSuccess &&
+           status != cudaStreamCaptureStatusNone;
+  };
+  // An unjoined fork makes ending the capture fail and can leave the forked stream capturing.
+  if (capturing(other)) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess) {
+      if (cudaEventRecord(e, S(other)) == cudaSuccess) cudaStreamWaitEvent(S(origin), e, 0);
+      cudaEventDestroy(e);
+    }
+  }
+  for (void* s : {origin, other}) {
+    if (!capturing(s)) continue;
     cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(S(stream), &g);
+    cudaStreamEndCapture(S(s), &g);
     if (g) cudaGraphDestroy(g);
   }
   cudaGetLastError();  // the capture's error is reported by whoever threw

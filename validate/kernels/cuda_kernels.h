@@ -94,9 +94,10 @@ class Graph {
   // Ends the capture, instantiates the graph and uploads it on `stream` (so its first launch
   // is not charged the upload).
   void end_capture(void* stream);
-  // After a failure during the capture: ends it (if still active) and drops what was captured,
-  // leaving the stream usable; never throws.
-  static void abandon_capture(void* stream) noexcept;
+  // After a failure during the capture begun on `origin`, into which `other` was forked: joins
+  // `other` back, ends the capture (if still active) and drops what was captured, leaving both
+  // streams usable; never throws.
+  static void abandon_capture(void* origin, void* other) noexcept;
   void launch(void* stream) const;
   bool ready() const { return exec_ != nullptr; }
 
