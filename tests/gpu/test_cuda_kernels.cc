@@ -199,9 +199,10 @@ int main() {
     std::printf("%-10s %s\n", "embed", same ? "ok" : "WRONG (not the table's rows)");
     if (!same) ++failures;
   }
-  // The final norm on every 4th row (each request's last), in place in a pitched buffer.
-  {
-    const std::int64_t cols = 128, rows = 12, pitch = 4 * cols;
+  // The final norm on every 4th row (each request's last), in place in a pitched buffer; a
+  // pitch that is not a multiple of 8 takes the scalar path.
+  for (const std::int64_t pitch : {std::int64_t{4 * 128}, std::int64_t{4 * 128 + 3}}) {
+    const std::int64_t cols = 128, rows = 12;
     cu::Buffer xb(rows * pitch * 2), wb(cols * 2), yb(rows * pitch * 2);
     cu::fill_random_bf16(xb.get(), rows * pitch, 31, 1.0f, s);
     cu::fill_random_bf16(wb.get(), cols, 32, 1.0f, s);
@@ -214,7 +215,8 @@ int main() {
     std::vector<float> want = before;
     for (std::int64_t r = 0; r < rows; ++r)
       cpu::rmsnorm(hx.data() + r * pitch, hw.data(), want.data() + r * pitch, 1, cols);
-    expect_close("rmsnorm pitched", device_values(yb, rows * pitch), want);
+    expect_close(pitch % 8 ? "rmsnorm pitched, scalar" : "rmsnorm pitched",
+                 device_values(yb, rows * pitch), want);
   }
   // The KV-cache write after qkv: 8-value loads (widths multiples of 8) and single values
   // (odd widths), against the CPU kernel; a copy, so exactly.
@@ -417,6 +419,21 @@ int main() {
     expect_close(name, device_values(y, rows * cols), hres);
     std::snprintf(name, sizeof name, "add_rmsnorm/%d y", int(cols));
     expect_close(name, device_values(z, rows * cols), hz);
+    // Operands one value off a 16-byte boundary: the scalar fallback of the vector path.
+    if (cols % 8 == 0) {
+      cu::Buffer y1((rows * cols + 1) * 2), x1((rows * cols + 1) * 2), z1((rows * cols + 1) * 2);
+      cu::copy_device(static_cast<char*>(y1.get()) + 2, y.get(), rows * cols * 2, s);
+      cu::copy_device(static_cast<char*>(x1.get()) + 2, x.get(), rows * cols * 2, s);
+      std::vector<float> hres1 = device_values(y, rows * cols), hz1(rows * cols);
+      cu::add_rmsnorm_bf16(static_cast<char*>(y1.get()) + 2, static_cast<char*>(x1.get()) + 2,
+                           w.get(), static_cast<char*>(z1.get()) + 2, rows, cols, 1e-5f, s);
+      ctx.synchronize();
+      cpu::add_rmsnorm(hres1.data(), hx.data(), hw.data(), hz1.data(), rows, cols);
+      std::snprintf(name, sizeof name, "add_rmsnorm/%d misaligned", int(cols));
+      std::vector<float> got(rows * cols);
+      cu::copy_to_host_bf16_as_float(static_cast<char*>(z1.get()) + 2, got.data(), got.size());
+      expect_close(name, got, hz1);
+    }
   }
   // The rotary kernel against the CPU one: 2 requests x 5 rows at positions 7..11, 3 heads of
   // 64 with 48 values rotated (partial), rows 224 values apart (a qkv row's K and V after
