@@ -766,16 +766,26 @@ class AttentionShapes final : public RankKernels {
 };
 
 // --attention auto: cuDNN's plan for every attention shape of the schedule, built before the
-// run; one it cannot build makes the whole run use the cuBLAS attention (said on stderr), so
-// that a run never mixes kernels and never fails half way for a shape cuDNN refuses.
-bool fused_plans_for(const ModelData& m, const sim::Schedule& s) {
+// run on each GPU in `devices` (plans are per GPU); one it cannot build makes the whole run use
+// the cuBLAS attention (said on stderr), so that a run never mixes kernels and never fails half
+// way for a shape cuDNN refuses. Leaves devices.front() current.
+bool fused_plans_for(const ModelData& m, const sim::Schedule& s, const std::vector<int>& devices) {
   AttentionShapes collect(m);
   const RowLayout layout = row_layout(m, s);
   for (const Op& op : s.ops) {
     if (op.code == OpCode::Attention) interpret(m, layout, op, collect);
   }
   std::string why;
-  if (cu::fused_attention_plans(collect.shapes, &why)) return true;
+  bool ok = true;
+  for (int d : devices) {
+    cu::set_device(d);
+    if (!cu::fused_attention_plans(collect.shapes, &why)) {
+      ok = false;
+      break;
+    }
+  }
+  cu::set_device(devices.front());
+  if (ok) return true;
   std::fprintf(stderr, "tpo: --attention auto: %s; using the cuBLAS attention for this run\n",
                why.c_str());
   return false;
@@ -802,9 +812,18 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   try {
     // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
     // Otherwise on GPU 0, which every run uses (a previous run may have left another current).
-    cu::set_device(o.mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0);
+    const int first = o.mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0;
+    cu::set_device(first);
     fused = cu::use_fused_attention(o.attention);
-    if (fused && o.attention == "auto") fused = fused_plans_for(m, s);
+    // The GPUs this process runs: its own under --mpi, one with emulated communication, else
+    // one per TP rank.
+    std::vector<int> devices{first};
+    for (int d = 1; !o.mpi && comm != "emulated" && d < w.tp && d < cu::device_count(); ++d) {
+      devices.push_back(d);
+    }
+    if (fused && o.attention == "auto") fused = fused_plans_for(m, s, devices);
+    // Under --mpi every process runs the same attention kernel: cuBLAS for all if one refused.
+    if (o.mpi && o.attention == "auto") fused = mpi::max(fused ? 0 : 1) == 0;
   } catch (const std::invalid_argument&) {
     throw InputError("--attention", o.attention, "must be auto, cudnn or cublas");
   } catch (const std::runtime_error& e) {
