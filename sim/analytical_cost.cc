@@ -356,11 +356,12 @@ std::string AnalyticalCostModel::overlap_model() const {
     return contention_model_text(contention_, hw_.name + "'s contention block");
   const SlowdownByKind& c = hw_.compute_under_comm;
   const SlowdownByKind& m = hw_.comm_under_compute;
-  return "fixed slowdown factors, from " + hw_.name + "'s interference block: beside comm, GEMMs " +
-         fmt("x%.2f", c.gemm) + ", attention " + fmt("x%.2f", c.attention) + ", memory-bound ops " +
-         fmt("x%.2f", c.memory) + "; comm " + fmt("x%.2f", m.gemm) + " beside a GEMM, " +
-         fmt("x%.2f", m.attention) + " beside attention, " + fmt("x%.2f", m.memory) +
-         " beside a memory-bound op";
+  return "fixed slowdown factors, from " + hw_.name + "'s interference block" +
+         (hw_.interference_assumed ? " (assumed, not measured: its source says so)" : "") +
+         ": beside comm, GEMMs " + fmt("x%.2f", c.gemm) + ", attention " +
+         fmt("x%.2f", c.attention) + ", memory-bound ops " + fmt("x%.2f", c.memory) + "; comm " +
+         fmt("x%.2f", m.gemm) + " beside a GEMM, " + fmt("x%.2f", m.attention) +
+         " beside attention, " + fmt("x%.2f", m.memory) + " beside a memory-bound op";
 }
 
 std::string CostModel::allreduce_text(const Workload& w) const {

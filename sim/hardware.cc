@@ -336,6 +336,7 @@ HardwareConfig hardware_from_json(const nlohmann::json& j, const std::string& pa
   const JsonObject inter = o.object("interference");
   h.compute_under_comm = parse_slowdown(inter.object("compute_slowdown_under_comm"));
   h.comm_under_compute = parse_slowdown(inter.object("comm_slowdown_under_compute"));
+  h.interference_assumed = inter.string_or("source", "").rfind("assumption", 0) == 0;
   h.contention.sms = h.sms;
   // The default budget (16) on a machine of few SMs (cpu-host's 2 cores) would leave none.
   if (h.contention.comm_ctas >= h.sms) h.contention.comm_ctas = default_comm_ctas(h.sms);

@@ -107,6 +107,9 @@ struct HardwareConfig {
   LinkConfig inter;  // cls == "none" for single-node machines
   SlowdownByKind compute_under_comm;
   SlowdownByKind comm_under_compute;
+  // The interference block's source says its factors are assumptions (every shipped file's
+  // does: only a profile measures them).
+  bool interference_assumed = false;
   // The contention model's parameters (the "contention" block; disabled where absent).
   ContentionParams contention;
   // Launch costs by execution mode (from launch_overhead_us and graph_launch_us).

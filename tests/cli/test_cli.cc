@@ -629,8 +629,22 @@ TEST_CASE(
             .get<std::string>()
             .starts_with("the contention model"));
   r = tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare");
-  CHECK(r.out.find("overlap: fixed slowdown factors, from h100x8's interference block: beside "
-                   "comm, GEMMs x1.10") != std::string::npos);
+  CHECK(r.out.find("overlap: fixed slowdown factors, from h100x8's interference block (assumed, "
+                   "not measured: its source says so): beside comm, GEMMs x1.10") !=
+        std::string::npos);
+  {
+    // A file whose interference source does not call it an assumption is not said to be one.
+    auto hw = nlohmann::json::parse(
+        slurp(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h100x8.json"));
+    hw["interference"]["source"] = "measured by tpo profile on 8xH100, 2026-12-04";
+    const fs::path measured = scratch() / "h100x8-measured-interference.json";
+    std::ofstream(measured) << hw.dump();
+    r = tpo("simulate --model llama3.1-8b --hardware " + measured.string() +
+            " --tp 8 --seq 1024 --compare");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("interference block: beside comm, GEMMs x1.10") != std::string::npos);
+    CHECK(r.out.find("(assumed") == std::string::npos);
+  }
   // --compare runs every strategy: one named would be ignored, so it is refused.
   r =
       tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 8 --seq 1024 --compare "
