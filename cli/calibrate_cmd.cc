@@ -56,6 +56,11 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "Decisions: overlap is picked only when it is predicted to beat none by more "
                   "than this fraction, in [0, 1), as tpo plan --threshold")
       ->capture_default_str();
+  sub->add_option("--comm-hbm-per-cta", o->comm_hbm,
+                  "The comm kernel's HBM draw per CTA: fit (searched with the rest), profile "
+                  "(measured: the fit-on profiles' long copies alone on the comm budget's CTAs, "
+                  "read and written), or a number of GB/s held as given")
+      ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   return [o] { return profiler::run_calibrate(*o, std::cout); };

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include "sim/engine.h"
@@ -309,6 +310,30 @@ std::vector<CaseError> evaluate(const std::vector<CalibrationCase>& cases,
   return out;
 }
 
+double comm_hbm_from_profile(const sim::Profile& p, std::int64_t ctas) {
+  std::vector<const sim::InterferencePoint*> copies;
+  for (const auto& x : p.interference) {
+    if (x.victim == "comm" && x.beside == "gemm" && x.workers == ctas && x.bytes > 0 &&
+        x.alone_us > 0) {
+      copies.push_back(&x);
+    }
+  }
+  if (copies.empty()) return 0;
+  std::sort(copies.begin(), copies.end(),
+            [](const auto* a, const auto* b) { return a->bytes < b->bytes; });
+  const auto* big = copies.back();
+  double bytes = double(big->bytes), us = big->alone_us;
+  for (auto it = copies.rbegin() + 1; it != copies.rend(); ++it) {
+    if ((*it)->bytes < big->bytes && (*it)->alone_us < big->alone_us) {
+      bytes -= double((*it)->bytes);
+      us -= (*it)->alone_us;
+      break;
+    }
+  }
+  // bytes / us is MB/s; / 1e3 is GB/s; x 2: read and written.
+  return 2.0 * bytes / us / 1e3 / double(ctas);
+}
+
 namespace {
 
 // The parameters the fit searches, from the hardware file's (the rest stay as they are); the
@@ -316,7 +341,7 @@ namespace {
 sim::ContentionParams fit(std::vector<Prepared>& prep, const std::vector<CalibrationCase>& cases,
                           const std::vector<std::size_t>& train, sim::ContentionParams base,
                           std::vector<InterferencePair>& pairs, const std::string& wave_rule,
-                          bool fit_ops) {
+                          bool fit_ops, double fixed_per_cta) {
   sim::ContentionParams best = base;
   double best_obj = std::numeric_limits<double>::infinity();
   // Whether a GEMM fills every SM and whether its waves are whole are searched only with the
@@ -330,7 +355,10 @@ sim::ContentionParams fit(std::vector<Prepared>& prep, const std::vector<Calibra
       if (rule == 1 && shape % 2 == 1) continue;  // stream-K does not change the extra-wave rule
       for (std::int64_t tm : {64, 128, 256}) {
         for (std::int64_t tn : {128, 256}) {
-          for (double per_cta : {0.0, 25.0, 50.0, 100.0, 150.0, 200.0, 300.0}) {
+          const std::vector<double> per_cta_grid =
+              fixed_per_cta >= 0 ? std::vector<double>{fixed_per_cta}
+                                 : std::vector<double>{0.0, 25.0, 50.0, 100.0, 150.0, 200.0, 300.0};
+          for (double per_cta : per_cta_grid) {
             for (int ce = 0; ce <= 24; ++ce) {
               for (int me = 0; me <= 20; ++me) {
                 sim::ContentionParams p = base;
@@ -745,13 +773,56 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       }
     }
   }
-  sim::ContentionParams p = fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops);
+  // The comm kernel's HBM draw: fitted, measured in the fit-on profiles, or given.
+  double fixed_per_cta = -1;
+  std::string hbm_from;
+  if (o.comm_hbm == "profile") {
+    std::vector<double> per;
+    for (const auto& path : o.profiles) {
+      const sim::Profile prof = sim::load_profile(path);
+      if (!fit_models.count(prof.model)) continue;
+      const double v = comm_hbm_from_profile(prof, base.comm_ctas);
+      if (v <= 0) {
+        throw InputError(path, "interference.points",
+                         "has no copy timed alone with its bytes on " +
+                             std::to_string(base.comm_ctas) +
+                             " CTAs (--comm-hbm-per-cta profile needs one; profiles made before "
+                             "2026-12-04 lack the bytes)");
+      }
+      per.push_back(v);
+    }
+    if (per.empty()) {
+      throw InputError("--comm-hbm-per-cta", "profile", "no --profile of a --fit-on model");
+    }
+    fixed_per_cta = std::accumulate(per.begin(), per.end(), 0.0) / double(per.size());
+    hbm_from = "; comm HBM draw " + fmt("%.1f", fixed_per_cta) +
+               " GB/s per CTA measured in the fit-on profiles (their long copies on " +
+               std::to_string(base.comm_ctas) + " CTAs, read and written)";
+    os << "comm HBM draw per CTA, measured in the fit-on profiles: " << fmt("%.1f", fixed_per_cta)
+       << " GB/s (the slope between the two longest copies alone on " << base.comm_ctas
+       << " CTAs, bytes read and written), held in the fit\n\n";
+  } else if (o.comm_hbm != "fit") {
+    std::size_t used = 0;
+    try {
+      fixed_per_cta = std::stod(o.comm_hbm, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != o.comm_hbm.size() || !(fixed_per_cta >= 0)) {
+      throw InputError("--comm-hbm-per-cta", o.comm_hbm,
+                       "must be fit, profile, or a number of GB/s per CTA (>= 0)");
+    }
+    hbm_from = "; comm HBM draw held at " + fmt("%.1f", fixed_per_cta) + " GB/s per CTA (given)";
+  }
+  sim::ContentionParams p =
+      fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops, fixed_per_cta);
   p.source = "fitted by tpo calibrate on " + std::to_string(train.size()) + " measured schedules" +
              (fit_pairs.empty()
                   ? ""
                   : " and " + std::to_string(fit_pairs.size()) + " interference microbenchmarks") +
              " of";
   for (const auto& m : o.fit_on) p.source += " " + m;
+  p.source += hbm_from;
   const Eval before = run_all(prep, base, false, all);
   const Eval after = run_all(prep, p, true, all);
   // Per op, with the fitted model (prep holds its resources since the last run_all): the
@@ -833,9 +904,9 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
      << (p.extra_wave ? ", one wave more beside comm"
          : p.stream_k ? ", stream-K waves"
                       : ", whole waves")
-     << ", comm " << p.comm_hbm_gbps_per_cta << " GB/s per CTA, compute_extra " << p.compute_extra
-     << ", comm_extra " << p.comm_extra << " (comm kernels hold " << p.comm_ctas << " of " << p.sms
-     << " SMs)\n\n";
+     << ", comm " << fmt("%.1f", p.comm_hbm_gbps_per_cta) << " GB/s per CTA, compute_extra "
+     << p.compute_extra << ", comm_extra " << p.comm_extra << " (comm kernels hold " << p.comm_ctas
+     << " of " << p.sms << " SMs)\n\n";
   ojson rows = ojson::array();
   for (std::size_t i : all) {
     const auto& c = cases[i];

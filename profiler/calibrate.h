@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/profile.h"
 #include "sim/contention.h"
 #include "sim/plan_file.h"
 
@@ -84,7 +85,18 @@ struct CalibrateOptions {
   // The planner's --threshold: in the decisions, overlap is picked only when it beats none
   // by more than this fraction, as `tpo plan` decides (PlanOptions::threshold).
   double threshold = 0.02;
+  // The comm kernel's HBM draw per CTA (contention.comm_hbm_gbps_per_cta): "fit" (searched over
+  // its grid with the rest), "profile" (measured: the fit-on models' profiles' long copies on
+  // the comm budget's CTAs, comm_hbm_from_profiles), or a number of GB/s held as given.
+  std::string comm_hbm = "fit";
 };
+
+// The HBM bandwidth a copy on `ctas` CTAs draws per CTA, read and written, in GB/s: from a
+// profile's copies timed alone beside-GEMM series (victim "comm", with their bytes) on that many
+// CTAs, the slope between the two largest (so neither a kernel's fixed time nor an L2-resident
+// short copy counts); one such copy alone: its bytes over its time. 0 where the profile has
+// none with bytes (profiles before 2026-12-04 but the two H200 ones, to which they were added).
+double comm_hbm_from_profile(const sim::Profile& p, std::int64_t ctas);
 
 // A copy's cost, fitted: time_us = fixed_us + us_per_unit x size (bytes, or rows), the fixed
 // part once per copy call (the KV write made one per request).

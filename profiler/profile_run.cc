@@ -185,6 +185,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
                             (it.beside == "rowwise" ? "" : "x" + std::to_string(it.k));
         x.alone_us = m.alone.median_us;
         x.beside_us = m.t.median_us;
+        if (!gemm) x.bytes = it.elements * esize;  // the copy's
         if (gemm) {
           gemm_slow.push_back(x.slowdown());
         } else if (it.beside == "gemm") {

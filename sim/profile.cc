@@ -107,6 +107,7 @@ ojson profile_to_json(const Profile& p) {
                        {"beside_us", x.beside_us},
                        {"slowdown", x.slowdown()}});
     if (x.other_us > 0) in.back()["other_us"] = x.other_us;
+    if (x.bytes > 0) in.back()["bytes"] = x.bytes;
   }
   j["interference"] = ojson{{"points", in}};
   if (!p.interference.empty()) {  // summaries of measurements; none without points
@@ -269,6 +270,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
       x.alone_us = e.number("alone_us");
       x.beside_us = e.number("beside_us");
       x.other_us = e.number_or("other_us", 0, /*positive=*/false);
+      x.bytes = static_cast<std::int64_t>(e.number_or("bytes", 0, /*positive=*/false));
       p.interference.push_back(x);
     });
     p.compute_slowdown_under_comm = in.number_or("compute_slowdown_under_comm", 1.0);

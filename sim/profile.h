@@ -57,6 +57,10 @@ struct InterferencePoint {
   double beside_us = 0;
   // The other side's time alone, where the profiler measured it (a fragment's all-reduce).
   double other_us = 0;
+  // A comm victim's bytes (the copy's; read once, written once): written by profiles since
+  // 2026-12-04, added to the two committed H200 profiles from the sweep's definition; 0 where
+  // not known.
+  std::int64_t bytes = 0;
   double slowdown() const { return alone_us > 0 ? beside_us / alone_us : 1.0; }
 };
 struct AlphaBeta {  // t = alpha + beta * bytes over [lo_bytes, hi_bytes]

@@ -2283,6 +2283,28 @@ TEST_CASE(
   r = tpo("calibrate --reports" + reports + " --profile x.json --fit-on llama3.1-8b --wave-rule x");
   CHECK(r.code == 2);
   CHECK(r.out.find("--wave-rule") != std::string::npos);
+  // --comm-hbm-per-cta profile: the comm kernel's HBM draw measured in the fit-on profile (the
+  // slope between its two longest copies on 16 CTAs: (512 - 64) MiB in 1794.9 - 228.3 us, read
+  // and written, 37.5 GB/s per CTA), held in the fit and named in the fitted block's source.
+  {
+    const fs::path m = scratch() / "cal-measured-hbm.json";
+    r = calibrate("--fit-ops --wave-rule extra-wave --comm-hbm-per-cta profile", m);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("measured in the fit-on profiles: 37.5 GB/s") != std::string::npos);
+    const auto jm = nlohmann::json::parse(slurp(m));
+    const auto& params = jm.at("params");
+    CHECK(params.at("comm_hbm_gbps_per_cta").get<double>() == doctest::Approx(37.48).epsilon(1e-3));
+    CHECK(params.at("source").get<std::string>().find("37.5 GB/s per CTA measured") !=
+          std::string::npos);
+    r = calibrate("--comm-hbm-per-cta 42", m);
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(slurp(m)).at("params").at("comm_hbm_gbps_per_cta") == 42.0);
+    for (const char* bad : {"x", "-1", "40x"}) {
+      r = calibrate(std::string("--comm-hbm-per-cta ") + bad, m);
+      CHECK(r.code == 2);
+      CHECK(r.out.find("must be fit, profile, or a number of GB/s per CTA") != std::string::npos);
+    }
+  }
   for (const char* t : {"1", "-0.1", "nan"}) {  // as tpo plan: [0, 1), NaN refused too
     r = tpo("calibrate --reports" + reports +
             " --profile x.json --fit-on llama3.1-8b --threshold " + t);

@@ -20,6 +20,7 @@
 
 #include "../sim/toy.h"
 #include "profiler/backend.h"
+#include "profiler/calibrate.h"
 #include "profiler/fit.h"
 #include "profiler/harness.h"
 #include "profiler/interference_check.h"
@@ -226,6 +227,8 @@ TEST_CASE("profile JSON round trip") {
   p.rowwise.push_back({"rmsnorm", 64, 128, {1, 1, 2, 5}});
   p.allreduce.push_back({8192, 2, 32768, {30, 29, 31, 5}});
   p.interference.push_back({"gemm", "copy", 1, "64x512x128", 100, 120});
+  p.interference.push_back({"comm", "gemm", 16, "64x512x128", 10, 30});
+  p.interference.back().bytes = 1 << 20;  // a copy's bytes, kept (calibrate reads them)
   p.compute_slowdown_under_comm = 1.2;
   p.attention_q_row_stride = 128;
   const auto j = sim::profile_to_json(p);
@@ -274,6 +277,8 @@ TEST_CASE("profile JSON round trip") {
   CHECK(q.rowwise[0].name == "rmsnorm");
   CHECK(q.allreduce[0].bytes == 32768);
   CHECK(q.interference[0].slowdown() == doctest::Approx(1.2));
+  CHECK(q.interference[0].bytes == 0);
+  CHECK(q.interference[1].bytes == 1 << 20);
   CHECK(q.compute_slowdown_under_comm == doctest::Approx(1.2));
   CHECK(sim::profile_to_json(q).dump() == j.dump());
 }
@@ -1227,4 +1232,26 @@ TEST_CASE(
   CHECK(test::error_of([&] {
           sim::profile_from_json(k, "p.json");
         }).find("field 'qkv_qk_norm': must be true or false") != std::string::npos);
+}
+
+TEST_CASE("calibrate: the comm kernel's HBM draw per CTA measured from a profile's long copies") {
+  sim::Profile p;
+  auto copy = [&](std::int64_t ctas, std::int64_t bytes, double us) {
+    p.interference.push_back({"comm", "gemm", ctas, "", us, 2 * us});
+    p.interference.back().bytes = bytes;
+  };
+  CHECK(profiler::comm_hbm_from_profile(p, 16) == 0);  // no copy with its bytes
+  copy(16, 8'000'000, 100);
+  // One copy: its bytes read and written over its time, per CTA: 2 x 8e6 B / 100 us / 16.
+  CHECK(profiler::comm_hbm_from_profile(p, 16) == doctest::Approx(10.0));
+  // A short copy (L2-resident, faster per byte) and one on other CTAs change nothing; a longer
+  // one gives the slope between the two longest: 2 x 56e6 B / 700 us / 16 = 10 GB/s.
+  copy(16, 1'000'000, 5);
+  copy(8, 64'000'000, 300);
+  copy(16, 64'000'000, 800);
+  CHECK(profiler::comm_hbm_from_profile(p, 16) == doctest::Approx(10.0));
+  // The fixed time of a kernel cancels in the slope: 20 us more on each.
+  for (auto& x : p.interference) x.alone_us += 20;
+  CHECK(profiler::comm_hbm_from_profile(p, 16) == doctest::Approx(10.0));
+  CHECK(profiler::comm_hbm_from_profile(p, 32) == 0);
 }
