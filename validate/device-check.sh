@@ -426,6 +426,10 @@ if want calibrate; then
     step "calibrate-ops-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
       --out "$R/calibration-ops-fit-on-$m.json"
+    # The shipped recipe (2026-12-04): the comm kernel's HBM draw measured in the profile.
+    step "calibrate-measured-hbm-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+      --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
+      --comm-hbm-per-cta profile --out "$R/calibration-measured-hbm-fit-on-$m.json"
   done
 fi
 
