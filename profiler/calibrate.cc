@@ -341,7 +341,8 @@ namespace {
 sim::ContentionParams fit(std::vector<Prepared>& prep, const std::vector<CalibrationCase>& cases,
                           const std::vector<std::size_t>& train, sim::ContentionParams base,
                           std::vector<InterferencePair>& pairs, const std::string& wave_rule,
-                          bool fit_ops, double fixed_per_cta) {
+                          bool fit_ops, double fixed_per_cta,
+                          std::map<std::pair<std::int64_t, std::int64_t>, double>* by_block) {
   sim::ContentionParams best = base;
   double best_obj = std::numeric_limits<double>::infinity();
   // Whether a GEMM fills every SM and whether its waves are whole are searched only with the
@@ -382,6 +383,8 @@ sim::ContentionParams fit(std::vector<Prepared>& prep, const std::vector<Calibra
                   best_obj = obj;
                   best = p;
                 }
+                auto [it, fresh] = by_block->try_emplace({tm, tn}, obj);
+                if (!fresh) it->second = std::min(it->second, obj);
               }
             }
           }
@@ -814,8 +817,10 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     }
     hbm_from = "; comm HBM draw held at " + fmt("%.1f", fixed_per_cta) + " GB/s per CTA (given)";
   }
+  // The objective's best per block size: whether the schedules pin the block down.
+  std::map<std::pair<std::int64_t, std::int64_t>, double> by_block;
   sim::ContentionParams p =
-      fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops, fixed_per_cta);
+      fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops, fixed_per_cta, &by_block);
   p.source = "fitted by tpo calibrate on " + std::to_string(train.size()) + " measured schedules" +
              (fit_pairs.empty()
                   ? ""
@@ -906,7 +911,16 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
                       : ", whole waves")
      << ", comm " << fmt("%.1f", p.comm_hbm_gbps_per_cta) << " GB/s per CTA, compute_extra "
      << p.compute_extra << ", comm_extra " << p.comm_extra << " (comm kernels hold " << p.comm_ctas
-     << " of " << p.sms << " SMs)\n\n";
+     << " of " << p.sms << " SMs)\n";
+  // How firmly the fit-on cases choose the block size: each size's best objective (the rest
+  // searched as usual) against the pick's.
+  const double best_obj = by_block.at({p.gemm_cta_m, p.gemm_cta_n});
+  os << "  the fit's objective by block size, each with the rest at its best (the pick = 1):";
+  for (const auto& [mn, obj] : by_block) {
+    os << " " << mn.first << "x" << mn.second << " "
+       << (best_obj > 0 ? fmt("%.2f", obj / best_obj) : std::string("-"));
+  }
+  os << "\n\n";
   ojson rows = ojson::array();
   for (std::size_t i : all) {
     const auto& c = cases[i];
@@ -1043,6 +1057,11 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   rep["legacy_copies"] = copies_json;
   rep["gemm_interpolation"] = interp_json;
   rep["params"] = sim::contention_json(p);
+  rep["objective_by_block"] = ojson::array();
+  for (const auto& [mn, obj] : by_block) {
+    rep["objective_by_block"].push_back(
+        ojson{{"gemm_cta_m", mn.first}, {"gemm_cta_n", mn.second}, {"objective", obj}});
+  }
   rep["fit"] = ojson{{"fixed_factors", summary_json(fb)}, {"contention", summary_json(fa)}};
   rep["held_out"] = ojson{{"fixed_factors", summary_json(tb)}, {"contention", summary_json(ta)}};
   rep["op_classes"] = classes;

@@ -2296,6 +2296,22 @@ TEST_CASE(
     CHECK(params.at("comm_hbm_gbps_per_cta").get<double>() == doctest::Approx(37.48).epsilon(1e-3));
     CHECK(params.at("source").get<std::string>().find("37.5 GB/s per CTA measured") !=
           std::string::npos);
+    // How firmly the schedules pick the block size: each size's best objective, the pick's the
+    // least (here 256x256 is 11% worse than the picked 128x256).
+    CHECK(r.out.find("the fit's objective by block size") != std::string::npos);
+    const auto& blocks = jm.at("objective_by_block");
+    REQUIRE(blocks.size() == 6);
+    double pick = -1, least = 1e300, b256 = -1;
+    for (const auto& b : blocks) {
+      const double v = b.at("objective").get<double>();
+      least = std::min(least, v);
+      if (b.at("gemm_cta_m") == params.at("gemm_cta_m") &&
+          b.at("gemm_cta_n") == params.at("gemm_cta_n"))
+        pick = v;
+      if (b.at("gemm_cta_m") == 256 && b.at("gemm_cta_n") == 256) b256 = v;
+    }
+    CHECK(pick == least);
+    CHECK(b256 > 1.05 * pick);
     r = calibrate("--comm-hbm-per-cta 42", m);
     REQUIRE(r.code == 0);
     CHECK(nlohmann::json::parse(slurp(m)).at("params").at("comm_hbm_gbps_per_cta") == 42.0);
