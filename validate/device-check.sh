@@ -414,20 +414,26 @@ if want calibrate; then
   profs=()
   for p in "$R"/profile-*.json; do [ -s "$p" ] && profs+=("$p"); done
   [ "${#profs[@]}" = 0 ] && profs=(configs/profiles/h200-llama3.1-8b-tp2.json configs/profiles/h200-llama2-70b-tp8.json)
+  # A dry run has no reports of its own: its calibrate steps read the committed 2026-11-29 ones,
+  # so that their options are parsed and run for real.
+  CAL_REPORTS=$R
+  if [ -n "${DRY_RUN:-}" ] && ! ls "$R"/validate-*.json > /dev/null 2>&1; then
+    CAL_REPORTS=results/h200/2026-11-29
+  fi
   for m in llama3.1-8b llama2-70b; do
-    step "calibrate-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+    step "calibrate-fit-on-$m" 120 "$TPO" calibrate --reports "$CAL_REPORTS"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --out "$R/calibration-fit-on-$m.json"
     # Jointly with this run's pairwise microbenchmarks and in-schedule fragments.
-    step "calibrate-joint-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+    step "calibrate-joint-fit-on-$m" 120 "$TPO" calibrate --reports "$CAL_REPORTS"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --fit-microbenchmarks \
       --out "$R/calibration-joint-fit-on-$m.json"
     # On the op durations by class too, with the extra-wave rule (the physical fit of
     # results/h200/calibration/README.md): does it hold on a new run?
-    step "calibrate-ops-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+    step "calibrate-ops-fit-on-$m" 120 "$TPO" calibrate --reports "$CAL_REPORTS"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
       --out "$R/calibration-ops-fit-on-$m.json"
     # The shipped recipe (2026-12-04): the comm kernel's HBM draw measured in the profile.
-    step "calibrate-measured-hbm-fit-on-$m" 120 "$TPO" calibrate --reports "$R"/validate-*.json \
+    step "calibrate-measured-hbm-fit-on-$m" 120 "$TPO" calibrate --reports "$CAL_REPORTS"/validate-*.json \
       --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
       --comm-hbm-per-cta profile --out "$R/calibration-measured-hbm-fit-on-$m.json"
   done
