@@ -16,10 +16,12 @@ std::function<int()> add_calibrate(CLI::App& app) {
       "schedules from `tpo validate --json` reports, keeping the cases of the models not named\n"
       "by --fit-on out of the fit, and report the error on both sets.");
   sub->footer(
-      "Example (the committed H200 runs, fitted on one model and tested on the other):\n"
+      "Example (the committed H200 runs, fitted on one model and tested on the other; the "
+      "shipped fit):\n"
       "  tpo calibrate --reports results/h200/2026-11-29/validate-*.json --profile "
       "configs/profiles/h200-llama3.1-8b-tp2.json configs/profiles/h200-llama2-70b-tp8.json "
-      "--fit-on llama3.1-8b --fit-ops --wave-rule extra-wave --out cal.json");
+      "--fit-on llama3.1-8b --fit-ops --wave-rule extra-wave --comm-hbm-per-cta profile "
+      "--out cal.json");
   sub->add_option("--reports", o->reports, "Validation reports (tpo.validate/1)")
       ->required()
       ->expected(1, -1);
