@@ -3,18 +3,20 @@
 
 Each section runs on its own: one that fails on a missing or partial report (a step that failed
 half way) says so and the others still print."""
-import glob, json, os, sys, traceback
+import glob, json, os, sys
 
 r = sys.argv[1]
 
 
-def readable(pattern):
-    """Each file of the run matching pattern that parses as JSON: (path, content)."""
-    for f in sorted(glob.glob(os.path.join(r, pattern))):
+def readable(*patterns, say=False):
+    """Each file of the run matching any of the patterns that parses as JSON, in name order:
+    (path, content). `say`: name those that do not parse (once per section that reads them)."""
+    for f in sorted(set(sum((glob.glob(os.path.join(r, p)) for p in patterns), []))):
         try:
             yield f, json.load(open(f))
-        except Exception:
-            continue
+        except Exception as e:
+            if say:
+                print(f"{os.path.basename(f)}: unreadable ({e})")
 def validation_cases():
     """Each case of the validation reports, with its comm ops' measured and predicted spans."""
     for f, j in readable("validate-*.json"):
@@ -27,11 +29,7 @@ def validation_cases():
 
 def section_0():
     """profiles"""
-    for f in sorted(glob.glob(os.path.join(r, "profile-*.json"))):
-        try:
-            j = json.load(open(f))
-        except Exception as e:
-            print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    for f, j in readable("profile-*.json", say=True):
         s = j.get("analytical_vs_measured", {}).get("summary", {})
         print(f"\n{os.path.basename(f)} on {j.get('device', {}).get('name', '?')}: analytical model vs measured, per op kind")
         for kind, v in s.items():
@@ -44,13 +42,8 @@ def section_0():
 def section_1():
     """validation table"""
     rows = []
-    for f in sorted(glob.glob(os.path.join(r, "validate-*.json")) + glob.glob(os.path.join(r, "exec-*.json"))
-                   + glob.glob(os.path.join(r, "addnorm-*.json")) + glob.glob(os.path.join(r, "head-*.json"))
-                   + glob.glob(os.path.join(r, "gen*-validate.json"))):
-        try:
-            j = json.load(open(f))
-        except Exception as e:
-            print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    for f, j in readable("validate-*.json", "exec-*.json", "addnorm-*.json", "head-*.json",
+                         "gen*-validate.json", say=True):
         for c in j.get("cases", []):
             chunks = "/".join(str(x) for x in c["strategy"].get("chunks", [])) or "-"
             rows.append((j.get("emulated_links", "?"), c["model"], c["seq_len"], c["strategy"]["name"], chunks,
@@ -71,12 +64,8 @@ def section_2():
     """graph without timing events"""
     # Graph mode: the graph with its per-op timing events against the same graph without them
     # (written 2026-12-04): what the events' nodes cost, which the graph runs' measured times carry.
-    for f in sorted(glob.glob(os.path.join(r, "exec-graph-*.json"))):
-        try:
-            cs = json.load(open(f))["cases"]
-        except Exception as e:
-            print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-        for c in cs:
+    for f, j in readable("exec-graph-*.json"):
+        for c in j.get("cases", []):
             u = sorted(c.get("measured_untimed_runs_us", []))
             if u and u[len(u) // 2] > 0:
                 med = u[len(u) // 2]
@@ -87,11 +76,10 @@ def section_3():
     """embedding and LM head ops"""
     # The embedding and LM head (--embed-head, run since 2026-12-04): their ops, predicted against
     # measured (the LM head from the profile's lm_head rows where it has them).
-    for f in sorted(glob.glob(os.path.join(r, "head-*.json")) + glob.glob(os.path.join(r, "gen*-validate.json"))):
-        try:
-            c = json.load(open(f))["cases"][0]
-        except Exception as e:
-            print(f"{os.path.basename(f)}: unreadable ({e})"); continue
+    for f, j in readable("head-*.json", "gen*-validate.json"):
+        if not j.get("cases"):
+            continue
+        c = j["cases"][0]
         print(f"\n{os.path.basename(f)}: the embedding and LM head ops, predicted vs measured us")
         for op in c["ops"]:
             if op["layer"] < 0:
@@ -102,11 +90,10 @@ def section_3():
 def section_4():
     """generation"""
     # A generation (validate --plan of a generate report): tokens/s speedups predicted and measured.
-    for f in sorted(glob.glob(os.path.join(r, "gen*-validate.json"))):
-        try:
-            g = json.load(open(f))["generation"]
-        except Exception as e:
-            print(f"{os.path.basename(f)}: generation unreadable ({e})"); continue
+    for f, j in readable("gen*-validate.json"):
+        if "generation" not in j:
+            print(f"{os.path.basename(f)}: has no generation block"); continue
+        g = j["generation"]
         print(f"\n{os.path.basename(f)}: prompt {g['prompt']} + {g['new_tokens']} new tokens, tokens/s speedup over none (* = the report's pick)")
         for x in g["strategies"]:
             rs = x.get("report_speedup")
@@ -121,11 +108,7 @@ def section_5():
     # The planner's pick against the measured alternatives (validate --plan --alternatives): per
     # planned point, was the pick the fastest measured, its regret, and "overlap or not".
     dec = []
-    for f in sorted(glob.glob(os.path.join(r, "validate-*.json"))):
-        try:
-            j = json.load(open(f))
-        except Exception:
-            continue
+    for f, j in readable("validate-*.json"):
         cases = j.get("cases", [])
         for d in j.get("decisions", []):
             try:

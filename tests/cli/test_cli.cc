@@ -2312,6 +2312,23 @@ TEST_CASE(
     }
     CHECK(pick == least);
     CHECK(b256 > 1.05 * pick);
+    // A fit-on profile without its copies' bytes (made before 2026-12-04) is refused, named,
+    // and nothing is written.
+    {
+      auto old = nlohmann::json::parse(slurp(src + "/configs/profiles/h200-llama3.1-8b-tp2.json"));
+      for (auto& pt : old["interference"]["points"]) pt.erase("bytes");
+      const fs::path oldp = scratch() / "h200-8b-no-bytes.json";
+      std::ofstream(oldp) << old.dump();
+      const fs::path none = scratch() / "cal-no-bytes.json";
+      r = tpo("calibrate --reports" + reports + " --profile " + oldp.string() + " " + src +
+              "/configs/profiles/h200-llama2-70b-tp8.json --fit-on llama3.1-8b "
+              "--comm-hbm-per-cta profile --out " +
+              none.string());
+      CHECK(r.code == 2);
+      CHECK(r.out.find("h200-8b-no-bytes.json: field 'interference.points': has no copy timed "
+                       "alone with its bytes on 16 CTAs") != std::string::npos);
+      CHECK_FALSE(fs::exists(none));
+    }
     r = calibrate("--comm-hbm-per-cta 42", m);
     REQUIRE(r.code == 0);
     CHECK(nlohmann::json::parse(slurp(m)).at("params").at("comm_hbm_gbps_per_cta") == 42.0);
