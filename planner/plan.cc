@@ -148,42 +148,48 @@ std::int64_t Evaluator::run_graph(const sim::Workload& w, const StrategySpec& sp
   return tl.total_ns;
 }
 
-// A graph of L layers is its builder's graph of K layers with L - K more copies of a middle
-// layer (same ops, costs and dependencies, shifted; a test checks this for every strategy).
-// The engine's steady-state skipping runs the K-layer graph as: layers until the state at a
-// layer's start repeats the previous layer's (layer m, depending only on the graph before it,
-// which all lengths share), then a jump over the repeated layers, then the graph's last
-// layers, shifted. The L-layer run is the same with L - K more layers jumped, each adding
-// the same time, the same busy and the same hidden communication. So where the K- and
-// (K+1)-layer runs both jumped, and the second by exactly one layer's ops more, the L-layer
-// numbers are the K-layer ones plus L - K times their difference; otherwise (and for a
-// ladder on only the last layers) the full graph is run.
-std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec,
-                                std::int64_t* exposed) {
-  ++simulations_;
+std::int64_t time_from_runs(const sim::Workload& w, const StrategySpec& spec, sim::ExecMode exec,
+                            const std::function<LayerRun(std::int64_t)>& run,
+                            std::int64_t* exposed, bool* shortened) {
+  if (shortened) *shortened = false;
   constexpr std::int64_t kShort = 8;
   // Only where every layer is built alike (a ladder on the last N layers is not), and where
   // the engine can skip at all (it does not with launch release times: eager or graph).
   const bool alike = (spec.ladder_layers == 0 || !sim::strategy(spec.kind).uses_ladder_layers()) &&
                      sim::layers_alike(w.model, w.layers, w.seq + w.context);
-  if (alike && cm_.exec() == sim::ExecMode::Queued && w.layers > 2 * kShort + 2) {
-    sim::Workload a = w;
-    a.layers = kShort;
-    std::int64_t ea = 0, eb = 0;
-    std::size_t sa = 0, sb = 0, na = 0, nb = 0;
-    const std::int64_t ta = run_graph(a, spec, &ea, &sa, &na);
-    if (sa > 0) {
-      a.layers = kShort + 1;
-      const std::int64_t tb = run_graph(a, spec, &eb, &sb, &nb);
-      if (nb > na && sb == sa + (nb - na)) {
+  if (alike && exec == sim::ExecMode::Queued && w.layers > 2 * kShort + 2) {
+    const LayerRun a = run(kShort);
+    if (a.skipped > 0) {
+      const LayerRun b = run(kShort + 1);
+      if (b.ops > a.ops && b.skipped == a.skipped + (b.ops - a.ops)) {
         const std::int64_t more = w.layers - kShort;
-        if (exposed) *exposed = ea + more * (eb - ea);
-        ++shortened_;
-        return ta + more * (tb - ta);
+        if (exposed) *exposed = a.exposed_ns + more * (b.exposed_ns - a.exposed_ns);
+        if (shortened) *shortened = true;
+        return a.total_ns + more * (b.total_ns - a.total_ns);
       }
     }
   }
-  return run_graph(w, spec, exposed, nullptr, nullptr);
+  const LayerRun r = run(w.layers);
+  if (exposed) *exposed = r.exposed_ns;
+  return r.total_ns;
+}
+
+std::int64_t Evaluator::time_ns(const sim::Workload& w, const StrategySpec& spec,
+                                std::int64_t* exposed) {
+  ++simulations_;
+  bool shortened = false;
+  const std::int64_t t = time_from_runs(
+      w, spec, cm_.exec(),
+      [&](std::int64_t layers) {
+        sim::Workload a = w;
+        a.layers = layers;
+        LayerRun r;
+        r.total_ns = run_graph(a, spec, &r.exposed_ns, &r.skipped, &r.ops);
+        return r;
+      },
+      exposed, &shortened);
+  shortened_ += shortened;
+  return t;
 }
 
 Candidate Evaluator::full(const StrategySpec& spec) {

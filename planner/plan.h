@@ -112,6 +112,29 @@ void run_plan(Plan& plan, const sim::CostModel* cm = nullptr);
 
 class SplitScorer;
 
+// One run of a graph of some number of layers (Evaluator::time_ns's parts): its total and
+// exposed communication, the ops the engine skipped in a steady state, and the graph's ops.
+struct LayerRun {
+  std::int64_t total_ns = 0;
+  std::int64_t exposed_ns = 0;
+  std::size_t skipped = 0;
+  std::size_t ops = 0;
+};
+// The time of `spec` on `w` from runs of its graph at some layer counts: `run(layers)`. A
+// graph of L layers is its builder's graph of K layers with L - K more copies of a middle
+// layer (same ops, costs and dependencies, shifted; a test checks this for every strategy).
+// The engine's steady-state skipping runs the K-layer graph as: layers until the state at a
+// layer's start repeats the previous layer's (layer m, depending only on the graph before it,
+// which all lengths share), then a jump over the repeated layers, then the graph's last
+// layers, shifted. The L-layer run is the same with L - K more layers jumped, each adding
+// the same time, the same busy and the same hidden communication. So where the K- and
+// (K+1)-layer runs both jumped, and the second by exactly one layer's ops more, the L-layer
+// numbers are the K-layer ones plus L - K times their difference (*shortened set true);
+// otherwise (and for a ladder on only the last layers) the full graph is run.
+std::int64_t time_from_runs(const sim::Workload& w, const sim::StrategySpec& spec,
+                            sim::ExecMode exec, const std::function<LayerRun(std::int64_t)>& run,
+                            std::int64_t* exposed, bool* shortened);
+
 // Times candidates. ISO split search scores a split by a 3-layer timeline extrapolated to
 // all layers (layers are identical, so the pipeline repeats: each extra layer adds the step
 // between the starts of layers 1 and 2; sliding-window and full layers in a pattern repeat by
@@ -126,6 +149,8 @@ class Evaluator {
   // The same without that shortcut (for tests), and how many full() calls took it.
   Candidate full_unshortened(const sim::StrategySpec& spec);
   std::int64_t shortened() const { return shortened_; }
+  // Counts a simulation made outside the evaluator (a FullSplitTimer's), as full() counts.
+  void count_simulation() { ++simulations_; }
   double surrogate_ns(const sim::StrategySpec& spec);
   std::int64_t simulations() const { return simulations_; }
   const sim::Workload& workload() const { return w_; }
@@ -181,8 +206,8 @@ constexpr std::int64_t kExhaustiveLimit = 2000;  // k = 3 up to 4096 tokens at a
 SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, std::int64_t align,
                          const std::vector<std::int64_t>& seed = {});
 // The same search with every split timed in full (Evaluator::full, ranked with the risk
-// factor): coordinate descent from each of `starts` (chunk lengths; those off the grid are
-// skipped), every grid position of a line within 32, coarse to fine (16 steps, then halving)
+// factor): coordinate descent from each of `starts` (chunk lengths, as many as the first
+// start's; those off the grid or of another count are skipped), every grid position of a line within 32, coarse to fine (16 steps, then halving)
 // beyond. For where the surrogate (3 layers, or a window pattern's template) is not the full
 // timeline (a pipeline not yet in its steady state, as a comm-bound iso+ladder): each split a
 // whole simulation.

@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "planner/plan.h"
+
 namespace tpo::planner {
 
 using sim::Op;
@@ -12,7 +14,7 @@ using sim::StrategyKind;
 using sim::StrategySpec;
 
 SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, StrategyKind kind,
-                         std::int64_t k)
+                         std::int64_t k, std::int64_t whole_layers)
     : cm_(cm),
       repeat_(sim::layer_repeat(w.model, w.layers, w.seq + w.context)),
       context_(w.context) {
@@ -21,6 +23,13 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   // As Evaluator::surrogate_ns: a template of a few layers whose step repeats, or (layers that
   // do not repeat) every layer, and the score its whole run.
   t.layers = repeat_.template_layers;
+  if (whole_layers > 0) {
+    // As Evaluator::run_graph: the graph of that many layers, run whole.
+    t.layers = whole_layers;
+    repeat_.template_layers = whole_layers;
+    repeat_.steps = 0;
+    engine_.set_skip_steady_state(true);
+  }
   std::vector<std::int64_t> even;
   for (std::int64_t j = 0; j < k; ++j) even.push_back(w.seq * (j + 1) / k - w.seq * j / k);
   template_ = sim::build_schedule(t, StrategySpec(kind, even));
@@ -127,7 +136,7 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
       first2_ = static_cast<std::int32_t>(i);
     }
   }
-  if (!in_order) return;  // no bound
+  if (!in_order || whole_layers > 0) return;  // no bound
   if (step_) {
     if (first1_ < 0 || first2_ <= first1_) return;  // no bound for an unexpected graph
     const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);
@@ -422,6 +431,37 @@ double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) 
     step = std::max(step, from1_[static_cast<std::size_t>(first2_)] * path_scale);
   }
   return done(total + steps * step);
+}
+
+FullSplitTimer::FullSplitTimer(const sim::Workload& w, const sim::CostModel& cm,
+                               StrategyKind kind, std::int64_t k)
+    : w_(w), cm_(cm), kind_(kind), k_(k) {}
+
+FullSplitTimer::~FullSplitTimer() = default;
+
+SplitScorer& FullSplitTimer::at(std::int64_t layers) {
+  for (auto& [n, s] : scorers_) {
+    if (n == layers) return *s;
+  }
+  scorers_.emplace_back(layers, std::make_unique<SplitScorer>(w_, cm_, kind_, k_, layers));
+  return *scorers_.back().second;
+}
+
+std::int64_t FullSplitTimer::total_ns(const std::vector<std::int64_t>& chunks) {
+  bool shortened = false;
+  const std::int64_t t = time_from_runs(
+      w_, StrategySpec(kind_, chunks), cm_.exec(),
+      [&](std::int64_t layers) {
+        SplitScorer& s = at(layers);
+        LayerRun r;
+        r.total_ns = static_cast<std::int64_t>(s.score_ns(chunks));
+        r.skipped = s.ops_skipped();
+        r.ops = s.ops();
+        return r;
+      },
+      nullptr, &shortened);
+  shortened_ += shortened;
+  return t;
 }
 
 }  // namespace tpo::planner

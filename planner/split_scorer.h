@@ -48,8 +48,11 @@ namespace tpo::planner {
 class SplitScorer {
  public:
   // For `kind` cut into `k` chunks on `w` (w.seq >= k); `cm` must outlive the scorer.
+  // `whole_layers` > 0: the graph of that many layers instead of the surrogate's template, and
+  // the score its whole run (with the engine's steady-state skipping; no bound): what
+  // Evaluator::run_graph gives for that many layers (FullSplitTimer's parts).
   SplitScorer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
-              std::int64_t k);
+              std::int64_t k, std::int64_t whole_layers = 0);
   // Evaluator::surrogate_ns of the split (chunk token counts). Given a finite `best`, the
   // run may stop as soon as layer 1 + period has started, if the steps so far already show the
   // score cannot be below `best`: it then returns a lower bound >= best and sets *exact false.
@@ -70,6 +73,9 @@ class SplitScorer {
     return beat;
   }
   bool bound_enabled() const { return bound_; }
+  // The template's ops, and those the engine skipped in the last whole run.
+  std::size_t ops() const { return template_.ops.size(); }
+  std::size_t ops_skipped() const { return engine_.ops_skipped(); }
 
  private:
   struct Cost {
@@ -155,6 +161,30 @@ class SplitScorer {
   std::uint32_t skipped_ = 0;                     // splits since the bound was last tried
   double scale_ = 1;                              // fixed factors: the smallest of the split
   std::array<double, 3> comm_g_{1, 1, 1};         // fixed factors: an all-reduce's least
+};
+
+// Times ISO splits in full: exactly Evaluator::full's total (a test compares them), from
+// template graphs built once per (strategy, chunk count) and re-costed per split (SplitScorer's
+// whole runs) instead of a graph built and costed per split: the 8- and 9-layer graphs of
+// Evaluator's shortcut for a deep model (time_from_runs), else the whole model's. For
+// search_split_in_full, which times every split it visits this way.
+class FullSplitTimer {
+ public:
+  FullSplitTimer(const sim::Workload& w, const sim::CostModel& cm, sim::StrategyKind kind,
+                 std::int64_t k);
+  ~FullSplitTimer();
+  std::int64_t total_ns(const std::vector<std::int64_t>& chunks);
+  // How many total_ns calls took the shortcut.
+  std::int64_t shortened() const { return shortened_; }
+
+ private:
+  SplitScorer& at(std::int64_t layers);  // built on first use
+  const sim::Workload& w_;
+  const sim::CostModel& cm_;
+  sim::StrategyKind kind_;
+  std::int64_t k_;
+  std::vector<std::pair<std::int64_t, std::unique_ptr<SplitScorer>>> scorers_;
+  std::int64_t shortened_ = 0;
 };
 
 }  // namespace tpo::planner

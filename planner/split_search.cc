@@ -244,20 +244,24 @@ SplitResult search_split_in_full(Evaluator& ev, StrategyKind kind,
                                  std::int64_t align) {
   const std::int64_t seq = ev.workload().seq;
   const std::int64_t grid = (seq - 1) / align;
+  if (starts.empty()) return {};
+  // Each split timed as ev.full times it, on graphs built once.
+  FullSplitTimer timer(ev.workload(), ev.cost_model(), kind,
+                       static_cast<std::int64_t>(starts.front().size()));
   std::unordered_map<std::vector<std::int64_t>, double, BoundsHash> timed;
   auto time_of = [&](const std::vector<std::int64_t>& b) {
     const auto it = timed.find(b);
     if (it != timed.end()) return it->second;
     const auto chunks = chunks_from(b, seq);
-    const double t =
-        static_cast<double>(ev.full(StrategySpec(kind, chunks)).total_ns) * ev.risk_factor(chunks);
+    ev.count_simulation();
+    const double t = static_cast<double>(timer.total_ns(chunks)) * ev.risk_factor(chunks);
     timed.emplace(b, t);
     return t;
   };
   SplitResult best;
   for (const auto& start : starts) {
     std::vector<std::int64_t> b = bounds_of(start);
-    bool on_grid = !b.empty();
+    bool on_grid = !b.empty() && start.size() == starts.front().size();
     for (std::size_t i = 0; i < b.size(); ++i) {
       on_grid = on_grid && b[i] % align == 0 && b[i] > (i ? b[i - 1] : 0) && b[i] < seq;
     }

@@ -155,6 +155,72 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
   CHECK(stopped > 0);  // runs do stop early
 }
 
+TEST_CASE("the full split timer gives exactly the evaluator's full time") {
+  static const std::string gemma2 = std::string(TPO_TEST_DATA) + "/hf_gemma2_config.json";
+  // Deep models (the 8- and 9-layer shortcut), a shallow one (the whole graph), the contention
+  // model, fixed factors, a measured profile, eager launches (no shortcut), a cached prefix
+  // with two requests, the embedding and LM head, and Gemma-2 past its window (layers not
+  // alike: the whole graph).
+  struct Full {
+    Case c;
+    bool embed_head;
+  };
+  const Full cases[] = {
+      {{"llama3-70b", "h200x8", 8, 3000, 0, 0, 1, "", sim::ExecMode::Queued}, false},
+      {{"llama2-70b", "a100x8", 8, 5000, 0, 0, 1, "", sim::ExecMode::Queued}, true},
+      {{"qwen2.5-72b", "rtx4090x8", 8, 2000, 6, 0, 1, "", sim::ExecMode::Queued}, false},
+      {{"llama2-70b", "h200x8", 8, 4096, 0, 0, 1, "h200-llama2-70b-tp8.json",
+        sim::ExecMode::Queued},
+       false},
+      {{"llama3.1-8b", "h100x8", 8, 1500, 0, 0, 1, "", sim::ExecMode::Eager}, false},
+      {{"llama3-70b", "a800x8", 8, 1024, 0, 3000, 2, "", sim::ExecMode::Queued}, false},
+      {{gemma2.c_str(), "h200x8", 8, 6000, 0, 0, 1, "", sim::ExecMode::Queued}, false},
+  };
+  std::mt19937 rng(11);
+  std::int64_t shortened = 0, whole = 0;
+  for (const Full& f : cases) {
+    const Case& c = f.c;
+    sim::WorkloadOptions o;
+    o.model = c.model;
+    o.hardware = c.hardware;
+    o.tp = c.tp;
+    o.seq = c.seq;
+    o.layers = c.layers;
+    o.context = c.context;
+    o.batch = c.batch;
+    o.embed_head = f.embed_head;
+    if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+    const sim::Workload w = sim::make_workload(o);
+    auto cm = sim::make_cost_model(w, o.profile);
+    cm->set_exec(c.exec);
+    Evaluator ev(w, *cm);
+    for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
+      for (std::int64_t k : {2, 3}) {
+        FullSplitTimer timer(w, *cm, kind, k);
+        const auto splits = random_splits(c.seq, k, 6, rng);
+        for (const auto& chunks : splits) {
+          CAPTURE(c.model);
+          CAPTURE(c.hardware);
+          CAPTURE(sim::strategy_name(kind));
+          CAPTURE(join_tokens(chunks));
+          const std::int64_t want = ev.full(sim::StrategySpec(kind, chunks)).total_ns;
+          CHECK(timer.total_ns(chunks) == want);
+        }
+        // The same splits again, in another order: a re-costed template keeps no trace of the
+        // split before.
+        for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
+          CHECK(timer.total_ns(*it) == ev.full(sim::StrategySpec(kind, *it)).total_ns);
+        }
+        shortened += timer.shortened();
+        whole += static_cast<std::int64_t>(2 * splits.size()) - timer.shortened();
+      }
+    }
+  }
+  // Both ways are exercised.
+  CHECK(shortened > 0);
+  CHECK(whole > 0);
+}
+
 TEST_CASE("re-segmenting an op gives the op the builder makes at that split") {
   sim::WorkloadOptions o;
   o.model = "qwen2.5-72b";  // biases on qkv
