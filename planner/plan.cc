@@ -149,8 +149,8 @@ std::int64_t Evaluator::run_graph(const sim::Workload& w, const StrategySpec& sp
 }
 
 std::int64_t time_from_runs(const sim::Workload& w, const StrategySpec& spec, sim::ExecMode exec,
-                            const std::function<LayerRun(std::int64_t)>& run,
-                            std::int64_t* exposed, bool* shortened) {
+                            const std::function<LayerRun(std::int64_t)>& run, std::int64_t* exposed,
+                            bool* shortened) {
   if (shortened) *shortened = false;
   constexpr std::int64_t kShort = 8;
   // Only where every layer is built alike (a ladder on the last N layers is not), and where

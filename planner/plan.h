@@ -207,10 +207,10 @@ SplitResult search_split(Evaluator& ev, sim::StrategyKind kind, std::int64_t k, 
                          const std::vector<std::int64_t>& seed = {});
 // The same search with every split timed in full (Evaluator::full, ranked with the risk
 // factor): coordinate descent from each of `starts` (chunk lengths, as many as the first
-// start's; those off the grid or of another count are skipped), every grid position of a line within 32, coarse to fine (16 steps, then halving)
-// beyond. For where the surrogate (3 layers, or a window pattern's template) is not the full
-// timeline (a pipeline not yet in its steady state, as a comm-bound iso+ladder): each split a
-// whole simulation.
+// start's; those off the grid or of another count are skipped), every grid position of a line
+// within 32, coarse to fine (16 steps, then halving) beyond. For where the surrogate (3 layers, or
+// a window pattern's template) is not the full timeline (a pipeline not yet in its steady state, as
+// a comm-bound iso+ladder): each split a whole simulation.
 SplitResult search_split_in_full(Evaluator& ev, sim::StrategyKind kind,
                                  const std::vector<std::vector<std::int64_t>>& starts,
                                  std::int64_t align);

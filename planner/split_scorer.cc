@@ -433,8 +433,8 @@ double SplitScorer::bound(const std::vector<std::int64_t>& chunks, double stop) 
   return done(total + steps * step);
 }
 
-FullSplitTimer::FullSplitTimer(const sim::Workload& w, const sim::CostModel& cm,
-                               StrategyKind kind, std::int64_t k)
+FullSplitTimer::FullSplitTimer(const sim::Workload& w, const sim::CostModel& cm, StrategyKind kind,
+                               std::int64_t k)
     : w_(w), cm_(cm), kind_(kind), k_(k) {}
 
 FullSplitTimer::~FullSplitTimer() = default;
