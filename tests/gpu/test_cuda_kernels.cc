@@ -435,6 +435,38 @@ int main() {
       expect_close(name, got, hz1);
     }
   }
+  // The norms at the block sizes they launch with (norm_threads): one row of a 70B's hidden
+  // and more (1024 threads, two vector passes with a partial last one), a few rows of 16384,
+  // 300 rows (256 threads, from 256 rows), and a scalar row longer than 1024 threads.
+  {
+    struct NormShape {
+      std::int64_t rows, cols;
+    };
+    for (const NormShape& n :
+         {NormShape{1, 8200}, NormShape{3, 16384}, NormShape{300, 4104}, NormShape{2, 8195}}) {
+      const std::int64_t rows = n.rows, cols = n.cols;
+      cu::Buffer x(rows * cols * 2), o(rows * cols * 2), w(cols * 2), y(rows * cols * 2);
+      cu::fill_random_bf16(x.get(), rows * cols, 41, 1.0f, s);
+      cu::fill_random_bf16(o.get(), rows * cols, 42, 1.0f, s);
+      cu::fill_random_bf16(w.get(), cols, 43, 1.0f, s);
+      ctx.synchronize();
+      std::vector<float> hx = device_values(x, rows * cols), ho = device_values(o, rows * cols),
+                         hw = device_values(w, cols), hy(rows * cols);
+      char name[48];
+      cu::rmsnorm_bf16(x.get(), w.get(), y.get(), rows, cols, 1e-5f, s);
+      ctx.synchronize();
+      cpu::rmsnorm(hx.data(), hw.data(), hy.data(), rows, cols);
+      std::snprintf(name, sizeof name, "rmsnorm/%dx%d", int(rows), int(cols));
+      expect_close(name, device_values(y, rows * cols), hy);
+      cu::add_rmsnorm_bf16(x.get(), o.get(), w.get(), y.get(), rows, cols, 1e-5f, s);
+      ctx.synchronize();
+      cpu::add_rmsnorm(hx.data(), ho.data(), hw.data(), hy.data(), rows, cols);
+      std::snprintf(name, sizeof name, "add_rmsnorm/%dx%d x", int(rows), int(cols));
+      expect_close(name, device_values(x, rows * cols), hx);
+      std::snprintf(name, sizeof name, "add_rmsnorm/%dx%d y", int(rows), int(cols));
+      expect_close(name, device_values(y, rows * cols), hy);
+    }
+  }
   // The rotary kernel against the CPU one: 2 requests x 5 rows at positions 7..11, 3 heads of
   // 64 with 48 values rotated (partial), rows 224 values apart (a qkv row's K and V after
   // them stay untouched); its table in bf16 as the runtime uploads it.

@@ -7,13 +7,15 @@ namespace tpo::validate::cuda {
 
 namespace {
 
-// One block per row; VEC: 8 values per load. With ADD, x += o first (rounded to bf16 and
-// stored, as add_bf16 stores it) and the norm is of the sum: the fused add and norm. Each thread
-// reads back in the second pass exactly the values it wrote in the first (the same columns), so
-// no barrier is needed between them but block_sum's. Without ADD, x is only read (y may be x).
+// One block per row (of norm_threads threads); VEC: 8 values per load. With ADD, x += o first
+// (rounded to bf16 and stored, as add_bf16 stores it) and the norm is of the sum: the fused add and
+// norm. Each thread reads back in the second pass exactly the values it wrote in the first (the
+// same columns), so no barrier is needed between them but block_sum's. Without ADD, x is only read
+// (y may be x).
 template <bool VEC, bool ADD>
-__global__ void rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, std::int64_t cols,
-                               std::int64_t pitch, float eps) {
+__global__ void __launch_bounds__(1024)
+    rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, std::int64_t cols,
+                   std::int64_t pitch, float eps) {
   bf16* xr = x + blockIdx.x * pitch;
   const bf16* orow = ADD ? o + blockIdx.x * pitch : nullptr;
   bf16* yr = y + blockIdx.x * pitch;
@@ -59,6 +61,18 @@ __global__ void rmsnorm_kernel(bf16* x, const bf16* o, const bf16* w, bf16* y, s
   }
 }
 
+// Threads per row for a norm of `rows` rows of `loads` loads each (8-value loads on the vector
+// path): vLLM's rule for its rms_norm and fused_add_rms_norm (csrc/layernorm_kernels.cu, read
+// 2026-12-04): up to 1024 threads below 256 rows, where a row is latency-bound and one block
+// per row leaves SMs idle, 256 from 256 rows (more blocks per SM), and no more than the row has
+// loads; in whole warps (block_sum's shuffles). Before 2026-12-04 always 256: a one-row norm of
+// hidden 8192 then made four dependent passes of 4 KiB where vLLM makes one.
+int norm_threads(std::int64_t rows, std::int64_t loads) {
+  const std::int64_t most = rows < 256 ? 1024 : 256;
+  const std::int64_t warps = std::max<std::int64_t>(1, (loads + 31) / 32);
+  return static_cast<int>(std::min(most, 32 * warps));
+}
+
 // rmsnorm_kernel<VEC, ADD> on `rows` rows `pitch` values apart (0: cols): the vector path
 // where every pointer and the pitch allow it.
 template <bool ADD>
@@ -73,10 +87,12 @@ void launch_rmsnorm(void* x, const void* o, const void* w, void* y, std::int64_t
   if (cols % 8 == 0 && pitch % 8 == 0 && aligned16(x) && (!ADD || aligned16(o)) && aligned16(w) &&
       aligned16(y)) {
     rmsnorm_kernel<true, ADD>
-        <<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, pitch, eps);
+        <<<unsigned(rows), unsigned(norm_threads(rows, cols / 8)), 0, S(stream)>>>(
+            xb, ob, wb, yb, cols, pitch, eps);
   } else {
     rmsnorm_kernel<false, ADD>
-        <<<unsigned(rows), 256, 0, S(stream)>>>(xb, ob, wb, yb, cols, pitch, eps);
+        <<<unsigned(rows), unsigned(norm_threads(rows, cols)), 0, S(stream)>>>(xb, ob, wb, yb, cols,
+                                                                               pitch, eps);
   }
   TPO_CUDA_CHECK(cudaGetLastError());
 }
