@@ -36,6 +36,12 @@ struct WorkloadFlags {
   bool rope = false;
   bool add_norm = false;
   bool vocab = false;  // --vocab without --embed-head (plan: its generate scenario)
+  // Everything that shapes one schedule run: simulate's and validate's set.
+  static WorkloadFlags one_schedule() {
+    WorkloadFlags f;
+    f.embed_head = f.emulate = f.comm_ctas = f.sm_clock = f.exec = f.rope = f.add_norm = true;
+    return f;
+  }
 };
 void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& f);
 void bind_strategy(CLI::App* sub, sim::StrategyOptions* s);

@@ -208,15 +208,7 @@ std::function<int()> add_simulate(CLI::App& app) {
       "  tpo simulate --strategy iso --split 0.55,0.45 --json r.json --trace r.trace.json\n"
       "  tpo simulate --model llama3-70b --hardware h100x8 --tp 8 --phase decode --batch 16 "
       "--seq 2048 --exec graph --compare");
-  WorkloadFlags f;
-  f.embed_head = true;
-  f.emulate = true;
-  f.comm_ctas = true;
-  f.sm_clock = true;
-  f.exec = true;
-  f.rope = true;
-  f.add_norm = true;
-  bind_workload(sub, &c->workload, f);
+  bind_workload(sub, &c->workload, WorkloadFlags::one_schedule());
   bind_strategy(sub, &c->strategy);
   sub->add_flag("--compare", c->compare,
                 "Simulate every strategy that applies and print them side by side");

@@ -81,15 +81,7 @@ std::function<int()> add_validate(CLI::App& app) {
       "--strategy iso --profile cpu.json\n"
       "  tpo validate --backend cuda --plan plan.json --comm emulated   (one GPU: all-reduces "
       "imitated)");
-  WorkloadFlags f;
-  f.embed_head = true;
-  f.emulate = true;
-  f.comm_ctas = true;
-  f.sm_clock = true;
-  f.exec = true;
-  f.rope = true;
-  f.add_norm = true;
-  bind_workload(sub, &o->workload, f);
+  bind_workload(sub, &o->workload, WorkloadFlags::one_schedule());
   bind_strategy(sub, &o->strategy);
   sub->add_option("--trace", o->trace_path,
                   "Write predicted and measured timelines as one Chrome trace to FILE");
