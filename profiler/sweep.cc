@@ -40,6 +40,8 @@ validate::AttentionShape attention_shape(const Item& it) {
   s.kv_heads = it.kv_heads;
   s.head_dim = it.head_dim;
   s.kv_capacity = it.prefix + it.q_tokens;
+  s.scale = it.attn_scale;
+  s.softcap = it.attn_softcap;
   // Q in place in the fused qkv rows, as the runtimes read it (no gather).
   s.q_row_stride = (it.q_heads + 2 * it.kv_heads) * it.head_dim;
   return s;
@@ -47,7 +49,6 @@ validate::AttentionShape attention_shape(const Item& it) {
 
 std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d, std::int64_t tp,
                              const SweepOptions& o) {
-  (void)m;
   std::vector<Item> items;
   const auto grid = token_grid(o);
   // Held back: sizes between grid points (never measured for the tables).
@@ -282,6 +283,11 @@ std::vector<Item> make_sweep(const sim::ModelConfig& m, const sim::ShardDims& d,
     if (!keys.insert(it.key).second) {
       throw std::logic_error("profile sweep: the key " + it.key + " names two measurements");
     }
+  }
+  // Attention as the model scores it (Gemma's scale, Gemma-2's soft cap): the runtimes' kernel.
+  for (Item& it : items) {
+    it.attn_scale = static_cast<float>(m.attn_scale);
+    it.attn_softcap = static_cast<float>(m.attn_softcap);
   }
   return items;
 }

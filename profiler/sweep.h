@@ -46,6 +46,8 @@ struct Item {
   std::int64_t rope_dim = 0;
   bool qk_norm = false;  // qkv: its per-head query and key norms first (Qwen3, Gemma-3)
   bool bias = false;     // a GEMM with the model's bias in its epilogue
+  // Attention (and the comm beside it): the scores' scale and soft cap (AttentionShape's).
+  float attn_scale = 0, attn_softcap = 0;
   // qkv: the values per row before K (the query heads), and of K (and of V) after them.
   std::int64_t q_width() const { return q_heads * head_dim; }
   std::int64_t kv_width() const { return kv_heads * head_dim; }

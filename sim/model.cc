@@ -304,8 +304,7 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
 }
 
 // What a Hugging Face config has that tpo reads as something simpler: said, not refused.
-void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string& path,
-                ModelConfig& m) {
+void read_notes(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
   if (j.contains("max_position_embeddings") && j.at("max_position_embeddings").is_number()) {
     m.max_positions = std::max<std::int64_t>(
         0, static_cast<std::int64_t>(j.at("max_position_embeddings").get<double>()));
@@ -344,11 +343,36 @@ void read_notes(const nlohmann::json& j, const JsonObject& o, const std::string&
       break;
     }
   }
-  const std::string type = o.string_or("model_type", "");
-  for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
-    if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
-      m.notes.push_back(std::string(cap) + " (a tanh on the logits) is not timed");
+  const char* cap = "final_logit_softcapping";
+  if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
+    m.notes.push_back(std::string(cap) +
+                      " (a tanh on the LM head's logits) is neither timed nor run");
+  }
+}
+
+// The attention scores' scale and soft cap (m.head_dim read): Gemma's query_pre_attn_scalar
+// (the scores scaled by its inverse square root instead of head_dim's) and Gemma-2's
+// attn_logit_softcapping. A null, absent or zero cap is none.
+void read_attention_scores(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
+  auto positive = [&](const char* key, bool zero_is_none) -> double {
+    if (!j.contains(key) || j.at(key).is_null()) return 0;
+    const auto& v = j.at(key);
+    const double x = v.is_number() ? v.get<double>() : -1;
+    if (zero_is_none && x == 0) return 0;
+    if (!(x > 0) || !(x < 1e6)) {
+      throw InputError(path, key, "must be a number above 0 and below 1e6, not " + v.dump());
     }
+    return x;
+  };
+  if (const double q = positive("query_pre_attn_scalar", false); q > 0) {
+    m.attn_scale = 1.0 / std::sqrt(q);
+  }
+  m.attn_softcap = positive("attn_logit_softcapping", true);
+  if (m.attn_softcap > 0) {
+    m.notes.push_back(
+        "attn_logit_softcapping (a tanh on each attention score) is run by the runtimes and "
+        "timed by a profile, but the analytical model charges nothing for it (an assumption: a "
+        "fused kernel applies it between its two matrix products)");
   }
 }
 
@@ -538,6 +562,8 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
                                   "rope_theta",
                                   "partial_rotary_factor",
                                   "rms_norm_eps",
+                                  "query_pre_attn_scalar",
+                                  "attn_logit_softcapping",
                                   "sliding_window",
                                   "layer_types",
                                   "source",
@@ -559,7 +585,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
   } else {  // Hugging Face: dense Llama-style decoders with a gated MLP
     refuse_unmodelled(j, o, path);
     m.sliding_window = sliding_window_of(j, path);
-    read_notes(j, o, path, m);
+    read_notes(j, path, m);
     if (multimodal) {
       m.notes.push_back("the language model is read from " + fs::path(path).filename().string() +
                         "'s text_config: the vision tower and projector are not timed (a "
@@ -587,6 +613,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     m.head_dim = m.hidden / m.heads;
   }
   read_rotary(j, path, m);
+  read_attention_scores(j, path, m);
   // Every RMSNorm's epsilon: rms_norm_eps (1e-6, transformers' default, where a config has
   // none). It changes no cost; the runtimes normalize with it.
   if (j.contains("rms_norm_eps") && !j.at("rms_norm_eps").is_null()) {

@@ -43,6 +43,13 @@ struct ModelConfig {
   // An RMSNorm over each query and each key head (head_dim values, its own weight) between the
   // qkv projection and the rotary embeddings: Qwen3's and Gemma-3's q_norm and k_norm.
   bool qk_norm = false;
+  // The attention scores' scale: query_pre_attn_scalar^-1/2 where a config gives it (Gemma;
+  // 0: 1 / sqrt(head_dim)), and Gemma-2's soft cap on the scaled scores before the softmax,
+  // cap x tanh(score / cap) (attn_logit_softcapping; 0: none). The runtimes compute with both;
+  // neither changes a cost the model charges (a fused kernel applies the cap between its two
+  // matrix products: an assumption that it costs nothing measurable beside them).
+  double attn_scale = 0;
+  double attn_softcap = 0;
   // An RMSNorm on each attention's and each MLP's output (after its all-reduce) before the
   // residual add: Gemma-2's and Gemma-3's post_attention_layernorm and
   // post_feedforward_layernorm.

@@ -63,6 +63,9 @@ ojson model_json(const ModelConfig& m) {
           {"rope_theta", m.rope_theta},
           {"qk_norm", m.qk_norm},
           {"post_norms", m.post_norms}};
+  // Gemma's attention scores (what the runtimes compute; no cost): only where a config sets them.
+  if (m.attn_scale > 0) j["attn_scale"] = m.attn_scale;
+  if (m.attn_softcap > 0) j["attn_logit_softcapping"] = m.attn_softcap;
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     ojson layers = ojson::array();

@@ -121,7 +121,8 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
   const auto& v0 = m.v0[static_cast<std::size_t>(rank)][static_cast<std::size_t>(layer)];
   const std::int64_t window = m.window.at(static_cast<std::size_t>(layer));
   Mat out = Mat::Zero(m.tokens, qd);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const double scale = m.attn_scale > 0 ? m.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
+  const double cap = m.attn_softcap;
   // Keys and values of each request at every position: the cached prefix, then the new tokens.
   std::vector<Mat> keys, values;
   for (std::int64_t b = 0; b < m.batch; ++b) {
@@ -153,6 +154,7 @@ Mat attention(const ModelData& m, std::int64_t rank, std::int64_t layer, const M
       const auto bi = static_cast<std::size_t>(b);
       Mat sc = qkv.block(b * m.seq + i0, h * D, len, D) *
                keys[bi].block(0, g * D, seen, D).transpose() * scale;
+      if (cap > 0) sc = (sc.array() / cap).tanh() * cap;
       for (std::int64_t r = 0; r < len; ++r) {
         // Keys first..visible - 1: all earlier positions, or the layer's sliding window.
         const std::int64_t visible = m.context + i0 + r + 1;

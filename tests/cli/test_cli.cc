@@ -734,13 +734,30 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
   cfg = nlohmann::json::parse(slurp(data + "/hf_gemma_config.json"));
   cfg["model_type"] = "gemma2";
   cfg["attn_logit_softcapping"] = 50.0;
+  cfg["final_logit_softcapping"] = 30.0;
   const fs::path g2 = dir / "g2.json";
   std::ofstream(g2) << cfg.dump();
   r = tpo("plan --scenario generate --model " + g2.string() + " --hardware h100x8 --tp 4 --quiet");
   // Its four norms per layer are timed since 2026-12-04: no note for them.
   CHECK(r.out.find("four norms") == std::string::npos);
-  CHECK(r.out.find("note: attn_logit_softcapping (a tanh on the logits) is not timed") !=
+  // Since 2026-12-04 the runtimes run the attention's soft cap; the analytical model does not
+  // charge it. The LM head's is neither run nor timed.
+  CHECK(r.out.find("note: attn_logit_softcapping (a tanh on each attention score) is run by the "
+                   "runtimes and timed by a profile, but the analytical model charges nothing") !=
         std::string::npos);
+  CHECK(r.out.find("note: final_logit_softcapping (a tanh on the LM head's logits) is neither "
+                   "timed nor run") != std::string::npos);
+  // A cap or scale that is not a positive number names the file and the field.
+  for (const char* key : {"attn_logit_softcapping", "query_pre_attn_scalar"}) {
+    auto bad = cfg;
+    bad[key] = -1;
+    const fs::path b = dir / "gbad.json";
+    std::ofstream(b) << bad.dump();
+    r = tpo("simulate --model " + b.string() + " --hardware h100x8 --tp 4");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("gbad.json") != std::string::npos);
+    CHECK(r.out.find(key) != std::string::npos);
+  }
   // validate: the biases the runtimes leave out of what they run and check.
   cfg = {{"model_type", "qwen2"},    {"hidden_act", "silu"},     {"hidden_size", 128},
          {"intermediate_size", 256}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},

@@ -56,6 +56,19 @@ if [ "${TPO_REQUIRE_CUDNN:-0}" = 1 ]; then
     --backend cuda --comm emulated --model "$W" --hardware h100x8 --tp 2 --seq 128 --context 64 \
     --layers 2 --repeat 2 --strategy iso --attention cudnn
 fi
+# Gemma's attention scores (since 2026-12-04): its own scale and Gemma-2's soft cap, tight
+# enough to bite on these scores, with the window above; each kernel against the reference.
+G="$TMP/tiny-gemma2-scores.json"
+sed -e 's/"vocab_size": 1000,/"vocab_size": 1000, "query_pre_attn_scalar": 100, "attn_logit_softcapping": 0.5,/' \
+  "$W" > "$G"
+check "validate cuda emulated: Gemma's scale and soft cap, cuBLAS attention" "$TPO" validate \
+  --backend cuda --comm emulated --model "$G" --hardware h100x8 --tp 2 --seq 128 --context 64 \
+  --layers 2 --repeat 2 --strategy iso --attention cublas
+if [ "${TPO_REQUIRE_CUDNN:-0}" = 1 ]; then
+  check "validate cuda emulated: Gemma's scale and soft cap, cuDNN attention" "$TPO" validate \
+    --backend cuda --comm emulated --model "$G" --hardware h100x8 --tp 2 --seq 128 --context 64 \
+    --layers 2 --repeat 2 --strategy iso --attention cudnn
+fi
 # The rest of a layer as users run it (since 2026-12-04): biases on every GEMM (the cuBLASLt
 # epilogue; o_proj's and down's on rank 0), per-head query and key norms (Qwen3), Gemma's
 # post-norms, and half of each head rotated (partial rotary).

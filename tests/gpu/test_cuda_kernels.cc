@@ -56,9 +56,11 @@ cu::Buffer upload(const std::vector<float>& v) {
 // qkv-wide rows ((hq + 2 hkv) x d apart) as the runtimes read it.
 void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::int64_t prefix,
                  std::int64_t hq, std::int64_t hkv, std::int64_t d, bool in_place = false,
-                 std::int64_t window = 0) {
+                 std::int64_t window = 0, float softcap = 0, float scale = 0) {
   cu::AttentionShape sh;
   sh.window = window;
+  sh.softcap = softcap;
+  sh.scale = scale;
   sh.requests = requests;
   sh.q_tokens = q;
   sh.prefix = prefix;
@@ -80,9 +82,10 @@ void check_fused(cu::Context& ctx, std::int64_t requests, std::int64_t q, std::i
                      hv = device_values(vb, kvn), ho(qn);
   cpu::attention(hq_.data(), hk.data(), hv.data(), ho.data(), sh);
   char name[160];
-  std::snprintf(name, sizeof name, "fused attention r%lld q%lld p%lld h%lld/%lld d%lld%s w%lld",
+  std::snprintf(name, sizeof name,
+                "fused attention r%lld q%lld p%lld h%lld/%lld d%lld%s w%lld cap %g scale %g",
                 (long long)requests, (long long)q, (long long)prefix, (long long)hq, (long long)hkv,
-                (long long)d, in_place ? " Q in qkv" : "", (long long)window);
+                (long long)d, in_place ? " Q in qkv" : "", (long long)window, softcap, scale);
   expect_close(name, device_values(ob, qn), ho);
 }
 }  // namespace
@@ -312,6 +315,22 @@ int main() {
                   (long long)prefix);
     expect_close(name, device_values(ow, qn), hw);
   }
+  // Gemma's scores in the cuBLAS attention: its own scale and a soft cap tight enough to bite.
+  for (const std::int64_t window : {std::int64_t{0}, std::int64_t{20}}) {
+    cu::AttentionShape w = sh;
+    w.prefix = 41;
+    w.window = window;
+    w.scale = 0.2f;
+    w.softcap = 0.3f;
+    cu::Buffer ow(qn * 2), sw(cu::attention_scratch_bytes(w));
+    cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), ow.get(), sw.get(), w, s);
+    ctx.synchronize();
+    std::vector<float> hw(qn);
+    cpu::attention(hq.data(), hk.data(), hv.data(), hw.data(), w);
+    char name[48];
+    std::snprintf(name, sizeof name, "attn softcap, window %lld", (long long)window);
+    expect_close(name, device_values(ow, qn), hw);
+  }
   {  // Decode past a window: one query per request after 777 cached tokens, a window of 512.
     cu::AttentionShape dw;
     dw.requests = 16;
@@ -373,6 +392,11 @@ int main() {
     fused(2, 48, 41, 4, 2, 64, true, 20);
     fused(1, 1000, 0, 8, 1, 128, true, 256);
     fused(16, 1, 777, 8, 1, 128, false, 512);
+    // Gemma's scores: its own scale and Gemma-2's soft cap (tight, so that it bites), with and
+    // without a window, after a prefix and in decode.
+    fused(2, 48, 41, 4, 2, 128, true, 0, 0.3f, 0.2f);
+    fused(2, 48, 41, 4, 2, 128, true, 20, 0.3f, 0.2f);
+    fused(16, 1, 777, 8, 1, 128, false, 0, 0.3f, 0.2f);
   }
   // rmsnorm, SiLU*mul and the residual add: 200 columns (the 8-wide vector paths) and 203
   // (the scalar ones).

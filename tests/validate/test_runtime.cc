@@ -231,6 +231,50 @@ TEST_CASE("the model's rms_norm_eps: every runtime norm and the reference use it
   CHECK(validate::relative_error(r, base) > 1e-3);
 }
 
+TEST_CASE("Gemma's attention scores: the runtime and the reference scale and soft-cap alike") {
+  const validate::RunOptions o = once();
+  auto w = tiny(sim::Phase::Prefill, 2, 64, 16, 2);
+  StrategySpec iso(StrategyKind::Iso);
+  iso.chunk_tokens = std::vector<std::int64_t>{24, 40};
+  const auto base = validate::run_cpu(w, sim::build_schedule(w, iso), o).output;
+  std::vector<float> capped;
+  // A scale of its own (query_pre_attn_scalar), then with a cap tight enough to bite on these
+  // scores.
+  for (const double cap : {0.0, 0.2}) {
+    CAPTURE(cap);
+    w.model.attn_scale = 0.5;
+    w.model.attn_softcap = cap;
+    for (const auto& spec : {StrategySpec(StrategyKind::None), iso}) {
+      const auto r = validate::run_cpu(w, sim::build_schedule(w, spec), o).output;
+      CHECK(validate::relative_error(r, validate::reference_forward(w, spec, o.seed)) < 1e-5);
+      CHECK(validate::relative_error(r, base) > 1e-3);  // the scale and the cap change the output
+      if (cap > 0 && spec.kind == StrategyKind::Iso) capped = r;
+    }
+  }
+  // The cap's own effect, against the same scale without it.
+  w.model.attn_softcap = 0;
+  const auto uncapped = validate::run_cpu(w, sim::build_schedule(w, iso), o).output;
+  CHECK(validate::relative_error(capped, uncapped) > 1e-3);
+  // The CPU kernel: cap x tanh(score / cap) on the scaled scores, before the softmax.
+  validate::AttentionShape a;
+  a.q_tokens = 2;
+  a.prefix = 1;
+  a.head_dim = 2;
+  a.kv_capacity = 3;
+  a.scale = 1.0f;
+  a.softcap = 0.5f;
+  const std::vector<float> q{1, 0, 2, 1}, k{1, 0, 0, 1, 3, 1}, v{1, 0, 0, 1, 2, 2};
+  std::vector<float> out(4);
+  validate::cpu::attention(q.data(), k.data(), v.data(), out.data(), a);
+  // Query 1 (position 2) sees keys 0..2: scores 2, 1, 7, capped 0.5 tanh(4), 0.5 tanh(2),
+  // 0.5 tanh(14).
+  double p[3], sum = 0;
+  const double sc[3] = {2, 1, 7};
+  for (int j = 0; j < 3; ++j) sum += p[j] = std::exp(0.5 * std::tanh(sc[j] / 0.5));
+  CHECK(out[2] == doctest::Approx((p[0] * 1 + p[1] * 0 + p[2] * 2) / sum).epsilon(1e-5));
+  CHECK(out[3] == doctest::Approx((p[0] * 0 + p[1] * 1 + p[2] * 2) / sum).epsilon(1e-5));
+}
+
 TEST_CASE("the validation data's rotary table holds bf16 values, as the GPU runtime uploads it") {
   const auto w = tiny(sim::Phase::Prefill, 1, 64, 32, 1);
   const auto m = validate::make_data(w, 7);

@@ -2,6 +2,7 @@
 // the runtimes and the tests describe attention one way.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace tpo::validate {
@@ -15,6 +16,14 @@ struct AttentionShape {
   // A sliding window: each query sees only the last `window` positions, itself included
   // (0: every earlier position).
   std::int64_t window = 0;
+  // The scores' scale (0: 1 / sqrt(head_dim); Gemma: query_pre_attn_scalar^-1/2), and a soft cap
+  // on the scaled scores before the softmax, cap x tanh(score / cap) (0: none; Gemma-2's
+  // attn_logit_softcapping).
+  float scale = 0;
+  float softcap = 0;
+  float score_scale() const {
+    return scale > 0 ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  }
   // The first key position query `i` of the chunk sees.
   std::int64_t first_key(std::int64_t i) const {
     const std::int64_t last = prefix + i;

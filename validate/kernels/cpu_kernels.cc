@@ -143,7 +143,7 @@ std::vector<float> rope_table(std::int64_t positions, std::int64_t rot, double t
 void attention(const float* q, const float* k, const float* v, float* out,
                const AttentionShape& s) {
   const std::int64_t d = s.head_dim, group = s.q_heads / s.kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = s.score_scale(), cap = s.softcap;
   std::vector<float> score(static_cast<std::size_t>(s.prefix + s.q_tokens));
   for (std::int64_t r = 0; r < s.requests; ++r) {
     const float* kr = k + r * s.kv_capacity * s.kv_heads * d;
@@ -158,8 +158,9 @@ void attention(const float* q, const float* k, const float* v, float* out,
           const float* kv = kr + (j * s.kv_heads + kvh) * d;
           float dot = 0;
           for (std::int64_t e = 0; e < d; ++e) dot += qv[e] * kv[e];
-          score[static_cast<std::size_t>(j)] = dot * scale;
-          mx = std::max(mx, dot * scale);
+          const float sc = cap > 0 ? cap * std::tanh(dot * scale / cap) : dot * scale;
+          score[static_cast<std::size_t>(j)] = sc;
+          mx = std::max(mx, sc);
         }
         double sum = 0;
         for (std::int64_t j = first; j < keys; ++j) {

@@ -36,15 +36,19 @@ __global__ void attention_ptrs_kernel(AttnPtrs a, const bf16* q, const bf16* k, 
 // One block per (query row, request x head): softmax over the keys the row may see, zeros
 // elsewhere, up to the padded row length ld. Score column j is key first + j; the row sees
 // keys up to prefix + row, and with a window > 0 only the last `window` of them. Scores are
-// [request x head][q][ld] fp32; probabilities the same layout in bf16.
-__global__ void masked_softmax_kernel(const float* s, bf16* p, int q, int ld, int prefix, int first,
-                                      int window) {
+// [request x head][q][ld] fp32, capped in place first where cap > 0 (cap x tanh(score / cap),
+// Gemma-2's soft cap); probabilities the same layout in bf16.
+__global__ void masked_softmax_kernel(float* s, bf16* p, int q, int ld, int prefix, int first,
+                                      int window, float cap) {
   const int row = blockIdx.x, h = blockIdx.y;
-  const float* sr = s + (std::size_t(h) * q + row) * ld;
+  float* sr = s + (std::size_t(h) * q + row) * ld;
   bf16* pr = p + (std::size_t(h) * q + row) * ld;
   const int last = prefix + row;  // the row's own position
   const int lo = (window > 0 && last + 1 > window ? last + 1 - window : 0) - first;
   const int hi = last + 1 - first;
+  if (cap > 0) {  // each thread caps the columns it reads below (the same j stride)
+    for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) sr[j] = cap * tanhf(sr[j] / cap);
+  }
   float mx = -INFINITY;
   for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) mx = fmaxf(mx, sr[j]);
   mx = block_max(mx);
@@ -147,14 +151,14 @@ void attention_bf16(Context& ctx, const void* q, const void* k, const void* v, v
       probs, batch, int(s.q_heads), int(s.q_heads / s.kv_heads), d, (long long)nq * ldq,
       (long long)nq * ldo, (long long)s.kv_capacity * ldk, (long long)per_head);
   TPO_CUDA_CHECK(cudaGetLastError());
-  const float scale = 1.0f / std::sqrt(float(d)), one = 1.0f, zero = 0.0f;
+  const float scale = s.score_scale(), one = 1.0f, zero = 0.0f;
   // Column-major view: S_b^T (kv x nq, ld) = K_g^T' (K stored d x kv, ld ldk, transposed)
   // times Q_h (d x nq, ld ldq).
   TPO_CUBLAS_CHECK(cublasGemmBatchedEx(
       I.blas, CUBLAS_OP_T, CUBLAS_OP_N, kv, nq, d, &scale, P.k, CUDA_R_16BF, ldk, P.q, CUDA_R_16BF,
       ldq, &zero, P.s, CUDA_R_32F, ld, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   masked_softmax_kernel<<<dim3(unsigned(nq), unsigned(batch)), 256, 0, S(stream)>>>(
-      scores, probs, nq, ld, int(s.prefix), first, int(s.window));
+      scores, probs, nq, ld, int(s.prefix), first, int(s.window), s.softcap);
   TPO_CUDA_CHECK(cudaGetLastError());
   // O_h^T (d x nq, ld ldo) = V_g (d x kv, ld ldk) P_b^T (kv x nq, ld ld).
   TPO_CUBLAS_CHECK(cublasGemmBatchedEx(

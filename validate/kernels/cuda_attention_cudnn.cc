@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -102,7 +103,7 @@ struct Plan {
 };
 
 using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, float>;
 
 // What cuDNN keeps per GPU, made on first use there.
 struct Device {
@@ -175,11 +176,30 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const Attenti
   auto options = fe::graph::SDPA_attributes()
                      .set_name("prefix_causal_attention")
                      .set_generate_stats(false)
-                     .set_attn_scale(1.0f / std::sqrt(static_cast<float>(d)))
-                     .set_causal_mask_bottom_right(true);
+                     .set_attn_scale(s.score_scale());
   // A sliding window: each query keeps the keys within `window` of its own position, itself
   // included (the frontend retains key + window - (skv - sq) > query row).
-  if (band) options.set_diagonal_band_left_bound(int(s.window));
+  if (s.softcap > 0) {
+    // Gemma-2's soft cap on the scaled scores, as a score modifier. The frontend applies no
+    // built-in mask beside one, so the modifier masks too, after the cap, with the helper its
+    // built-in bottom-right causal mask and left bound use (the same bounds as below).
+    const float cap_value = s.softcap;
+    const std::optional<std::int64_t> left =
+        band ? std::optional<std::int64_t>(s.window) : std::nullopt;
+    options.set_score_mod(
+        [cap_value, left, sq, skv](std::shared_ptr<fe::graph::Graph> graph,
+                                   std::shared_ptr<fe::graph::Tensor_attributes> score) {
+          auto cap = std::make_shared<fe::graph::Tensor_attributes>(cap_value);
+          fe::graph::attn::score_modifiers::Softcap softcap;
+          auto capped = softcap.forward(graph, score, cap);
+          return fe::graph::attn::score_modifiers::sliding_window_mask(
+              graph, capped, fe::DiagonalAlignment_t::BOTTOM_RIGHT, left, std::int64_t{0}, sq, skv,
+              nullptr, nullptr, nullptr, nullptr);
+        });
+  } else {
+    options.set_causal_mask_bottom_right(true);
+    if (band) options.set_diagonal_band_left_bound(int(s.window));
+  }
   auto [O, stats] = g->sdpa(Q, K, V, options);
   (void)stats;
   O->set_output(true).set_uid(kO).set_dim({b, hq, sq, d}).set_stride({sq * hq * d, d, hq * d, 1});
@@ -241,11 +261,18 @@ namespace {
 
 // The plan cache's key of a shape on device `dev`.
 Key key_of(int dev, const AttentionShape& s) {
-  return {dev,          s.requests,
-          s.q_heads,    s.kv_heads,
-          s.head_dim,   s.q_tokens,
-          s.prefix,     s.kv_capacity,
-          s.q_stride(), s.window < s.prefix + s.q_tokens ? s.window : 0};
+  return {dev,
+          s.requests,
+          s.q_heads,
+          s.kv_heads,
+          s.head_dim,
+          s.q_tokens,
+          s.prefix,
+          s.kv_capacity,
+          s.q_stride(),
+          s.window < s.prefix + s.q_tokens ? s.window : 0,
+          s.score_scale(),
+          s.softcap};
 }
 
 // The device's cuDNN handle, made on first use; st.mu held.

@@ -84,6 +84,8 @@ ModelData make_data(const sim::Workload& w, std::uint64_t seed, std::int64_t ran
   }
   m.qk_norm = w.model.qk_norm;
   m.post_norms = w.model.post_norms;
+  m.attn_scale = static_cast<float>(w.model.attn_scale);
+  m.attn_softcap = static_cast<float>(w.model.attn_softcap);
   const auto& d = m.d;
   const std::int64_t qd = d.q_heads * d.head_dim, kvd = d.kv_heads * d.head_dim;
   const std::int64_t made =
@@ -201,7 +203,7 @@ std::shared_ptr<const ModelData> shared_data(const sim::Workload& w, std::uint64
       seed, made, only_rank, static_cast<int>(w.model.activation), layer_windows(w),
       w.rope ? w.model.rotary_dim : 0, w.model.rope_theta, w.model.qk_norm, w.model.post_norms,
       w.model.qkv_bias, w.model.o_bias, w.model.mlp_bias, w.embed_head, w.vocab_replicated,
-      w.model.vocab, w.model.rms_norm_eps);
+      w.model.vocab, w.model.rms_norm_eps, w.model.attn_scale, w.model.attn_softcap);
   static std::mutex mu;
   static std::optional<std::remove_const_t<decltype(key)>> cached_key;
   static std::shared_ptr<const ModelData> cached;
@@ -225,6 +227,8 @@ AttentionShape chunk_attention(const ModelData& m, std::int64_t layer, std::int6
   a.kv_heads = m.d.kv_heads;
   a.head_dim = m.d.head_dim;
   a.kv_capacity = m.cap;
+  a.scale = m.attn_scale;
+  a.softcap = m.attn_softcap;
   return a;
 }
 

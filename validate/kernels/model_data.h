@@ -36,6 +36,10 @@ struct ModelData {
   // position's cosines and sines, [cap][rotary_dim] (cpu::rope_table).
   std::int64_t rotary_dim = 0;
   std::vector<float> rope_table;
+  // The attention scores' scale (0: 1 / sqrt(head_dim)) and soft cap (0: none), as
+  // AttentionShape takes them (Gemma's query_pre_attn_scalar, Gemma-2's
+  // attn_logit_softcapping).
+  float attn_scale = 0, attn_softcap = 0;
   bool qk_norm = false;     // per-head query and key norms before the rotation (Qwen3, Gemma-3)
   bool post_norms = false;  // a norm on each module's reduced output before its add (Gemma)
   std::vector<std::vector<LayerWeights>> w;  // [rank][layer], ranks generated
