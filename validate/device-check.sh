@@ -286,7 +286,7 @@ if want test; then
   # A skipped GPU test (exit 77, no device) counts as a failure here.
   # cuDNN logs its errors (only) into the step log, should a fused check fail.
   step gpu-tests 120 env CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr "$BUILD/tests/tpo_gpu_tests"
-  step gpu-cli 150 tests/gpu/cli_gpu.sh "$TPO" tests/data
+  step gpu-cli 180 tests/gpu/cli_gpu.sh "$TPO" tests/data
 fi
 
 # Steps that exercise code never run on a GPU before (the comm SM budget, eager launches and
