@@ -119,6 +119,7 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
     }
   }
 
+  if (whole_layers > 0) return;  // what follows serves the bound only
   work_ = s.num_ranks == 1;
   all_count_.assign(nslots, 0);
   step_count_.assign(nslots, 0);
@@ -136,7 +137,7 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
       first2_ = static_cast<std::int32_t>(i);
     }
   }
-  if (!in_order || whole_layers > 0) return;  // no bound
+  if (!in_order) return;  // no bound
   if (step_) {
     if (first1_ < 0 || first2_ <= first1_) return;  // no bound for an unexpected graph
     const auto f1 = static_cast<std::size_t>(first1_), f2 = static_cast<std::size_t>(first2_);

@@ -350,7 +350,7 @@ void read_notes(const nlohmann::json& j, const std::string& path, ModelConfig& m
   }
 }
 
-// The attention scores' scale and soft cap (m.head_dim read): Gemma's query_pre_attn_scalar
+// The attention scores' scale and soft cap: Gemma's query_pre_attn_scalar
 // (the scores scaled by its inverse square root instead of head_dim's) and Gemma-2's
 // attn_logit_softcapping. A null, absent or zero cap is none.
 void read_attention_scores(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
@@ -371,8 +371,8 @@ void read_attention_scores(const nlohmann::json& j, const std::string& path, Mod
   if (m.attn_softcap > 0) {
     m.notes.push_back(
         "attn_logit_softcapping (a tanh on each attention score) is run by the runtimes and "
-        "timed by a profile, but the analytical model charges nothing for it (an assumption: a "
-        "fused kernel applies it between its two matrix products)");
+        "timed by a profile made since 2026-12-04, but the analytical model charges nothing for "
+        "it (an assumption: a fused kernel applies it between its two matrix products)");
   }
 }
 

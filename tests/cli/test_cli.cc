@@ -743,8 +743,8 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
   // Since 2026-12-04 the runtimes run the attention's soft cap; the analytical model does not
   // charge it. The LM head's is neither run nor timed.
   CHECK(r.out.find("note: attn_logit_softcapping (a tanh on each attention score) is run by the "
-                   "runtimes and timed by a profile, but the analytical model charges nothing") !=
-        std::string::npos);
+                   "runtimes and timed by a profile made since 2026-12-04, but the analytical "
+                   "model charges nothing") != std::string::npos);
   CHECK(r.out.find("note: final_logit_softcapping (a tanh on the LM head's logits) is neither "
                    "timed nor run") != std::string::npos);
   // A cap or scale that is not a positive number names the file and the field.

@@ -46,7 +46,9 @@ __global__ void masked_softmax_kernel(float* s, bf16* p, int q, int ld, int pref
   const int last = prefix + row;  // the row's own position
   const int lo = (window > 0 && last + 1 > window ? last + 1 - window : 0) - first;
   const int hi = last + 1 - first;
-  if (cap > 0) {  // each thread caps the columns it reads below (the same j stride)
+  // Each thread caps its own columns, which the max and sum loops read back; the last loop reads
+  // other threads' columns, after the barriers in block_max and block_sum.
+  if (cap > 0) {
     for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) sr[j] = cap * tanhf(sr[j] / cap);
   }
   float mx = -INFINITY;

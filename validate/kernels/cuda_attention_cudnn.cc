@@ -110,6 +110,10 @@ struct Device {
   cudnnHandle_t handle = nullptr;
   std::shared_ptr<fe::KernelCache> kernel_cache;  // shared by its dynamic-shape plans
   bool dynamic_ok = true;                         // dynamic-shape plans not refused here
+  // The same two for soft-capped graphs (Gemma-2's), another topology, kept apart so that a
+  // refusal of theirs leaves the others' dynamic plans alone.
+  std::shared_ptr<fe::KernelCache> capped_kernel_cache;
+  bool capped_dynamic_ok = true;
   bool probed = false;
   std::string probe_error;  // why the probe call failed ("" = it ran)
 };
@@ -180,18 +184,30 @@ std::shared_ptr<fe::graph::Graph> make_graph(cudnnHandle_t handle, const Attenti
   // A sliding window: each query keeps the keys within `window` of its own position, itself
   // included (the frontend retains key + window - (skv - sq) > query row).
   if (s.softcap > 0) {
-    // Gemma-2's soft cap on the scaled scores, as a score modifier. The frontend applies no
-    // built-in mask beside one, so the modifier masks too, after the cap, with the helper its
-    // built-in bottom-right causal mask and left bound use (the same bounds as below).
-    const float cap_value = s.softcap;
+    // Gemma-2's soft cap on the scaled scores, as a score modifier: cap x tanh(score x scale /
+    // cap), the scale inside it (the SDPA's own scale is 1), so that the order of the two does
+    // not depend on which of cuDNN's SDPA nodes runs the graph. The frontend applies no
+    // built-in mask beside a modifier, so the modifier masks too, after the cap, with the
+    // helper its built-in bottom-right causal mask and left bound use (the same bounds as
+    // below).
+    options.set_attn_scale(1.0f);
+    const float cap_value = s.softcap, pre = s.score_scale() / s.softcap;
     const std::optional<std::int64_t> left =
         band ? std::optional<std::int64_t>(s.window) : std::nullopt;
     options.set_score_mod(
-        [cap_value, left, sq, skv](std::shared_ptr<fe::graph::Graph> graph,
-                                   std::shared_ptr<fe::graph::Tensor_attributes> score) {
-          auto cap = std::make_shared<fe::graph::Tensor_attributes>(cap_value);
-          fe::graph::attn::score_modifiers::Softcap softcap;
-          auto capped = softcap.forward(graph, score, cap);
+        [cap_value, pre, left, sq, skv](std::shared_ptr<fe::graph::Graph> graph,
+                                        std::shared_ptr<fe::graph::Tensor_attributes> score) {
+          using fe::PointwiseMode_t;
+          using fe::graph::Pointwise_attributes;
+          auto scaled = graph->pointwise(
+              score, std::make_shared<fe::graph::Tensor_attributes>(pre),
+              Pointwise_attributes().set_name("scale_over_cap").set_mode(PointwiseMode_t::MUL));
+          auto tanh = graph->pointwise(
+              scaled,
+              Pointwise_attributes().set_name("softcap_tanh").set_mode(PointwiseMode_t::TANH_FWD));
+          auto capped = graph->pointwise(
+              tanh, std::make_shared<fe::graph::Tensor_attributes>(cap_value),
+              Pointwise_attributes().set_name("times_cap").set_mode(PointwiseMode_t::MUL));
           return fe::graph::attn::score_modifiers::sliding_window_mask(
               graph, capped, fe::DiagonalAlignment_t::BOTTOM_RIGHT, left, std::int64_t{0}, sq, skv,
               nullptr, nullptr, nullptr, nullptr);
@@ -233,9 +249,9 @@ Plan build(cudnnHandle_t handle, const AttentionShape& s, std::shared_ptr<fe::Ke
     if (!dynamic_error.empty()) {
       dynamic_ok = false;  // the static plan built where the dynamic one did not: not again here
       std::fprintf(stderr,
-                   "tpo: cuDNN attention: dynamic-shape plans unavailable (%s); building one "
+                   "tpo: cuDNN attention: dynamic-shape plans unavailable%s (%s); building one "
                    "plan per shape\n",
-                   dynamic_error.c_str());
+                   s.softcap > 0 ? " with a soft cap" : "", dynamic_error.c_str());
     }
   }
   check(p.graph->get_workspace_size(p.workspace_bytes), "get_workspace_size");
@@ -249,6 +265,12 @@ Plan build(cudnnHandle_t handle, const AttentionShape& s, std::shared_ptr<fe::Ke
                  (long long)s.requests, (long long)s.q_tokens, (long long)s.prefix, sec);
   }
   return p;
+}
+
+// build() with the device's kernel cache and flag for the shape's topology.
+Plan build(Device& d, const AttentionShape& s) {
+  return s.softcap > 0 ? build(d.handle, s, d.capped_kernel_cache, d.capped_dynamic_ok)
+                       : build(d.handle, s, d.kernel_cache, d.dynamic_ok);
 }
 
 }  // namespace
@@ -305,7 +327,7 @@ void run_locked(State& st, int dev, const void* q, const void* k, const void* v,
   const Key key = key_of(dev, s);
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
-    it = st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok)).first;
+    it = st.plans.emplace(key, build(d, s)).first;
   }
   std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
                                                {kK, const_cast<void*>(k)},
@@ -381,7 +403,7 @@ bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::strin
     const Key key = key_of(dev, s);
     if (st.plans.count(key)) continue;
     try {
-      st.plans.emplace(key, build(d.handle, s, d.kernel_cache, d.dynamic_ok));
+      st.plans.emplace(key, build(d, s));
       built.push_back(key);
     } catch (const std::exception& e) {
       cudaGetLastError();  // a failed workspace allocation must not fail a later, cuBLAS, kernel
@@ -397,6 +419,7 @@ bool fused_attention_plans(const std::vector<AttentionShape>& shapes, std::strin
                (s.window > 0 && s.window < s.prefix + s.q_tokens
                     ? ", a sliding window of " + std::to_string(s.window)
                     : std::string()) +
+               (s.softcap > 0 ? ", a soft cap of " + std::to_string(s.softcap) : std::string()) +
                " (" + e.what() + ")";
       }
       return false;

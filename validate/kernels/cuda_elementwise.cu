@@ -62,11 +62,13 @@ __global__ void __launch_bounds__(1024)
 }
 
 // Threads per row for a norm of `rows` rows of `loads` loads each (8-value loads on the vector
-// path): vLLM's rule for its rms_norm and fused_add_rms_norm (csrc/layernorm_kernels.cu, read
-// 2026-12-04): up to 1024 threads below 256 rows, where a row is latency-bound and one block
-// per row leaves SMs idle, 256 from 256 rows (more blocks per SM), and no more than the row has
-// loads; in whole warps (block_sum's shuffles). Before 2026-12-04 always 256: a one-row norm of
-// hidden 8192 then made four dependent passes of 4 KiB where vLLM makes one.
+// path): vLLM's rule for its rms_norm (csrc/layernorm_kernels.cu, read 2026-12-04): up to 1024
+// threads below 256 rows, where a row is latency-bound and one block per row leaves SMs idle,
+// 256 from 256 rows (more blocks per SM), and no more than the row has loads (its
+// fused_add_rms_norm launches up to as many threads as the row has values, of which one in 8
+// loads on its vector path: the same loads in flight); in whole warps (block_sum's shuffles).
+// Before 2026-12-04 always 256: a one-row norm of hidden 8192 then made four dependent passes of 4
+// KiB where vLLM makes one.
 int norm_threads(std::int64_t rows, std::int64_t loads) {
   const std::int64_t most = rows < 256 ? 1024 : 256;
   const std::int64_t warps = std::max<std::int64_t>(1, (loads + 31) / 32);
