@@ -300,35 +300,28 @@ int main() {
   // Sliding windows: 20 keys per query after the 41-token prefix (the first query's window
   // starts at key 22: the GEMMs skip the keys before it), and 16 with no prefix.
   // Also: a window of 1 (each query sees itself), one no query reaches past (no effect).
-  for (const auto& [prefix, window] :
-       {std::pair<std::int64_t, std::int64_t>{41, 20}, {0, 16}, {41, 1}, {41, 89}}) {
+  // Then Gemma's scores: its own scale and a soft cap tight enough to bite, with and without a
+  // window.
+  struct Variant {
+    std::int64_t prefix, window;
+    float scale, softcap;
+  };
+  for (const Variant& x :
+       {Variant{41, 20, 0, 0}, Variant{0, 16, 0, 0}, Variant{41, 1, 0, 0}, Variant{41, 89, 0, 0},
+        Variant{41, 0, 0.2f, 0.3f}, Variant{41, 20, 0.2f, 0.3f}}) {
     cu::AttentionShape w = sh;
-    w.prefix = prefix;
-    w.window = window;
+    w.prefix = x.prefix;
+    w.window = x.window;
+    w.scale = x.scale;
+    w.softcap = x.softcap;
     cu::Buffer ow(qn * 2), sw(cu::attention_scratch_bytes(w));
     cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), ow.get(), sw.get(), w, s);
     ctx.synchronize();
     std::vector<float> hw(qn);
     cpu::attention(hq.data(), hk.data(), hv.data(), hw.data(), w);
-    char name[48];
-    std::snprintf(name, sizeof name, "attn window %lld after %lld", (long long)window,
-                  (long long)prefix);
-    expect_close(name, device_values(ow, qn), hw);
-  }
-  // Gemma's scores in the cuBLAS attention: its own scale and a soft cap tight enough to bite.
-  for (const std::int64_t window : {std::int64_t{0}, std::int64_t{20}}) {
-    cu::AttentionShape w = sh;
-    w.prefix = 41;
-    w.window = window;
-    w.scale = 0.2f;
-    w.softcap = 0.3f;
-    cu::Buffer ow(qn * 2), sw(cu::attention_scratch_bytes(w));
-    cu::attention_bf16(ctx, q.get(), kk.get(), v.get(), ow.get(), sw.get(), w, s);
-    ctx.synchronize();
-    std::vector<float> hw(qn);
-    cpu::attention(hq.data(), hk.data(), hv.data(), hw.data(), w);
-    char name[48];
-    std::snprintf(name, sizeof name, "attn softcap, window %lld", (long long)window);
+    char name[64];
+    std::snprintf(name, sizeof name, "attn window %lld after %lld, cap %g", (long long)x.window,
+                  (long long)x.prefix, x.softcap);
     expect_close(name, device_values(ow, qn), hw);
   }
   {  // Decode past a window: one query per request after 777 cached tokens, a window of 512.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <tuple>
 
@@ -59,6 +60,28 @@ struct Case {
   sim::ExecMode exec;
 };
 
+// The case's workload options (the profile under configs/profiles), and its cost model with
+// the case's execution mode.
+sim::WorkloadOptions options_of(const Case& c, bool embed_head = false) {
+  sim::WorkloadOptions o;
+  o.model = c.model;
+  o.hardware = c.hardware;
+  o.tp = c.tp;
+  o.seq = c.seq;
+  o.layers = c.layers;
+  o.context = c.context;
+  o.batch = c.batch;
+  o.embed_head = embed_head;
+  if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+  return o;
+}
+std::unique_ptr<sim::CostModel> cost_model_of(const Case& c, const sim::WorkloadOptions& o,
+                                              const sim::Workload& w) {
+  auto cm = sim::make_cost_model(w, o.profile);
+  cm->set_exec(c.exec);
+  return cm;
+}
+
 // The same plan made twice, the second time with `flag` off (a search shortcut whose answer
 // the tests compare with the full search's), one thread, quiet.
 std::pair<Plan, Plan> plan_with_and_without(const char* model, const char* hw, std::int64_t tp,
@@ -107,19 +130,9 @@ TEST_CASE("the split scorer gives the surrogate's number, and its bound never ex
   std::mt19937 rng(7);
   int bounded = 0, checked = 0, stopped = 0;
   for (const Case& c : cases) {
-    sim::WorkloadOptions o;
-    o.model = c.model;
-    o.hardware = c.hardware;
-    o.tp = c.tp;
-    o.seq = c.seq;
-    o.layers = c.layers;
-    o.context = c.context;
-    o.batch = c.batch;
-    o.embed_head = false;
-    if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+    const sim::WorkloadOptions o = options_of(c);
     const sim::Workload w = sim::make_workload(o);
-    auto cm = sim::make_cost_model(w, o.profile);
-    cm->set_exec(c.exec);
+    const auto cm = cost_model_of(c, o, w);
     Evaluator ev(w, *cm);
     for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
       for (std::int64_t k : {2, 3, 4}) {
@@ -180,19 +193,9 @@ TEST_CASE("the full split timer gives exactly the evaluator's full time") {
   std::int64_t shortened = 0, whole = 0;
   for (const Full& f : cases) {
     const Case& c = f.c;
-    sim::WorkloadOptions o;
-    o.model = c.model;
-    o.hardware = c.hardware;
-    o.tp = c.tp;
-    o.seq = c.seq;
-    o.layers = c.layers;
-    o.context = c.context;
-    o.batch = c.batch;
-    o.embed_head = f.embed_head;
-    if (*c.profile) o.profile = sim::config_dir() + "/profiles/" + c.profile;
+    const sim::WorkloadOptions o = options_of(c, f.embed_head);
     const sim::Workload w = sim::make_workload(o);
-    auto cm = sim::make_cost_model(w, o.profile);
-    cm->set_exec(c.exec);
+    const auto cm = cost_model_of(c, o, w);
     Evaluator ev(w, *cm);
     for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
       for (std::int64_t k : {2, 3}) {
