@@ -73,6 +73,7 @@ const FieldBound kBounds[] = {
     {"qkv_rope_dim", 0, 65536, false, "values rotated per head"},
     {"qkv_rope_heads", 0, 65536, false, "heads"},
     {"attention_q_row_stride", 0, 65536 * 65536.0, false, "values (qkv width)"},
+    {"attention_softcap", 0, 1e6, false, "(a soft cap on the scores)"},
     {"max_us", 0, 1e9, true, "us"},
     {"prefix", 0, 2147483648.0, false, "tokens"},
     {"fits.gemm_m_half", 0, 1e7, false, "rows"},

@@ -96,6 +96,9 @@ struct Profile {
   // 2026-12-02. 0: packed Q (older profiles; their runtime gathered Q first with an untimed
   // copy). Provenance only: the cost model reads the attention times as they are.
   std::int64_t attention_q_row_stride = 0;
+  // The soft cap attention was timed with (Gemma-2's attn_logit_softcapping, profiles made since
+  // 2026-12-04; 0: none, or an older profile). Provenance only, as the row stride.
+  double attention_softcap = 0;
   std::vector<AttentionPoint> attention;
   std::vector<RowwisePoint> rowwise;
   std::vector<AllReducePoint> allreduce;

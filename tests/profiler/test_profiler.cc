@@ -231,10 +231,12 @@ TEST_CASE("profile JSON round trip") {
   p.interference.back().bytes = 1 << 20;  // a copy's bytes, kept (calibrate reads them)
   p.compute_slowdown_under_comm = 1.2;
   p.attention_q_row_stride = 128;
+  p.attention_softcap = 50;
   const auto j = sim::profile_to_json(p);
   const sim::Profile q = sim::profile_from_json(nlohmann::json::parse(j.dump()), "mem.json");
   CHECK(q.model == "tiny");
   CHECK(q.attention_q_row_stride == 128);
+  CHECK(q.attention_softcap == 50);
   // What the measurements belong to cannot be left out: model, TP and hardware.
   for (const char* key : {"model", "tp"}) {
     auto k = nlohmann::json::parse(j.dump());
