@@ -155,7 +155,14 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
     eff *= kv / (kv + hw_.attention_kv_half);
   }
   const double peak = hw_.bf16_dense_tflops * 1e3 * eff;  // flops/ns
-  return std::max(op.flops / (peak * util), memory_ns(op.bytes));
+  // Blocks do not share work: a causal chunk's last blocks see the most keys (twice the
+  // average without a prefix), and a launch of one wave lasts as long as its busiest block
+  // on one SM, not as long as the average block (since 2026-12-04; before, the work was
+  // spread evenly, which priced a short uncut prompt at about half its time where its
+  // chunks after a prefix, whose blocks differ less, were priced in full).
+  const double busiest = 4.0 * static_cast<double>(op.k) * attention_busiest_block_pairs(op, 128);
+  const double per_sm = peak / static_cast<double>(hw_.sms);
+  return std::max({op.flops / (peak * util), busiest / per_sm, memory_ns(op.bytes)});
 }
 
 namespace {

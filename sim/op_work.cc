@@ -126,6 +126,22 @@ double attention_keys_per_query(const Op& op) {
   return q <= 0 ? 0.0 : attention_pairs(q, op.seq_begin, op.window) / static_cast<double>(q);
 }
 
+double attention_busiest_block_pairs(const Op& op, std::int64_t block) {
+  const std::int64_t q = op.seq_end - op.seq_begin;
+  if (q <= 0 || block <= 0) return 0.0;
+  const std::int64_t blocks = (q + block - 1) / block;
+  // Block b holds queries [b x block, min(q, (b + 1) x block)): the pairs of the queries up to
+  // its end less those before its start (attention_pairs counts from the chunk's first query).
+  auto pairs_of = [&](std::int64_t b) {
+    const std::int64_t lo = b * block, hi = std::min(q, lo + block);
+    return attention_pairs(hi, op.seq_begin, op.window) -
+           attention_pairs(lo, op.seq_begin, op.window);
+  };
+  double most = pairs_of(blocks - 1);
+  if (blocks > 1) most = std::max(most, pairs_of(blocks - 2));
+  return most;
+}
+
 double attention_equivalent_prefix(const Op& op) {
   const std::int64_t q = op.seq_end - op.seq_begin;
   if (op.window <= 0 || op.window >= op.seq_end) return static_cast<double>(op.seq_begin);

@@ -173,6 +173,10 @@ double attention_pairs(std::int64_t q, std::int64_t prefix, std::int64_t window)
 // model reads a windowed op off the full-attention curves there.
 double attention_keys_per_query(const Op& op);
 double attention_equivalent_prefix(const Op& op);
+// The (query, key) pairs of the op's busiest block of `block` queries (per request and head):
+// the blocks cut the chunk from its first query, and the last one or two, which see the most
+// keys, are compared. A kernel with fewer blocks than SMs lasts as long as that block.
+double attention_busiest_block_pairs(const Op& op, std::int64_t block);
 // An all-reduce of `elements` bf16 values.
 void set_allreduce_work(Op& op, std::int64_t elements);
 // Bytes a qkv op's KV-cache write moves (op.kv_width: K and V of each of its op.m rows read

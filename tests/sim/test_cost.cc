@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "sim/cost_model.h"
 #include "sim/profile.h"
@@ -321,6 +322,80 @@ TEST_CASE("attention: causal FLOPs at the attention efficiency, fewer tiles than
   CHECK(cm.attention_ns(a) == doctest::Approx(2000));
   a.n = 4;
   CHECK(cm.attention_ns(a) == doctest::Approx(1000));
+}
+
+TEST_CASE("attention: one wave lasts as long as its busiest block (a causal chunk's last)") {
+  // The busiest 128-query block, against a sum over its rows of the keys each sees.
+  auto rows_pairs = [](std::int64_t lo, std::int64_t hi, std::int64_t prefix, std::int64_t w) {
+    double n = 0;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      const std::int64_t seen = prefix + i + 1;
+      n += static_cast<double>(w > 0 ? std::min(seen, w) : seen);
+    }
+    return n;
+  };
+  Op a;
+  a.code = OpCode::Attention;
+  a.kind = OpKind::Attention;
+  a.req_begin = 0;
+  a.req_end = 1;
+  for (const auto& [q, prefix, window] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{256, 0, 0},
+        {200, 0, 0},
+        {256, 1000, 0},
+        {100, 0, 0},
+        {300, 500, 200}}) {
+    CAPTURE(q);
+    CAPTURE(prefix);
+    CAPTURE(window);
+    a.seq_begin = prefix;
+    a.seq_end = prefix + q;
+    a.window = window;
+    const std::int64_t blocks = (q + 127) / 128;
+    double want = 0;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      want = std::max(want, rows_pairs(b * 128, std::min(q, b * 128 + 128), prefix, window));
+    }
+    CHECK(attention_busiest_block_pairs(a, 128) == doctest::Approx(want));
+  }
+  // 1 head of 64 values, 256 queries, no prefix: 2 blocks on 4 SMs, one wave. The last block
+  // holds 24640 of the 32896 pairs: it sets the time, on one SM's share of the rate.
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 4;
+  hw.bf16_dense_tflops = 0.004;  // 4 FLOP/ns, 1 per SM
+  const AnalyticalCostModel cm(hw, 2);
+  set_attention_work(a, 1, 256, 0, 1, 1, 64);
+  a.seq_begin = 0;
+  a.seq_end = 256;
+  CHECK(cm.attention_ns(a) == doctest::Approx(4.0 * 64 * 24640 / 1.0));
+  // Many blocks (8 heads: 16 blocks, 4 waves): the average again.
+  set_attention_work(a, 1, 256, 0, 8, 1, 64);
+  CHECK(cm.attention_ns(a) == doctest::Approx(a.flops / 4.0));
+}
+
+TEST_CASE("attention: a chunk after a prefix is not priced above the whole prompt uncut") {
+  // Gemma-2-9B's shard at TP 8 on an H100 (2 query heads of 256: fewer blocks than SMs). The
+  // model spread a launch's work evenly over its blocks until 2026-12-04, which priced the
+  // uncut prompt at its average block and 2048 tokens after 2048 cached (three quarters of
+  // the FLOPs) at 1.44x it.
+  HardwareConfig h = tpo::test::toy_hardware();
+  h.sms = 132;
+  h.bf16_dense_tflops = 989.4;
+  h.attention_max_efficiency = 0.584;
+  h.attention_kv_half = 192;
+  const AnalyticalCostModel cm(h, 8);
+  Op whole, chunk;
+  whole.code = chunk.code = OpCode::Attention;
+  whole.kind = chunk.kind = OpKind::Attention;
+  set_attention_work(whole, 1, 4096, 0, 2, 1, 256);
+  whole.seq_begin = 0;
+  whole.seq_end = 4096;
+  whole.req_end = chunk.req_end = 1;
+  set_attention_work(chunk, 1, 2048, 2048, 2, 1, 256);
+  chunk.seq_begin = 2048;
+  chunk.seq_end = 4096;
+  CHECK(chunk.flops < whole.flops);
+  CHECK(cm.attention_ns(chunk) <= cm.attention_ns(whole));
 }
 
 TEST_CASE("attention: the efficiency rises with the keys each query block streams") {
