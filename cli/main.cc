@@ -1,6 +1,7 @@
 // tpo: plans compute/communication overlap for tensor-parallel LLM inference.
 // Only main decides exit codes: 0 ok, 2 bad input (options, configs), 1 any other failure.
 #include <iostream>
+#include <new>
 
 #include "cli/commands.h"
 #include "cli/gpu_handoff.h"
@@ -95,6 +96,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const tpo::RunFailure& e) {
     std::cerr << "tpo: failed: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tpo: failed: out of memory (a CPU validation or profile holds every rank's "
+                 "layers in fp32 in this one process, and with --embed-head the vocabulary's "
+                 "tables: run fewer --layers, a shorter --seq, or leave out --embed-head)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "tpo: internal error: " << e.what() << "\n";

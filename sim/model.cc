@@ -360,7 +360,9 @@ void read_attention_scores(const nlohmann::json& j, const std::string& path, Mod
     const double x = v.is_number() ? v.get<double>() : -1;
     if (zero_is_none && x == 0) return 0;
     if (!(x > 0) || !(x < 1e6)) {
-      throw InputError(path, key, "must be a number above 0 and below 1e6, not " + v.dump());
+      throw InputError(path, key,
+                       std::string("must be ") + (zero_is_none ? "0 or null (none) or " : "") +
+                           "a number above 0 and below 1e6, not " + v.dump());
     }
     return x;
   };
@@ -368,6 +370,7 @@ void read_attention_scores(const nlohmann::json& j, const std::string& path, Mod
     m.attn_scale = 1.0 / std::sqrt(q);
   }
   m.attn_softcap = positive("attn_logit_softcapping", true);
+  positive("final_logit_softcapping", true);  // checked alike (a note only, read_notes)
   if (m.attn_softcap > 0) {
     m.notes.push_back(
         "attn_logit_softcapping (a tanh on each attention score) is run by the runtimes and "
@@ -605,6 +608,10 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
   m.vocab = o.integer("vocab_size");
   if (o.has("head_dim")) {
     m.head_dim = o.integer("head_dim");
+  } else if (!ours && o.string_or("model_type", "").starts_with("gemma")) {
+    // transformers' Gemma, Gemma-2 and Gemma-3 config classes default head_dim to 256, not to
+    // hidden_size / num_attention_heads (Gemma-2-27B: 4608 / 32 = 144, its head_dim 128).
+    m.head_dim = 256;
   } else {
     if (m.hidden % m.heads != 0) {
       throw InputError(path, "head_dim",

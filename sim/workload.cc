@@ -100,38 +100,49 @@ ShardDims validate_workload(const Workload& w) {
   d.hidden = m.hidden;
   d.ffn = m.ffn / w.tp;
   d.vocab = w.vocab_replicated ? m.vocab : (m.vocab + w.tp - 1) / w.tp;
-  // Does it fit? bf16 weights of the whole model's shard plus the KV cache per GPU.
+  // Does it fit? bf16 weights of the whole model's shard plus the KV cache per GPU. A CPU rank
+  // (the CPU runtime) holds only the layers the run builds (--layers), in fp32, and the
+  // embedding and LM head only where it runs them (--embed-head). Per rank, as for a GPU: the
+  // CPU runtime's ranks share one host's memory, so a run may need up to tp times this (an
+  // approximation; a run that still runs out of memory says so and exits 1).
+  const bool cpu = w.hardware.is_cpu;
+  const std::int64_t held = cpu ? std::min(w.layers, m.num_layers) : m.num_layers;
+  const double value_bytes = cpu ? 4.0 : 2.0;
   const double gib = 1024.0 * 1024.0 * 1024.0;
   const double per_layer =
       static_cast<double>(d.hidden * d.qkv_n() + d.q_heads * d.head_dim * d.hidden +
                           3 * d.hidden * d.ffn + 2 * d.hidden);
-  const double embeddings =
-      (m.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(d.vocab * d.hidden);
-  const double weights = 2.0 * (static_cast<double>(m.num_layers) * per_layer + embeddings);
+  const double embeddings = cpu && !w.embed_head ? 0.0
+                                                 : (m.tied_embeddings ? 1.0 : 2.0) *
+                                                       static_cast<double>(d.vocab * d.hidden);
+  const double weights = value_bytes * (static_cast<double>(held) * per_layer + embeddings);
   // Positions cached over all layers: every one in a full-attention layer; in a sliding-window
   // layer the new tokens and the window before them (a cache that drops what no query can see
   // any more: vLLM V1's hybrid KV-cache manager, transformers' hybrid cache).
   double positions = 0;
-  for (std::int64_t l = 0; l < m.num_layers; ++l) {
+  for (std::int64_t l = 0; l < held; ++l) {
     const std::int64_t win = m.window_of(l);
     positions +=
         static_cast<double>(win > 0 ? std::min(w.context, win - 1) + w.seq : w.context + w.seq);
   }
-  const double kv = 2.0 * 2.0 * static_cast<double>(w.batch) * positions *
+  const double kv = 2.0 * value_bytes * static_cast<double>(w.batch) * positions *
                     static_cast<double>(d.kv_heads * d.head_dim);
   if (weights + kv > w.hardware.memory_gib * gib) {
     char msg[256];
     std::snprintf(msg, sizeof msg,
-                  "needs %.1f GiB per GPU (bf16 weights %.1f + KV cache %.1f) but a %s has "
+                  "needs %.1f GiB %s (%s weights %.1f + KV cache %.1f) but a %s has "
                   "%.1f GiB; ",
-                  (weights + kv) / gib, weights / gib, kv / gib, w.hardware.gpu_name.c_str(),
-                  w.hardware.memory_gib);
+                  (weights + kv) / gib, cpu ? "per rank" : "per GPU", cpu ? "fp32" : "bf16",
+                  weights / gib, kv / gib, w.hardware.gpu_name.c_str(), w.hardware.memory_gib);
     if (weights > w.hardware.memory_gib * gib) {
       throw FieldError(
           "tp", t,
-          std::string(msg) + (w.hardware.is_cpu ? "raise tp, or choose a smaller model or a "
-                                                  "hardware file with more memory per rank"
-                                                : "raise tp or choose larger GPUs"));
+          std::string(msg) +
+              (cpu ? "run fewer --layers (each holds " +
+                         std::to_string(value_bytes * per_layer / gib).substr(0, 5) +
+                         " GiB per rank), " + (w.embed_head ? "leave out --embed-head, " : "") +
+                         "or raise tp"
+                   : "raise tp or choose larger GPUs"));
     }
     // In decode the tokens are the context's (seq is the one new token).
     const bool decode = w.phase == Phase::Decode;

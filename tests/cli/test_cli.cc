@@ -748,7 +748,8 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
   CHECK(r.out.find("note: final_logit_softcapping (a tanh on the LM head's logits) is neither "
                    "timed nor run") != std::string::npos);
   // A cap or scale that is not a positive number names the file and the field.
-  for (const char* key : {"attn_logit_softcapping", "query_pre_attn_scalar"}) {
+  for (const char* key :
+       {"attn_logit_softcapping", "query_pre_attn_scalar", "final_logit_softcapping"}) {
     auto bad = cfg;
     bad[key] = -1;
     const fs::path b = dir / "gbad.json";
@@ -757,6 +758,32 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
     CHECK(r.code == 2);
     CHECK(r.out.find("gbad.json") != std::string::npos);
     CHECK(r.out.find(key) != std::string::npos);
+  }
+  // A CPU host holds only the layers a run builds: Gemma-3-27B's shape fits one layer, not all
+  // 62 (every layer was counted until 2026-12-04, so no CPU run of it was possible).
+  {
+    const std::string g3 = data + "/hf_gemma3_text_config.json";
+    r = tpo("simulate --model " + g3 + " --hardware cpu-host --tp 2 --seq 128 --layers 1");
+    CHECK(r.code == 0);
+    r = tpo("simulate --model " + g3 + " --hardware cpu-host --tp 2 --seq 128");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("per rank (fp32 weights") != std::string::npos);
+    CHECK(r.out.find("run fewer --layers") != std::string::npos);
+  }
+  // A Gemma config without head_dim gets transformers' default for the family, 256, not
+  // hidden_size / num_attention_heads.
+  {
+    auto nohd = cfg;
+    nohd.erase("head_dim");
+    nohd["hidden_size"] = 4608;
+    nohd["num_attention_heads"] = 32;
+    nohd["num_key_value_heads"] = 16;
+    const fs::path f = dir / "g2-no-head-dim.json";
+    std::ofstream(f) << nohd.dump();
+    r = tpo("simulate --model " + f.string() + " --hardware h100x8 --tp 4 --seq 512 --json " +
+            j.string());
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(slurp(j)).at("model").at("head_dim") == 256);
   }
   // validate: the biases the runtimes leave out of what they run and check.
   cfg = {{"model_type", "qwen2"},    {"hidden_act", "silu"},     {"hidden_size", 128},
