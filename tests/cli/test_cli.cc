@@ -770,6 +770,39 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
     CHECK(r.out.find("per rank (fp32 weights") != std::string::npos);
     CHECK(r.out.find("run fewer --layers") != std::string::npos);
   }
+  // A profile that timed attention with another soft cap than the model's is refused, naming
+  // the field (one without the record, or with the model's cap, is taken).
+  {
+    const std::string g2 = data + "/hf_gemma2_config.json";
+    nlohmann::json prof = {{"schema", "tpo.profile/1"},
+                           {"model", "hf_gemma2_config"},
+                           {"tp", 2},
+                           {"options", {{"hardware", "cpu-host"}}},
+                           {"attention",
+                            {{{"requests", 1},
+                              {"q_tokens", 64},
+                              {"prefix", 0},
+                              {"q_heads", 8},
+                              {"kv_heads", 4},
+                              {"head_dim", 256},
+                              {"flops", 17039360.0},
+                              {"median_us", 2748.4},
+                              {"min_us", 2683.5},
+                              {"max_us", 2799.0},
+                              {"reps", 5}}}}};
+    const fs::path pf = dir / "g2-attention-profile.json";
+    const std::string sim = "simulate --model " + g2 +
+                            " --hardware cpu-host --tp 2 --seq 128 --layers 2 --profile " +
+                            pf.string();
+    for (const double cap : {0.0, 50.0, 30.0}) {
+      CAPTURE(cap);
+      if (cap > 0) prof["attention_softcap"] = cap;
+      std::ofstream(pf) << prof.dump();
+      r = tpo(sim);
+      CHECK(r.code == (cap == 30.0 ? 2 : 0));  // the config's cap is 50
+      if (cap == 30.0) CHECK(r.out.find("soft cap of 30 (attention_softcap)") != std::string::npos);
+    }
+  }
   // A Gemma config without head_dim gets transformers' default for the family, 256, not
   // hidden_size / num_attention_heads.
   {
