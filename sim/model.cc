@@ -428,11 +428,12 @@ std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t position
     out.push_back((k == n ? std::string(n == 1 ? "the layer attends" : "every layer attends")
                           : std::to_string(k) + " of the " + std::to_string(n) + " layers " +
                                 (k == 1 ? "attends" : "attend")) +
-                  " over a sliding window of " + std::to_string(m.sliding_window) + " positions (" +
+                  " over a sliding window of " + std::to_string(m.sliding_window) +
+                  (m.sliding_window == 1 ? " position (" : " positions (") +
                   fs::path(m.origin).filename().string() +
-                  "'s sliding_window): their attention is timed over the keys in the window (with "
-                  "--profile, read off the profile's attention, measured without a window, at the "
-                  "same keys per query)");
+                  "'s sliding_window): " + (k == 1 ? "its" : "their") +
+                  " attention is timed over the keys in the window (with --profile, read off the "
+                  "profile's attention, measured without a window, at the same keys per query)");
   }
   if (m.max_positions > 0 && positions > m.max_positions) {
     out.push_back(std::to_string(positions) + " positions (prompt + context) exceed " +
