@@ -3243,3 +3243,21 @@ TEST_CASE("fuzzer findings stay fixed: a plan candidate's params or candidates o
   CHECK(r.code == 2);
   CHECK(r.out.find("candidates': must be a list") != std::string::npos);
 }
+
+TEST_CASE("validate: decode ops extrapolated off a profile get a hint, prefill ones do not") {
+  // The committed CPU profile was made before decode rows were timed by default: its smallest
+  // rows are 64 tokens, so a decode step's ops are extrapolated.
+  const std::string prof =
+      std::string(TPO_TEST_DATA) + "/../../configs/profiles/cpu-vm-llama3.1-8b-tp2.json";
+  const std::string base =
+      "validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
+      "--layers 1 --repeat 1 --profile " +
+      prof;
+  auto r = tpo(base + " --phase decode --batch 2 --seq 256");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: decode ops beyond the profile's smallest rows are extrapolated") !=
+        std::string::npos);
+  r = tpo(base + " --seq 128");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("note: decode ops beyond") == std::string::npos);
+}
