@@ -136,7 +136,7 @@ double AnalyticalCostModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t
   return best;
 }
 
-double AnalyticalCostModel::attention_ns(const Op& op) const {
+double AnalyticalCostModel::attention_ns(const Op& op, bool busiest_block) const {
   // Work is spread over (128-query block x head x request) tiles that run in waves over the
   // SMs; a launch with fewer tiles than SMs (short chunks, decode) leaves SMs idle.
   const std::int64_t q = op.seq_end - op.seq_begin;
@@ -160,7 +160,9 @@ double AnalyticalCostModel::attention_ns(const Op& op) const {
   // on one SM, not as long as the average block (since 2026-12-04; before, the work was
   // spread evenly, which priced a short uncut prompt at about half its time where its
   // chunks after a prefix, whose blocks differ less, were priced in full).
-  const double busiest = 4.0 * static_cast<double>(op.k) * attention_busiest_block_pairs(op, 128);
+  const double busiest =
+      busiest_block ? 4.0 * static_cast<double>(op.k) * attention_busiest_block_pairs(op, 128)
+                    : 0.0;
   const double per_sm = peak / static_cast<double>(hw_.sms);
   return std::max({op.flops / (peak * util), busiest / per_sm, memory_ns(op.bytes)});
 }
@@ -289,6 +291,11 @@ double AnalyticalCostModel::rope_ns(const Op& op) const {
 double AnalyticalCostModel::qk_norm_ns(const Op& op) const {
   const double bytes = qk_norm_bytes(op);
   return bytes > 0 ? memory_ns(bytes) + 2.0 * hw_.kernel_overhead_us * 1e3 : 0.0;
+}
+
+std::int64_t AnalyticalCostModel::standalone_spread_ns(const Op& op) const {
+  if (op.kind != OpKind::Attention) return standalone_ns(op);
+  return checked_ns(attention_ns(op, false) + hw_.kernel_overhead_us * 1e3, op);
 }
 
 std::int64_t AnalyticalCostModel::standalone_ns(const Op& op) const {

@@ -94,7 +94,11 @@ class AnalyticalCostModel final : public CostModel {
 
   // Building blocks, exposed for tests and for the report's explanations (all in ns).
   double gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k, double bytes) const;
-  double attention_ns(const Op& op) const;
+  // busiest_block false: without the bound of a one-wave launch's busiest block (the profile
+  // model's ratios between sizes of one curve, whose edge op is resized by FLOPs alone).
+  double attention_ns(const Op& op, bool busiest_block = true) const;
+  // standalone_ns with attention priced without that bound (the same for every other op).
+  std::int64_t standalone_spread_ns(const Op& op) const;
   double memory_ns(double bytes) const;
   double rowwise_ns(const Op& op) const;  // norms and elementwise ops: L2 and row fill
   double allreduce_ns(const Collective& c) const;

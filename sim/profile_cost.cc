@@ -152,8 +152,10 @@ ProfileCostModel::Estimate ProfileCostModel::on_curve(const Curve& c, double x,
   }
   // Outside the measured range: the analytical model, anchored at the nearest measured size.
   const auto& edge = hi == c.end() ? c.back() : c.front();
-  const double a_op = static_cast<double>(a_.standalone_ns(op));
-  const double a_edge = static_cast<double>(a_.standalone_ns(resized(op, x, edge.first)));
+  // (Attention's busiest-block bound is left out of the ratio: the edge op is resized by its
+  // FLOPs, not by its chunk, so that bound would not scale with it.)
+  const double a_op = static_cast<double>(a_.standalone_spread_ns(op));
+  const double a_edge = static_cast<double>(a_.standalone_spread_ns(resized(op, x, edge.first)));
   const double scale = a_edge > 0 ? edge.second * 1e3 / a_edge : 1.0;
   return {a_op * scale / 1e3, "extrapolated"};
 }

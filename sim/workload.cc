@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sim/error.h"
+#include "sim/format.h"
 
 namespace tpo::sim {
 
@@ -112,8 +113,9 @@ ShardDims validate_workload(const Workload& w) {
   const double per_layer =
       static_cast<double>(d.hidden * d.qkv_n() + d.q_heads * d.head_dim * d.hidden +
                           3 * d.hidden * d.ffn + 2 * d.hidden);
+  // (The CPU runtime keeps a tied model's LM head apart from its embedding table.)
   const double embeddings = cpu && !w.embed_head ? 0.0
-                                                 : (m.tied_embeddings ? 1.0 : 2.0) *
+                                                 : (m.tied_embeddings && !cpu ? 1.0 : 2.0) *
                                                        static_cast<double>(d.vocab * d.hidden);
   const double weights = value_bytes * (static_cast<double>(held) * per_layer + embeddings);
   // Positions cached over all layers: every one in a full-attention layer; in a sliding-window
@@ -122,8 +124,11 @@ ShardDims validate_workload(const Workload& w) {
   double positions = 0;
   for (std::int64_t l = 0; l < held; ++l) {
     const std::int64_t win = m.window_of(l);
-    positions +=
-        static_cast<double>(win > 0 ? std::min(w.context, win - 1) + w.seq : w.context + w.seq);
+    // The CPU runtime caches every position, and holds the prefix twice (the data's and its
+    // own copy).
+    positions += cpu ? static_cast<double>(2 * w.context + w.seq)
+                     : static_cast<double>(win > 0 ? std::min(w.context, win - 1) + w.seq
+                                                   : w.context + w.seq);
   }
   const double kv = 2.0 * value_bytes * static_cast<double>(w.batch) * positions *
                     static_cast<double>(d.kv_heads * d.head_dim);
@@ -139,9 +144,9 @@ ShardDims validate_workload(const Workload& w) {
           "tp", t,
           std::string(msg) +
               (cpu ? "run fewer --layers (each holds " +
-                         std::to_string(value_bytes * per_layer / gib).substr(0, 5) +
-                         " GiB per rank), " + (w.embed_head ? "leave out --embed-head, " : "") +
-                         "or raise tp"
+                         fmt("%.3g", value_bytes * per_layer / gib) + " GiB per rank), " +
+                         (w.embed_head ? "leave out --embed-head, " : "") +
+                         "or a shorter --seq or --context"
                    : "raise tp or choose larger GPUs"));
     }
     // In decode the tokens are the context's (seq is the one new token).

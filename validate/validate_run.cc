@@ -888,12 +888,18 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     for (const auto& [k, n] : total) os << " " << n << " " << k;
     os << " (ops the profile did not measure are priced between or beyond its sizes, or by the "
           "analytical model: the least certain part of a prediction)\n";
-    const bool decode = std::any_of(r.cases.begin(), r.cases.end(), [](const auto& c) {
-      return c.workload.phase == sim::Phase::Decode;
-    });
-    if (decode && total.count("extrapolated") && total["extrapolated"] > 0) {
-      os << "note: decode ops beyond the profile's smallest rows are extrapolated; `tpo profile` "
-            "without --quick times decode rows (1, 8 and 32 tokens by default, --decode-rows)\n";
+    std::int64_t decode_extrapolated = 0;
+    for (const auto& c : r.cases) {
+      if (c.workload.phase != sim::Phase::Decode) continue;
+      if (const auto it = c.cost_sources.find("extrapolated"); it != c.cost_sources.end()) {
+        decode_extrapolated += it->second;
+      }
+    }
+    if (decode_extrapolated > 0) {
+      os << "note: " << decode_extrapolated
+         << " decode ops lie outside the profile's measured sizes and are extrapolated; `tpo "
+            "profile` without --quick times decode rows (1, 8 and 32 tokens by default, "
+            "--decode-rows)\n";
     }
   }
   if (const auto ds = decisions(r); !ds.empty()) {

@@ -655,3 +655,36 @@ TEST_CASE("the LM head's logits gathered over the ranks: a collective after it, 
   w.vocab_replicated = false;
   CHECK(validate_workload(w).vocab == 50);
 }
+
+TEST_CASE("a profile's attention beyond its sizes scales with the FLOPs, busiest block or not") {
+  // Few SMs, so that the analytical model's busiest-block bound sets every one-wave launch
+  // here. The profile's ratio between sizes of one curve resizes the op by its FLOPs only; the
+  // bound, which follows the chunk, is left out of that ratio (with it, the ratio went flat and
+  // a chunk twice the largest measured one was priced at about the measured time).
+  auto hw = tpo::test::toy_hardware();
+  hw.sms = 64;
+  hw.bf16_dense_tflops = 0.064;
+  tpo::sim::Profile p;
+  p.tp = 2;
+  for (const std::int64_t q : {64, 128}) {
+    Op a;
+    set_attention_work(a, 1, q, 0, 2, 1, 64);
+    p.attention.push_back({1, q, 0, 2, 1, 64, a.flops, {a.flops / 1000.0, 1, 1, 5}});
+  }
+  const ProfileCostModel pm(p, hw, 2);
+  auto at = [&](std::int64_t q) {
+    Op a;
+    a.code = OpCode::Attention;
+    a.kind = OpKind::Attention;
+    a.req_end = 1;
+    a.seq_begin = 0;
+    a.seq_end = q;
+    set_attention_work(a, 1, q, 0, 2, 1, 64);
+    return static_cast<double>(pm.standalone_ns(a));
+  };
+  // 512 queries: about 16x the FLOPs of the largest measured chunk (128), so about 16x its
+  // time (the analytical model's efficiency changes a little with the keys per block).
+  const double r = at(512) / at(128);
+  CHECK(r > 10);
+  CHECK(r < 20);
+}
