@@ -152,7 +152,7 @@ sim::Profile assemble(const std::vector<Measurement>& ms, const std::string& dty
         p.attention.push_back({it.requests, it.q_tokens, it.prefix, it.q_heads, it.kv_heads,
                                it.head_dim, attention_flops(it), m.t});
         p.attention_q_row_stride = attention_shape(it).q_stride();
-        p.attention_softcap = it.attn_softcap;
+        p.attention_softcap = it.attn_softcap;  // 0 recorded too
         break;
       case ItemKind::Rowwise:
         p.rowwise.push_back({it.name, it.m, it.n, m.t});

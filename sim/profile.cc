@@ -59,7 +59,7 @@ ojson profile_to_json(const Profile& p) {
   j["qkv_rope_heads"] = p.qkv_rope_heads;
   j["qkv_qk_norm"] = p.qkv_qk_norm;
   j["attention_q_row_stride"] = p.attention_q_row_stride;
-  if (p.attention_softcap > 0) j["attention_softcap"] = p.attention_softcap;
+  if (p.attention_softcap) j["attention_softcap"] = *p.attention_softcap;
   j["model"] = p.model;
   j["tp"] = p.tp;
   ojson g = ojson::array();
@@ -214,7 +214,9 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
                      "both above 0");
   }
   p.attention_q_row_stride = o.count_or("attention_q_row_stride", 0);
-  p.attention_softcap = o.number_or("attention_softcap", 0, /*positive=*/false);
+  if (o.has("attention_softcap")) {
+    p.attention_softcap = o.number_or("attention_softcap", 0, /*positive=*/false);
+  }
   if (o.has("kind") && o.string("kind") != "measured") {
     throw InputError(file, "kind", "'" + o.string("kind") + "': a profile holds measurements");
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,9 @@ struct Profile {
   // 2026-12-02. 0: packed Q (older profiles; their runtime gathered Q first with an untimed
   // copy). Provenance only: the cost model reads the attention times as they are.
   std::int64_t attention_q_row_stride = 0;
-  // The soft cap attention was timed with (Gemma-2's attn_logit_softcapping, profiles made since
-  // 2026-12-04; 0: none, or an older profile). Provenance only, as the row stride.
-  double attention_softcap = 0;
+  // The soft cap attention was timed with (Gemma-2's attn_logit_softcapping; 0: none), in
+  // profiles made since 2026-12-04; empty in older ones, which timed attention without one.
+  std::optional<double> attention_softcap;
   std::vector<AttentionPoint> attention;
   std::vector<RowwisePoint> rowwise;
   std::vector<AllReducePoint> allreduce;

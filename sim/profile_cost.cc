@@ -451,10 +451,10 @@ std::unique_ptr<CostModel> make_cost_model(const Workload& w, const std::string&
   }
   // Attention timed with another soft cap than the model's (a profile made since 2026-12-04
   // records the one it timed; 0: none, or an older profile, which is taken as it is).
-  if (p.attention_softcap > 0 && !p.attention.empty() &&
-      std::abs(p.attention_softcap - w.model.attn_softcap) > 1e-9 * p.attention_softcap) {
+  if (p.attention_softcap && !p.attention.empty() &&
+      std::abs(*p.attention_softcap - w.model.attn_softcap) > 1e-9 * *p.attention_softcap) {
     throw FieldError("profile", profile_path,
-                     "timed attention with a soft cap of " + fmt("%g", p.attention_softcap) +
+                     "timed attention with a soft cap of " + fmt("%g", *p.attention_softcap) +
                          " (attention_softcap), but the model's attn_logit_softcapping is " +
                          fmt("%g", w.model.attn_softcap) +
                          " (0: none): another configuration of the model; profile this one");

@@ -770,8 +770,9 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
     CHECK(r.out.find("per rank (fp32 weights") != std::string::npos);
     CHECK(r.out.find("run fewer --layers") != std::string::npos);
   }
-  // A profile that timed attention with another soft cap than the model's is refused, naming
-  // the field (one without the record, or with the model's cap, is taken).
+  // A profile that timed attention with another soft cap than the model's (none included) is
+  // refused, naming the field; one without the record (older), or with the model's cap, is
+  // taken.
   {
     const std::string g2 = data + "/hf_gemma2_config.json";
     nlohmann::json prof = {{"schema", "tpo.profile/1"},
@@ -794,13 +795,17 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
     const std::string sim = "simulate --model " + g2 +
                             " --hardware cpu-host --tp 2 --seq 128 --layers 2 --profile " +
                             pf.string();
-    for (const double cap : {0.0, 50.0, 30.0}) {
+    for (const double cap : {-1.0, 50.0, 30.0, 0.0}) {  // -1: no record
       CAPTURE(cap);
-      if (cap > 0) prof["attention_softcap"] = cap;
+      if (cap >= 0) prof["attention_softcap"] = cap;
       std::ofstream(pf) << prof.dump();
       r = tpo(sim);
-      CHECK(r.code == (cap == 30.0 ? 2 : 0));  // the config's cap is 50
-      if (cap == 30.0) CHECK(r.out.find("soft cap of 30 (attention_softcap)") != std::string::npos);
+      const bool other = cap == 30.0 || cap == 0.0;  // the config's cap is 50
+      CHECK(r.code == (other ? 2 : 0));
+      if (other) {
+        CHECK(r.out.find("soft cap of " + std::string(cap == 0.0 ? "0" : "30") +
+                         " (attention_softcap)") != std::string::npos);
+      }
     }
   }
   // A Gemma config without head_dim gets transformers' default for the family, 256, not
