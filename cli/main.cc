@@ -98,9 +98,10 @@ int main(int argc, char** argv) {
     std::cerr << "tpo: failed: " << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "tpo: failed: out of memory (a CPU validation or profile holds every rank's "
-                 "layers in fp32 in this one process, and with --embed-head the vocabulary's "
-                 "tables: run fewer --layers, a shorter --seq, or leave out --embed-head)\n";
+    std::cerr << "tpo: failed: out of host memory (a CPU validation or profile holds every "
+                 "rank's layers in fp32 in this one process, a CUDA validation's float64 "
+                 "reference one rank's, and with --embed-head the vocabulary's tables: run "
+                 "fewer --layers, a shorter --seq, or leave out --embed-head)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "tpo: internal error: " << e.what() << "\n";

@@ -214,7 +214,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
   const sim::CostModel& cm = *cm_ptr;
   rep.cost_model = cm.name();
   rep.overlap_model = cm.overlap_model();
-  rep.notes = sim::model_notes(ws.front().model, o.prompt + o.new_tokens, ws.front().layers);
+  rep.notes = sim::model_notes(ws.front().model, o.prompt + o.new_tokens, ws.front().layers,
+                               /*lm_head=*/true);
   rep.execution = sim::execution_json(cm.exec(), cm.launch());
   rep.allreduce_note = cm.allreduce_text(ws.front());
   if (rep.cost_model == "analytical") {

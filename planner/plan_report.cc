@@ -47,7 +47,8 @@ std::vector<std::string> plan_notes(const Plan& plan) {
                                         ? p.seq + std::max<std::int64_t>(p.workload.context, 0)
                                         : p.seq + 1);
   }
-  return sim::model_notes(plan.workload.model, positions, plan.workload.layers);
+  return sim::model_notes(plan.workload.model, positions, plan.workload.layers,
+                          plan.workload.embed_head);
 }
 }  // namespace
 

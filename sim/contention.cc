@@ -50,19 +50,25 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
           sms);
       // qkv's per-head norms, rotary kernel and KV-cache write stream their bytes too (their time
       // is in standalone_ns).
-      r.hbm_gbps = static_cast<float>(
-          (op.bytes + qk_norm_bytes(op) + rope_bytes(op) + kv_store_bytes(op)) / ns);
+      r.hbm_gbps = static_cast<float>(hbm_bytes(op) / ns);
       break;
     }
     case OpKind::Attention: {
       const std::int64_t q = op.seq_end - op.seq_begin, heads = op.n * (op.req_end - op.req_begin);
-      // The batched-GEMM attention's largest kernel is its score GEMM, keys x queries per head;
-      // a fused kernel runs one block per 128 query rows per head.
+      // The batched-GEMM attention's largest kernel is its score GEMM, keys x queries per head
+      // (a GEMM: it fills every SM, as gemm_fill); a fused kernel runs one block per 128 query
+      // rows per head, and with fewer blocks than SMs holds only theirs (since 2026-12-05;
+      // before, every SM, so beside a comm kernel it took a second wave, while the cost models
+      // price it as those blocks alone, its busiest one deciding). A split-KV kernel
+      // (FlashAttention 3's for few blocks) would fill the SMs and run faster alone: not modelled.
       const std::int64_t tiles = std::max<std::int64_t>(
           1, p.attention_batched_gemm ? ((op.seq_end + p.gemm_cta_m - 1) / p.gemm_cta_m) *
                                             ((q + p.gemm_cta_n - 1) / p.gemm_cta_n) * heads
                                       : ((q + 127) / 128) * heads);
-      r.waves = static_cast<float>(std::max(static_cast<double>(tiles), sms) / sms);
+      r.waves =
+          static_cast<float>((p.attention_batched_gemm ? std::max(static_cast<double>(tiles), sms)
+                                                       : static_cast<double>(tiles)) /
+                             sms);
       r.hbm_gbps = static_cast<float>(op.bytes / ns);
       break;
     }
@@ -70,9 +76,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
     case OpKind::Elementwise:
       // A residual add's post-norm and fused norm stream their bytes too (their time is in
       // standalone_ns).
-      r.hbm_gbps = static_cast<float>(((op.norm_after > 0 ? fused_norm_op(op).bytes : op.bytes) +
-                                       (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0)) /
-                                      ns);
+      r.hbm_gbps = static_cast<float>(hbm_bytes(op) / ns);
       break;
     case OpKind::AllReduce: {
       r.comm = true;
@@ -80,10 +84,7 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
       // One that also adds and normalizes (--allreduce-fusion) streams those bytes too.
       if (op.residual_of >= 0) {
         const Op add = allreduce_add_op(op);
-        r.hbm_gbps +=
-            static_cast<float>(((add.norm_after > 0 ? fused_norm_op(add).bytes : add.bytes) +
-                                (add.post_norm > 0 ? post_norm_op(add).bytes : 0.0)) /
-                               ns);
+        r.hbm_gbps += static_cast<float>(hbm_bytes(add) / ns);
       }
       break;
     }

@@ -58,7 +58,9 @@ struct ContentionParams {
 
 // What one op occupies, for the engine.
 struct OpResources {
-  float waves = 0;     // SM-bound kernels: thread blocks / SMs (>= 1); 0 for memory-bound ops
+  // SM-bound kernels: thread blocks / SMs (>= 1 where they fill every SM: GEMMs under gemm_fill,
+  // the batched attention; below 1 for a fused attention of fewer blocks); 0 for memory-bound ops
+  float waves = 0;
   float hbm_gbps = 0;  // bandwidth it draws alone
   bool comm = false;   // holds comm_ctas SMs for its whole run
   // wave_factor(waves, sms, comm_ctas, stream_k, extra_wave) under its parameters: its

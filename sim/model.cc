@@ -273,7 +273,13 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
     if (!v->is_number()) throw InputError(path, field, "must be a number, not " + v->dump());
     return std::pair<double, std::string>{v->get<double>(), field};
   };
-  const auto [theta, theta_field] = number("rope_theta", 10000.0);
+  // transformers' Gemma-3 text config defaults rope_theta to 1e6 (its global layers'; its
+  // sliding layers' rope_local_base_freq, 1e4, is not read: one theta for every layer).
+  const std::string type = j.contains("model_type") && j.at("model_type").is_string()
+                               ? j.at("model_type").get<std::string>()
+                               : "";
+  const auto [theta, theta_field] =
+      number("rope_theta", type.starts_with("gemma3") ? 1e6 : 10000.0);
   if (!(theta > 1.0) || !std::isfinite(theta)) {
     throw InputError(path, theta_field, "must be a number above 1 (the rotary base)");
   }
@@ -343,11 +349,6 @@ void read_notes(const nlohmann::json& j, const std::string& path, ModelConfig& m
       break;
     }
   }
-  const char* cap = "final_logit_softcapping";
-  if (j.contains(cap) && j.at(cap).is_number() && j.at(cap).get<double>() > 0) {
-    m.notes.push_back(std::string(cap) +
-                      " (a tanh on the LM head's logits) is neither timed nor run");
-  }
 }
 
 // The attention scores' scale and soft cap: Gemma's query_pre_attn_scalar
@@ -370,7 +371,7 @@ void read_attention_scores(const nlohmann::json& j, const std::string& path, Mod
     m.attn_scale = 1.0 / std::sqrt(q);
   }
   m.attn_softcap = positive("attn_logit_softcapping", true);
-  positive("final_logit_softcapping", true);  // checked alike (a note only, read_notes)
+  m.final_softcap = positive("final_logit_softcapping", true);  // a note only (model_notes)
   if (m.attn_softcap > 0) {
     m.notes.push_back(
         "attn_logit_softcapping (a tanh on each attention score) is run by the runtimes and "
@@ -420,8 +421,13 @@ LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t
 }
 
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
-                                     std::int64_t layers) {
+                                     std::int64_t layers, bool lm_head) {
   std::vector<std::string> out = m.notes;
+  if (lm_head && m.final_softcap > 0) {
+    out.push_back(
+        "final_logit_softcapping (a tanh on the LM head's logits, batch x vocab values "
+        "per step) is neither run nor timed");
+  }
   const std::int64_t n = layers > 0 ? std::min(layers, m.num_layers) : m.num_layers;
   const std::int64_t k = m.windowed_count(n);
   if (k > 0 && positions > m.sliding_window) {
@@ -473,15 +479,25 @@ nlohmann::json language_model_of(const nlohmann::json& raw, const std::string& p
   for (const auto& [key, value] : t.items()) {
     if (!value.is_null() && key != "_name_or_path" && key != "name") merged[key] = value;
   }
+  // Every missing field at once (the first named as the field), so that one edit mends them.
+  std::vector<std::string> missing;
   for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
                           "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size"}) {
-    if (!merged.contains(key) || merged.at(key).is_null()) {
-      throw InputError(path, std::string("text_config.") + key,
-                       "missing: the language model's fields are read from text_config, and "
-                       "this one is neither there nor at the top level (transformers leaves a "
-                       "sub-config's defaults out; the model card or the config class gives "
-                       "it); add it to text_config");
+    if (!merged.contains(key) || merged.at(key).is_null()) missing.emplace_back(key);
+  }
+  if (!missing.empty()) {
+    std::string others;
+    for (std::size_t i = 1; i < missing.size(); ++i) {
+      others += (i > 1 ? ", " : "") + std::string("text_config.") + missing[i];
     }
+    throw InputError(path, "text_config." + missing[0],
+                     "missing" + (others.empty() ? std::string() : " (and " + others + ")") +
+                         ": the language model's fields are read from text_config, and " +
+                         (others.empty() ? "this one is" : "these are") +
+                         " neither there nor at the top level (transformers leaves a "
+                         "sub-config's defaults out; the model card or the config class gives " +
+                         (others.empty() ? "it" : "them") + "); add " +
+                         (others.empty() ? "it" : "them") + " to text_config");
   }
   return merged;
 }

@@ -50,6 +50,9 @@ struct ModelConfig {
   // matrix products: an assumption that it costs nothing measurable beside them).
   double attn_scale = 0;
   double attn_softcap = 0;
+  // Gemma-2's cap on the LM head's logits (final_logit_softcapping; 0: none): neither run nor
+  // timed, a note where the workload runs the LM head.
+  double final_softcap = 0;
   // An RMSNorm on each attention's and each MLP's output (after its all-reduce) before the
   // residual add: Gemma-2's and Gemma-3's post_attention_layernorm and
   // post_feedforward_layernorm.
@@ -101,8 +104,10 @@ LayerRepeat layer_repeat(const ModelConfig& m, std::int64_t layers, std::int64_t
 // The model's notes, one on the layers that attend over a sliding window `positions` (prompt +
 // context) reach past, and one on `positions` past max_position_embeddings. `layers`: the
 // layers simulated (0: all), of which the window note counts those that use one.
+// `lm_head`: the workload runs the LM head (--embed-head, generate), where a note on its logits'
+// soft cap applies.
 std::vector<std::string> model_notes(const ModelConfig& m, std::int64_t positions,
-                                     std::int64_t layers = 0);
+                                     std::int64_t layers = 0, bool lm_head = false);
 const char* activation_name(ModelConfig::Activation a);
 
 // `spec` is a shipped name ("llama2-70b"), or a path to a JSON file (ours or HF config.json).

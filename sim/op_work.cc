@@ -40,6 +40,21 @@ Op post_norm_op(const Op& add) {
   return norm_of(add, OpCode::MlpNorm);
 }
 
+double hbm_bytes(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Gemm:
+      return op.bytes + qk_norm_bytes(op) + rope_bytes(op) + kv_store_bytes(op);
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+      return (op.norm_after > 0 ? fused_norm_op(op).bytes : op.bytes) +
+             (op.post_norm > 0 ? post_norm_op(op).bytes : 0.0);
+    case OpKind::Attention:
+    case OpKind::AllReduce:
+      break;
+  }
+  return op.bytes;
+}
+
 Op allreduce_add_op(const Op& ar) {
   Op a = ar;
   a.code = OpCode::ResidualAdd;

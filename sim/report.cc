@@ -210,7 +210,9 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
       if (op.norm_layer >= 0) e["norm_layer"] = op.norm_layer;
     }
     e["flops"] = op.flops;
-    e["bytes"] = op.bytes;
+    // What its launch streams (sim::hbm_bytes): a fused norm's, a post-norm's and qkv's rotary,
+    // per-head norms and KV-cache write are in its time, so in its bytes.
+    e["bytes"] = hbm_bytes(op);
     e["standalone_us"] = to_us(r.costs.standalone_ns[i]);
     e["cost_source"] = cm.origin(op);
     e["start_us"] = to_us(tl.start_ns[i]);
@@ -276,7 +278,7 @@ void append_trace(ojson& events, int pid, const std::string& process_name, const
       if (op.norm_layer >= 0) args["norm_layer"] = op.norm_layer;
     }
     args["flops"] = op.flops;
-    args["bytes"] = op.bytes;
+    args["bytes"] = hbm_bytes(op);
     events.push_back(ojson{{"name", op_code_name(op.code)},
                            {"cat", op_kind_name(op.kind)},
                            {"ph", "X"},
@@ -314,7 +316,7 @@ std::string unaligned_chunks_note(const Schedule& s) {
 }
 
 std::vector<std::string> workload_notes(const Workload& w) {
-  return model_notes(w.model, w.seq + w.context, w.layers);
+  return model_notes(w.model, w.seq + w.context, w.layers, w.embed_head);
 }
 
 void print_notes(std::ostream& os, const std::vector<std::string>& notes) {

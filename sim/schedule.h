@@ -215,6 +215,10 @@ Op fused_norm_op(const Op& add);
 // (op.residual_of >= 0 on an AllReduce, --allreduce-fusion add-norm), as a ResidualAdd op of the
 // same rows and width.
 Op allreduce_add_op(const Op& ar);
+// Bytes an op's launch streams through HBM, the work its standalone time covers: op.bytes, plus
+// a qkv op's per-head norms, rotary kernel and KV-cache write, and a residual add's fused next
+// norm (in place of its own bytes) and post-norm. An all-reduce's op.bytes are its payload.
+double hbm_bytes(const Op& op);
 // The name of the norm a residual add runs after its add ("attn_norm", "mlp_norm"), for
 // reports; nullptr where it runs none.
 inline const char* norm_after_name(const Op& op) {

@@ -9,6 +9,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -39,12 +40,24 @@ void parallel_for(std::int64_t n, std::int64_t min_block, Fn fn) {
     fn(std::int64_t{0}, n);
     return;
   }
+  // An exception in a block (std::bad_alloc from Eigen's temporaries) is rethrown here after
+  // every thread has joined, not left to end the process in its thread.
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   for (std::int64_t t = 0; t < threads; ++t) {
     const std::int64_t b = n * t / threads, e = n * (t + 1) / threads;
-    pool.emplace_back([=] { fn(b, e); });
+    pool.emplace_back([=, &failed] {
+      try {
+        fn(b, e);
+      } catch (...) {
+        failed[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
   }
   for (auto& th : pool) th.join();
+  for (const auto& f : failed) {
+    if (f) std::rethrow_exception(f);
+  }
 }
 
 // a * b with the rows of a split over threads (Eigen itself runs single-threaded here).

@@ -526,6 +526,13 @@ TEST_CASE("model coverage: GeGLU with head dim 256 and tied embeddings, Qwen2 bi
     std::ofstream(p) << sparse.dump();
     CHECK(error_of([&] { load_model(p); }).find("field 'text_config.vocab_size': missing") !=
           std::string::npos);
+    // Several missing: all named in one message, the first as the field.
+    sparse["text_config"].erase("head_dim");
+    sparse["text_config"].erase("num_key_value_heads");
+    std::ofstream(p) << sparse.dump();
+    CHECK(error_of([&] { load_model(p); })
+              .find("field 'text_config.num_key_value_heads': missing (and text_config.head_dim, "
+                    "text_config.vocab_size): ") != std::string::npos);
     // Other errors about text_config's fields name them there.
     sparse = mm;
     sparse["text_config"]["sliding_window"] = "4096";
@@ -751,6 +758,8 @@ TEST_CASE("rotary embeddings: rope_theta and partial_rotary_factor, top level or
     if (std::string(type) == "gemma3_text") cfg["hidden_activation"] = "gelu_pytorch_tanh";
     const ModelConfig q = load();
     CHECK(q.qk_norm);
+    // Without rope_theta, transformers' Gemma-3 text config's 1e6, others' 10000.
+    CHECK(q.rope_theta == (std::string(type) == "gemma3_text" ? 1e6 : 10000.0));
     for (const auto& n : q.notes) CHECK(n.find("q_norm") == std::string::npos);
   }
   cfg.erase("hidden_activation");

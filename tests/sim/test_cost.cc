@@ -547,7 +547,11 @@ TEST_CASE("residual add with the next norm fused: its write and weight, no read,
   // Gemma: the post-norm, a kernel of its own, then the fused add and norm.
   add.post_norm = 1;
   CHECK(cm.standalone_ns(add) == alone + 1024 + 128 + 2048 + 128 + 1000);
+  // The bytes its time covers, as reports give them (the add's own 3 x 1024 alone before
+  // 2026-12-05): the fused kernel's and the post-norm's.
+  CHECK(hbm_bytes(add) == add.bytes + 1024 + 128 + 2048 + 128);
   add.post_norm = 0;
+  CHECK(hbm_bytes(add) == kernel.bytes);
   // One block per row, as a norm: with fewer rows than a wave (4 SMs x 1 block here, 2 rows)
   // all its row bytes are slowed, the add's too; the weight is not.
   auto h = tpo::test::byte_per_ns_hardware();

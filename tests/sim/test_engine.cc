@@ -401,8 +401,20 @@ TEST_CASE(
     "GEMMs' score tiles (keys x queries per head)") {
   ContentionParams p = hundred_sms(128, 256);
   Op a = attention_at(1000, 1000, 8);  // a chunk of 1000 queries after 1000 cached tokens
-  // Fused: ceil(1000 / 128) = 8 blocks per head, 64 in all: fewer than the SMs, one wave.
-  CHECK(op_resources(a, 1000, p).waves == doctest::Approx(1.0));
+  // Fused: ceil(1000 / 128) = 8 blocks per head, 64 in all: fewer than the SMs, which it holds
+  // alone; beside a comm kernel on 20 SMs they still all run at once, under either rule.
+  CHECK(op_resources(a, 1000, p).waves == doctest::Approx(0.64));
+  p.comm_ctas = 20;
+  CHECK(op_resources(a, 1000, p).beside_comm == 1.0);
+  p.extra_wave = true;
+  CHECK(op_resources(a, 1000, p).beside_comm == 1.0);
+  // 96 blocks (12 heads) on the 80 left: one wave more under extra_wave, two re-quantized.
+  Op wide = a;
+  wide.n = 12;
+  CHECK(op_resources(wide, 1000, p).waves == doctest::Approx(0.96));
+  CHECK(op_resources(wide, 1000, p).beside_comm == 2.0);
+  p.extra_wave = false;
+  CHECK(op_resources(wide, 1000, p).beside_comm == 2.0);
   // Batched GEMMs: ceil(2000 / 128) x ceil(1000 / 256) = 16 x 4 tiles per head, 512 in all.
   p.attention_batched_gemm = true;
   CHECK(op_resources(a, 1000, p).waves == doctest::Approx(5.12));
