@@ -84,8 +84,15 @@ SplitScorer::SplitScorer(const sim::Workload& w, const sim::CostModel& cm, Strat
   if (contention_) {
     costs_.contention = *contention_;
     costs_.resources.resize(n);
+    // The least HBM an all-reduce draws: its kernel's copy alone. One that also adds and
+    // normalizes (--allreduce-fusion add-norm) draws those bytes over its time too, more with
+    // each split, so the bound leaves them out (it must not exceed any split's score; over a
+    // 1 ns time, as here until 2026-12-05, they made it run compute and comm in series).
     for (const Op& op : slot_op_) {
-      if (op.kind == sim::OpKind::AllReduce) comm_res_ = sim::op_resources(op, 1, *contention_);
+      if (op.kind != sim::OpKind::AllReduce) continue;
+      Op copy = op;
+      copy.residual_of = -1;
+      comm_res_ = sim::op_resources(copy, 1, *contention_);
     }
   }
   costs_.release_ns = sim::release_times(s, cm.exec(), cm.launch());

@@ -13,9 +13,12 @@ double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stre
                    bool extra_wave) {
   if (waves <= 0 || taken <= 0 || sms <= 0) return 1.0;
   if (taken >= sms) return 1e6;  // no SM left: it waits (never the case with sane budgets)
+  // No more blocks than the SMs left (a fused attention, or gemm_fill off): they all run at
+  // once, under every rule. waves is blocks / SMs in a float (OpResources): block counts are
+  // compared, and waves rounded up, with a tolerance well above its rounding and well below
+  // 1 / SMs.
+  if (fits_beside(waves, sms, taken)) return 1.0;
   if (extra_wave) {
-    // Fewer blocks than the SMs left (gemm_fill off): they all run at once, as re-quantized.
-    if (waves * static_cast<double>(sms) <= static_cast<double>(sms - taken)) return 1.0;
     const double w = std::max(1.0, waves);
     return std::max(1.0 + 1.0 / w, static_cast<double>(sms) / static_cast<double>(sms - taken));
   }
@@ -23,9 +26,9 @@ double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stre
     const double beside = waves * static_cast<double>(sms) / static_cast<double>(sms - taken);
     return std::max(1.0, beside) / std::max(1.0, waves);
   }
-  const double alone = std::ceil(waves - 1e-9);
+  const double alone = std::ceil(waves - 1e-4);
   const double beside =
-      std::ceil(waves * static_cast<double>(sms) / static_cast<double>(sms - taken) - 1e-9);
+      std::ceil(waves * static_cast<double>(sms) / static_cast<double>(sms - taken) - 1e-4);
   return beside / std::max(1.0, alone);
 }
 

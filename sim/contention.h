@@ -74,6 +74,11 @@ OpResources op_resources(const Op& op, std::int64_t standalone_ns, const Content
 // How much longer a collective's bandwidth term takes on the budget `p.comm_ctas` (>= 1).
 double comm_budget_factor(const ContentionParams& p);
 
+// Whether a kernel of `waves` waves (blocks / sms) has no more blocks than the sms - taken SMs
+// left beside a comm kernel (so it never waits for SMs, nor makes one wait).
+inline bool fits_beside(double waves, std::int64_t sms, std::int64_t taken) {
+  return waves * static_cast<double>(sms) <= static_cast<double>(sms - taken) + 1e-3;
+}
 // The slowdown of an SM-bound kernel of `waves` waves when `taken` of `sms` SMs are held.
 double wave_factor(double waves, std::int64_t sms, std::int64_t taken, bool stream_k = false,
                    bool extra_wave = false);

@@ -130,13 +130,10 @@ inline double Engine::sm_wait(const ContentionParams& p, const OpResources& r, c
                               std::int64_t alone_ns, std::int64_t started, std::int64_t now) {
   if (r.waves <= 0 || started >= now || a.factor <= 0) return 0;
   // A kernel of fewer blocks than the SMs the comm kernel leaves free never blocks it.
-  if (static_cast<double>(r.waves) * static_cast<double>(p.sms) <=
-      static_cast<double>(p.sms - p.comm_ctas)) {
-    return 0;
-  }
+  if (fits_beside(r.waves, p.sms, p.comm_ctas)) return 0;
   const double alone = static_cast<double>(alone_ns);
   const double left = a.remaining_ns - static_cast<double>(now - a.last_update_ns) / a.factor;
-  const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-9));
+  const double wave = alone / std::max(1.0, std::ceil(static_cast<double>(r.waves) - 1e-4));
   const double into = std::fmod(std::max(0.0, alone - left), wave);
   // While it waits the comm kernel holds nothing: the compute kernel runs alone (rate 1).
   const double wait_ns = std::min(wave - into, std::max(0.0, left));

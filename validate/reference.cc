@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -42,17 +43,24 @@ void parallel_for(std::int64_t n, std::int64_t min_block, Fn fn) {
   }
   // An exception in a block (std::bad_alloc from Eigen's temporaries) is rethrown here after
   // every thread has joined, not left to end the process in its thread.
+  // A thread that cannot be started leaves the block to this one.
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
   for (std::int64_t t = 0; t < threads; ++t) {
     const std::int64_t b = n * t / threads, e = n * (t + 1) / threads;
-    pool.emplace_back([=, &failed] {
+    auto run = [=, &failed] {
       try {
         fn(b, e);
       } catch (...) {
         failed[static_cast<std::size_t>(t)] = std::current_exception();
       }
-    });
+    };
+    try {
+      pool.emplace_back(run);
+    } catch (const std::system_error&) {
+      run();
+    }
   }
   for (auto& th : pool) th.join();
   for (const auto& f : failed) {

@@ -2509,9 +2509,8 @@ TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and reco
     const auto& best = pt.at("candidates").at(pt.at("best").get<std::size_t>());
     CHECK(best.at("total_us").get<double>() <= pt.at("best_at_default_budget_us").get<double>());
   }
-  // Where no budget makes overlap pay, the pick is none at every budget: no gain (it read
-  // -0.7%, against an ISO candidate the plan without the search did not pick either); a plan
-  // without the search has no default-budget figure.
+  // Where no budget makes overlap pay by more than the threshold, the pick is none at every
+  // budget: no gain; a plan without the search has no default-budget figure.
   r =
       tpo("plan --model llama2-70b --hardware h200x8 --tp 8 --seq 1024 --comm-ctas 4,8,16,32 "
           "--quiet --json " +

@@ -408,6 +408,14 @@ TEST_CASE(
   CHECK(op_resources(a, 1000, p).beside_comm == 1.0);
   p.extra_wave = true;
   CHECK(op_resources(a, 1000, p).beside_comm == 1.0);
+  // Exactly the 80 SMs left (10 heads): they still all run at once (waves, a float, comes out
+  // a hair above 0.8; it took a second wave until 2026-12-05).
+  Op fits = a;
+  fits.n = 10;
+  CHECK(op_resources(fits, 1000, p).beside_comm == 1.0);
+  p.extra_wave = false;
+  CHECK(op_resources(fits, 1000, p).beside_comm == 1.0);
+  p.extra_wave = true;
   // 96 blocks (12 heads) on the 80 left: one wave more under extra_wave, two re-quantized.
   Op wide = a;
   wide.n = 12;
@@ -457,12 +465,14 @@ TEST_CASE(
   const OpResources kv = op_resources(qkv, std::llround(qkv.bytes / p.hbm_gbps / 0.7), p);
   CHECK(kv.hbm_gbps == doctest::Approx(0.77 * p.hbm_gbps).epsilon(1e-3));
   CHECK(kv.beside_comm == 1.0);
-  // Decode attention streaming its KV cache near the HBM's rate is memory-bound too.
-  const Op a = attention_at(1, 4096, 8);
+  // Decode attention streaming its KV cache near the HBM's rate is memory-bound too: 96 heads'
+  // blocks, more than the 80 SMs the comm kernel leaves (8 heads' would fit beside it anyway).
+  const Op a = attention_at(1, 4096, 96);
   CHECK(op_resources(a, std::llround(a.bytes / p.hbm_gbps / 0.8), p).beside_comm == 1.0);
   // The rule off (share 0): every such kernel loses its wave.
   p.memory_bound_share = 0;
   CHECK(op_resources(decode, std::llround(at_hbm / 0.9), p).beside_comm == 2.0);
+  CHECK(op_resources(a, std::llround(a.bytes / p.hbm_gbps / 0.8), p).beside_comm == 2.0);
   // Written with a fit and read back; a share above 1 is refused, naming the field.
   for (double share : {0.0, 0.75}) {
     p.memory_bound_share = share;
