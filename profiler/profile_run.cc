@@ -416,13 +416,13 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   so.seq = 1;
   so.phase = "prefill";
   so.context = 0;
-  so.layers = 0;
+  // A CPU host holds what the profiler times: one layer's ops (make_workload's memory check
+  // counts the layers a CPU run builds; a GPU's, the whole model, which must fit where it is
+  // served). Until 2026-12-05 it was made with every layer, so a CPU profile of a model whose
+  // layers do not all fit in host memory was refused. The sweep reads no layer count.
+  so.layers = o.backend == "cpu" ? 1 : 0;
   const sim::Workload w = sim::make_workload(so);
-  // A CPU host holds what the profiler times: one layer's ops (the memory check counts the
-  // layers a CPU run builds; a GPU's, the whole model, which must fit where it is served).
-  sim::Workload checked = w;
-  if (w.hardware.is_cpu) checked.layers = 1;
-  const sim::ShardDims d = sim::validate_workload(checked);
+  const sim::ShardDims d = sim::validate_workload(w);
   // The profile is labelled with this hardware, and simulate reads it as that machine's
   // measurements: CPU timings labelled h200x8 would be used as an H200's.
   const bool cpu_file = w.hardware.is_cpu;

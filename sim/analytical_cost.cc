@@ -174,14 +174,30 @@ namespace {
 // smaller CTA budget slows). Between two sizes: log-log interpolation for the time; the growing
 // part is the bytes over the segment's own bandwidth (its added time over its added bytes),
 // which a latency + bandwidth segment gives exactly, at most the whole time. Below the smallest
-// size: its time, all latency. Above the largest: that time plus the extra bus bytes at the
-// bandwidth of the last step between two sizes, kept between the average the largest size
-// reached and busbw (a table ending latency-bound goes on at busbw, one ending short of
-// saturation at what it reached).
+// size: its time, all latency. Above the largest: that time plus the extra bus bytes at
+// past_table_gbps.
 struct TableRead {
   double us = 0;
   double bw_us = 0;
 };
+
+// The bus bandwidth past a table's largest size: that of its last step between two sizes, at
+// most busbw (a table ending latency-bound goes on at busbw, one ending short of saturation at
+// what its last step gained), and never below the average its largest size reached, so that
+// one all-reduce past the table never costs more than pieces of the table's largest size (until
+// 2026-12-05 busbw capped it, so a table reaching more than the file's busbw, as a CSV of one's
+// own stack may, priced one large all-reduce above two halves and so favoured splitting).
+double past_table_gbps(const LinkConfig& l, const LinkConfig::Table& table) {
+  const auto& pts = table.points;
+  const double r = static_cast<double>(table.ranks);
+  const double bus = 2.0 * (r - 1) / r;
+  const auto& [b1, t1] = pts.back();
+  const auto& [b0, t0] = pts[pts.size() - 2];
+  const double reached_gbps = bus * b1 / (t1 * 1e3);
+  const double step_gbps =
+      t1 > t0 ? bus * (b1 - b0) / ((t1 - t0) * 1e3) : std::numeric_limits<double>::infinity();
+  return std::max(reached_gbps, std::min(l.busbw_gbps, step_gbps));
+}
 
 TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
   const LinkConfig::Table* table = l.table_for(ranks);
@@ -193,11 +209,7 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
     const double bus = 2.0 * (r - 1) / r;
     const auto& [b1, t1] = pts.back();
     const auto& [b0, t0] = pts[pts.size() - 2];
-    const double reached_gbps = bus * b1 / (t1 * 1e3);
-    const double step_gbps =
-        t1 > t0 ? bus * (b1 - b0) / ((t1 - t0) * 1e3) : std::numeric_limits<double>::infinity();
-    const double gbps = std::min(l.busbw_gbps, std::max(reached_gbps, step_gbps));
-    const double extra_us = bus * (bytes - b1) / gbps / 1e3;
+    const double extra_us = bus * (bytes - b1) / past_table_gbps(l, *table) / 1e3;
     const double grown_at_last = std::clamp(b1 * (t1 - t0) / (b1 - b0), 0.0, t1);
     return {t1 + extra_us, grown_at_last + extra_us};
   }
@@ -261,10 +273,14 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
            fmt("%g GB/s bus bandwidth (", l.busbw_gbps) + l.cls + ")";
   };
   const LinkConfig::Table* table = hw.allreduce_table(tp);
-  std::string s = table ? "all-reduce: the allreduce_table's times for " +
-                              std::to_string(table->ranks) + " ranks (" +
-                              std::to_string(table->points.size()) + " sizes) inside a node"
-                        : "all-reduce: " + link(hw.intra);
+  std::string s =
+      table
+          ? "all-reduce: the allreduce_table's times for " + std::to_string(table->ranks) +
+                " ranks (" + std::to_string(table->points.size()) + " sizes up to " +
+                fmt("%g MiB", table->points.back().first / 1048576.0) + "; larger ones go on at " +
+                fmt("%.3g GB/s bus bandwidth", past_table_gbps(hw.intra, *table)) +
+                ") inside a node"
+          : "all-reduce: " + link(hw.intra);
   if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
   s += links_of.empty() ? " from the hardware file" : " from " + links_of + " (--emulate)";
   if (!hw.intra.tables.empty() && !table) {
