@@ -210,7 +210,8 @@ std::function<int()> add_plan(CLI::App& app) {
       "Write the plan (tpo.plan/1) or scenario (tpo.generate/1) to FILE (- for standard "
       "output; the text summary then goes to standard error)");
   sub->add_option("--profile", o.workload.profile,
-                  "Use op costs measured by `tpo profile` (FILE) instead of the analytical model");
+                  "Use op costs measured by `tpo profile` (FILE); the analytical model fills "
+                  "what the profile lacks");
   sub->add_option("--csv", o.csv_path, "Write every candidate of every point as CSV");
   sub->add_option("--svg", o.svg_path, "Write a chart of predicted speedup vs prompt length");
   sub->add_flag("--quiet", o.quiet, "No progress on stderr");

@@ -288,8 +288,8 @@ std::function<int()> add_profile(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag(
       "--quick", o->quick,
-      "Fewer sizes (powers of two only, smaller maximum; no default decode rows; the LM head at "
-      "1 x --align only)");
+      "Fewer sizes (powers of two only, smaller maximum; no default decode rows for GEMMs and "
+      "row-wise ops, attention's decode points kept; the LM head at 1 x --align only)");
   sub->add_option("--out", o->out,
                   "Profile file to write (an interrupted run resumes from "
                   "FILE.partial)");

@@ -47,17 +47,26 @@ std::string budget_note(const WorkloadOptions& wo, std::int64_t baseline_ns) {
 }
 
 // The cost model's line; with a profile, how many of the schedule's ops it priced from
-// measurements (measured or interpolated) and how many the analytical model did.
+// measurements (measured or interpolated), how many it extrapolated past them (the analytical
+// model scaled by the profile's ratio at the nearest measured size) and how many the analytical
+// model priced alone (the report's cost_source, counted the same way).
 std::string model_and_exec_of(const WorkloadOptions& wo, const CostModel& cm, const Schedule& s) {
   if (wo.profile.empty()) return sim::model_and_exec(cm);
-  std::int64_t from_profile = 0, all = 0;
+  std::int64_t from_profile = 0, extrapolated = 0, all = 0;
   for (const auto& [src, n] : cost_sources(s, cm)) {
     all += n;
     if (src == "measured" || src == "interpolated") from_profile += n;
+    if (src == "extrapolated") extrapolated += n;
   }
-  return cm.name() + " cost model (" + std::to_string(from_profile) + " of " + std::to_string(all) +
-         " ops from its measurements, the rest analytical), " + exec_mode_name(cm.exec()) +
-         " execution";
+  const std::int64_t analytical = all - from_profile - extrapolated;
+  std::string parts =
+      std::to_string(from_profile) + " of " + std::to_string(all) + " ops from its measurements";
+  if (extrapolated > 0) {
+    parts += ", " + std::to_string(extrapolated) +
+             " extrapolated past them (the analytical model scaled at the nearest measured size)";
+  }
+  if (analytical > 0) parts += ", " + std::to_string(analytical) + " analytical alone";
+  return cm.name() + " cost model (" + parts + "), " + exec_mode_name(cm.exec()) + " execution";
 }
 
 // One strategy: the summary, where the op costs came from, the report and the trace.

@@ -266,7 +266,9 @@ void bind_workload(CLI::App* sub, sim::WorkloadOptions* w, const WorkloadFlags& 
                     "How the schedule reaches the GPU: queued (the whole schedule queued before "
                     "the GPU starts; launch time hidden), eager (one host launch call per op, "
                     "issued in order; an op waits for its launch) or graph (one CUDA graph "
-                    "launch); launch costs from the profile or the hardware file")
+                    "launch); launch costs from the profile or the hardware file. eager charges "
+                    "the CUDA launch calls only, not a framework's Python and dispatch time "
+                    "around them (as vLLM's --enforce-eager spends)")
         ->capture_default_str();
   }
   if (f.rope) {

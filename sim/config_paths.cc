@@ -68,9 +68,22 @@ std::string resolve_config(const std::string& sub, const std::string& spec,
   std::error_code ec;
   const std::string here =
       fs::exists(spec, ec) ? "; '" + spec + "' here is read as a path when written ./" + spec : "";
-  throw FieldError(field, spec,
-                   "no shipped " + sub + " config of that name (shipped: " + names +
-                       "); or pass a path to a JSON file" + here);
+  // What the JSON file is: a machine's is written from its datasheet (a copy of the closest
+  // shipped one); a model's is its Hugging Face config.json.
+  const std::string what =
+      sub == "hardware"
+          ? "or describe the machine in a JSON file and pass its path (copy the closest shipped "
+            "file from " +
+                (fs::path(config_dir()) / sub).string() +
+                " and change its numbers to the datasheet's; docs/hardware-file.md lists every "
+                "field)"
+      : sub == "models" ? "or pass a path to the model's Hugging Face config.json (or its "
+                          "folder) or to a tpo.model/1 JSON file"
+                        : "or pass a path to a JSON file";
+  const std::string kind = sub == "models" ? "model" : sub;
+  throw FieldError(
+      field, spec,
+      "no shipped " + kind + " config of that name (shipped: " + names + "); " + what + here);
 }
 
 }  // namespace tpo::sim

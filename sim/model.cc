@@ -192,6 +192,13 @@ void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const st
     } else if (o.has("max_window_layers") || qwen_family(type)) {
       const std::int64_t first = o.count_or("max_window_layers", 28);
       for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<std::int64_t>(i) >= first;
+      if (first > 0 && first < m.num_layers) {
+        m.notes.push_back(
+            fs::path(path).filename().string() + "'s max_window_layers " + std::to_string(first) +
+            " is read as transformers reads it: layers " + std::to_string(first) +
+            " and above attend over the window, those below over every key (vLLM's Qwen2 "
+            "windows the layers below it instead)");
+      }
     }
   }
   if (std::find(w.begin(), w.end(), true) == w.end()) {
@@ -306,6 +313,71 @@ void read_rotary(const nlohmann::json& j, const std::string& path, ModelConfig& 
                      "rotates " + std::to_string(m.rotary_dim) + " of head_dim's " +
                          std::to_string(m.head_dim) +
                          " values, an odd number: not modelled (rotary embeddings rotate pairs)");
+  }
+}
+
+// Edit distance (insertions, deletions, substitutions) between two short keys.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t k = 0; k <= b.size(); ++k) row[k] = k;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t k = 1; k <= b.size(); ++k) {
+      const std::size_t up = row[k];
+      row[k] = std::min({row[k] + 1, row[k - 1] + 1, diag + (a[i - 1] == b[k - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A Hugging Face config may hold any key, so one tpo does not read is not an error; but one a
+// letter or two from a key tpo reads that the config lacks is likely that key misspelt, and
+// tpo would silently take its default (num_key_value_head: every head its own K and V). Said.
+void near_miss_notes(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
+  static const char* read[] = {"num_hidden_layers",
+                               "hidden_size",
+                               "num_attention_heads",
+                               "num_key_value_heads",
+                               "head_dim",
+                               "intermediate_size",
+                               "vocab_size",
+                               "hidden_act",
+                               "hidden_activation",
+                               "attention_bias",
+                               "mlp_bias",
+                               "tie_word_embeddings",
+                               "rope_theta",
+                               "partial_rotary_factor",
+                               "rms_norm_eps",
+                               "query_pre_attn_scalar",
+                               "attn_logit_softcapping",
+                               "final_logit_softcapping",
+                               "sliding_window",
+                               "use_sliding_window",
+                               "max_window_layers",
+                               "layer_types",
+                               "sliding_window_pattern",
+                               "max_position_embeddings",
+                               "rope_scaling",
+                               "model_type"};
+  const std::string file = fs::path(path).filename().string();
+  for (const auto& [key, value] : j.items()) {
+    if (std::find_if(std::begin(read), std::end(read), [&](const char* r) { return key == r; }) !=
+        std::end(read)) {
+      continue;
+    }
+    for (const char* r : read) {
+      const std::string want = r;
+      if (j.contains(want) || key.size() < 6) continue;
+      if (edit_distance(key, want) <= 2) {
+        m.notes.push_back(file + "'s '" + key + "' is not a key tpo reads: is it " + want +
+                          " misspelt? Without " + want +
+                          ", tpo takes its default (transformers' for this model type)");
+        break;
+      }
+    }
   }
 }
 
@@ -606,6 +678,7 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     refuse_unmodelled(j, o, path);
     m.sliding_window = sliding_window_of(j, path);
     read_notes(j, path, m);
+    near_miss_notes(j, path, m);
     if (multimodal) {
       m.notes.push_back("the language model is read from " + fs::path(path).filename().string() +
                         "'s text_config: the vision tower and projector are not timed (a "

@@ -110,8 +110,16 @@ TEST_CASE("simulate prints a summary with the speedup over none") {
         std::string::npos);
   // The header says how much the profile priced (it read as if every op were measured).
   // (80 layers: 10 ops each but the 79 norms fused into the add before them, and 160 all-reduces)
-  CHECK(prof.out.find("profile cost model (641 of 801 ops from its measurements, the rest "
-                      "analytical)") != std::string::npos);
+  CHECK(prof.out.find("profile cost model (641 of 801 ops from its measurements, 160 analytical "
+                      "alone)") != std::string::npos);
+  // Past the profile's largest chunk its ops are extrapolated, and said so (the line called them
+  // analytical until 2026-12-05, as if the profile were not read).
+  const auto past =
+      tpo("simulate --model llama3.1-8b --hardware cpu-host --tp 2 --seq 4096 --profile " +
+          std::string(TPO_TEST_DATA) + "/../../configs/profiles/cpu-vm-llama3.1-8b-tp2.json");
+  CHECK(past.out.find("profile cost model (0 of 321 ops from its measurements, 321 extrapolated "
+                      "past them (the analytical model scaled at the nearest measured size))") !=
+        std::string::npos);
   // Emulated links are named as their source.
   CHECK(tpo("simulate --model llama-30b --hardware h100x8 --emulate rtx4090x8 --tp 4 --seq 1024")
             .out.find("from rtx4090x8 (--emulate); its allreduce_table is for 8 ranks") !=
@@ -718,6 +726,19 @@ TEST_CASE(
   // One GPU: nothing overlaps, nothing said.
   CHECK(tpo("simulate --model llama3.1-8b --hardware h100x8 --tp 1 --seq 1024")
             .out.find("overlap:") == std::string::npos);
+}
+
+TEST_CASE("a name that is not shipped: the shipped ones, and how to describe one's own") {
+  auto r = tpo("simulate --model llama3.1-8b --hardware l40sx8 --tp 2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--hardware l40sx8: no shipped hardware config of that name (shipped: ") !=
+        std::string::npos);
+  CHECK(r.out.find("copy the closest shipped file") != std::string::npos);
+  CHECK(r.out.find("docs/hardware-file.md lists every field") != std::string::npos);
+  r = tpo("simulate --model mistral-small-24b --hardware h100x8 --tp 2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("no shipped model config of that name") != std::string::npos);
+  CHECK(r.out.find("Hugging Face config.json") != std::string::npos);
 }
 
 TEST_CASE("what a model config has that tpo does not time is said with every prediction") {

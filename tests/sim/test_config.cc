@@ -91,6 +91,43 @@ TEST_CASE("the position limit: max_position_embeddings, stretched by rope_scalin
   fs::remove(p);
 }
 
+TEST_CASE(
+    "a key a letter or two from one tpo reads and the config lacks is said: likely misspelt") {
+  namespace fs = std::filesystem;
+  const std::string p =
+      (fs::temp_directory_path() / ("tpo_test_typo_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  auto cfg = tpo::read_json_file(data + "/hf_llama_config.json");
+  const auto said = [&] {
+    std::ofstream(p) << cfg.dump();
+    const ModelConfig m = load_model(p);
+    std::string all;
+    for (const auto& n : m.notes) all += n + "\n";
+    return std::pair{m, all};
+  };
+  CHECK(said().second.find("misspelt") == std::string::npos);
+  const std::int64_t kv = cfg["num_key_value_heads"];
+  REQUIRE(kv < cfg["num_attention_heads"].get<std::int64_t>());
+  // num_key_value_head: the KV heads default to the query heads, and the note says why.
+  cfg["num_key_value_head"] = kv;
+  cfg.erase("num_key_value_heads");
+  auto [m, notes] = said();
+  CHECK(m.kv_heads == m.heads);
+  CHECK(notes.find("'num_key_value_head' is not a key tpo reads: is it num_key_value_heads "
+                   "misspelt?") != std::string::npos);
+  // Beside the key it resembles, it is just another key: nothing said.
+  cfg["num_key_value_heads"] = kv;
+  CHECK(said().second.find("misspelt") == std::string::npos);
+  // Two edits away (rope_tetha) still; three (rope_thx) not.
+  cfg["rope_tetha"] = 1e6;
+  CHECK(said().second.find("'rope_tetha' is not a key tpo reads: is it rope_theta") !=
+        std::string::npos);
+  cfg.erase("rope_tetha");
+  cfg["rope_thx"] = 1e6;
+  CHECK(said().second.find("misspelt") == std::string::npos);
+  fs::remove(p);
+}
+
 TEST_CASE("a config.json without a name is named by its folder, or by its hub cache repository") {
   namespace fs = std::filesystem;
   const fs::path root =

@@ -179,12 +179,24 @@ TEST_CASE("which layers a config windows: layer_types, Gemma-2, Gemma-3, Qwen2, 
   }));
   CHECK(q2.window_of(19) == 0);
   CHECK(q2.window_of(20) == 4096);
+  // Which convention, said (vLLM's Qwen2 windows the layers below instead).
+  const auto said = [](const ModelConfig& m) {
+    for (const auto& n : m.notes) {
+      if (n.find("max_window_layers 20 is read as transformers reads it: layers 20 and above "
+                 "attend over the window") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  CHECK(said(q2));
   const ModelConfig q2off = load_model(edited("hf_qwen2_config.json", [](auto& j) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = 4096;
     j["max_window_layers"] = 20;
   }));
   CHECK(q2off.sliding_window == 0);
+  CHECK_FALSE(said(q2off));
   // transformers' Qwen2 defaults: no window without use_sliding_window; max_window_layers 28.
   CHECK(load_model(edited("hf_qwen2_config.json", [](auto& j) {
           j.erase("use_sliding_window");
