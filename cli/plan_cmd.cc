@@ -184,6 +184,11 @@ std::function<int()> add_plan(CLI::App& app) {
   sub->add_option("--threshold", o.threshold,
                   "Recommend overlap only if it beats none by more than this fraction")
       ->capture_default_str();
+  sub->add_option("--chunk-gain", o.chunk_gain,
+                  "iso: cut the prompt in one chunk more only if that beats the best split of "
+                  "one chunk fewer by more than this fraction (a split the model cannot tell "
+                  "from a simpler one is not worth an engine's extra chunk; 0: the fastest)")
+      ->capture_default_str();
   sub->add_option("--interpolation-risk", c->interpolation_risk,
                   "With --profile: rank a candidate whose GEMMs run at rows the profile did not "
                   "measure as this fraction slower (predicted times are unchanged): auto (the "

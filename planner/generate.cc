@@ -44,8 +44,8 @@ std::int64_t time_of(const sim::Workload& w, const StrategySpec& spec, const sim
 // more than `threshold` falls back to `none` (what the planner would answer). A model-changing one
 // has no fallback: its model is different in every phase.
 StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t align,
-                    std::int64_t max_chunks, double threshold, const sim::CostModel& cm,
-                    sim::Engine& engine, bool* fell_back) {
+                    std::int64_t max_chunks, double threshold, double chunk_gain,
+                    const sim::CostModel& cm, sim::Engine& engine, bool* fell_back) {
   const StrategySpec none(StrategyKind::None);
   const std::int64_t none_ns = time_of(w, none, cm, engine);
   StrategySpec best = none;
@@ -60,12 +60,31 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
       !sim::preserves_function(kind) && one != kind && w.phase == sim::Phase::Prefill) {
     specs.push_back(StrategySpec(one));
   }
+  std::vector<std::int64_t> times;
   for (const auto& spec : specs) {
     const std::int64_t t = time_of(w, spec, cm, engine);
+    times.push_back(t);
     if (t < best_ns) {
       best_ns = t;
       best = spec;
     }
+  }
+  // A chunk more only where it pays (--chunk-gain), as plan picks.
+  while (best.chunk_tokens.size() >= 3) {
+    std::size_t fewer = specs.size();
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].kind == best.kind &&
+          specs[i].chunk_tokens.size() + 1 == best.chunk_tokens.size() &&
+          (fewer == specs.size() || times[i] < times[fewer])) {
+        fewer = i;
+      }
+    }
+    if (fewer == specs.size() || sim::chunk_pays(static_cast<double>(times[fewer]),
+                                                 static_cast<double>(best_ns), chunk_gain)) {
+      break;
+    }
+    best = specs[fewer];
+    best_ns = times[fewer];
   }
   // None for a strategy that is not none: it did not apply (microbatch of one request) or did
   // not beat none: marked as a fallback either way.
@@ -100,13 +119,14 @@ std::string phase_label(const StrategySpec& s, bool fell_back, StrategyKind aske
 
 GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::int64_t new_tokens,
                        std::int64_t align, std::int64_t max_chunks, double threshold,
-                       const sim::CostModel& cm) {
+                       double chunk_gain, const sim::CostModel& cm) {
   sim::Engine engine;
   GenerateResult r;
   r.strategy = sim::strategy_name(kind);
   r.preserves_function = sim::preserves_function(kind);
   bool fb = false;
-  const StrategySpec pre = choose(prefill_w, kind, align, max_chunks, threshold, cm, engine, &fb);
+  const StrategySpec pre =
+      choose(prefill_w, kind, align, max_chunks, threshold, chunk_gain, cm, engine, &fb);
   r.prefill_strategy = phase_label(pre, fb, kind);
   r.prefill_spec = pre;
   if (sim::strategy(pre.kind).uses_chunks()) {
@@ -121,7 +141,8 @@ GenerateResult run_one(const sim::Workload& prefill_w, StrategyKind kind, std::i
   dw.seq = 1;
   dw.context = sim::generation_middle_context(prefill_w.seq, new_tokens);
   const StrategyKind dkind = sim::strategy(kind).decode_as;
-  const StrategySpec dec = choose(dw, dkind, align, max_chunks, threshold, cm, engine, &fb);
+  const StrategySpec dec =
+      choose(dw, dkind, align, max_chunks, threshold, chunk_gain, cm, engine, &fb);
   r.decode_strategy = phase_label(dec, fb, dkind);
   r.decode_spec = dec;
   double sum_us = 0;
@@ -163,6 +184,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
     throw InputError("--new-tokens", std::to_string(o.new_tokens), "must be >= 1");
   }
   sim::check_threshold(p.threshold, "--threshold");
+  sim::check_threshold(p.chunk_gain, "--chunk-gain");
   if (!p.json_path.empty()) check_writable(p.json_path, "--json");
   const auto batches = parse_batches(o.batches);
   const auto kinds = parse_strategy_list(p.strategies);
@@ -229,8 +251,8 @@ GenerateReport run_generate(const GenerateOptions& o) {
   // depend on the thread count.
   run_jobs(batches.size() * kinds.size(), p.threads, [&](std::size_t j) {
     const std::size_t bi = j / kinds.size(), ki = j % kinds.size();
-    rep.batches[bi].results[ki] =
-        run_one(ws[bi], kinds[ki], o.new_tokens, p.align, p.max_chunks, p.threshold, cm);
+    rep.batches[bi].results[ki] = run_one(ws[bi], kinds[ki], o.new_tokens, p.align, p.max_chunks,
+                                          p.threshold, p.chunk_gain, cm);
   });
   for (auto& b : rep.batches) {
     const double base = b.results[0].tokens_per_s;
@@ -271,7 +293,10 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
   os << "each strategy runs its best variant in each phase; * = it could not beat none there by "
         "more than "
      << fmt("%.1f%%", 100 * o.plan.threshold)
-     << " (--threshold), or is not applicable (microbatch needs 2 requests), so none ran; "
+     << " (--threshold), or is not applicable (microbatch needs 2 requests), so none ran; a "
+        "prompt is cut in a chunk more only where that beats one fewer by more than "
+     << fmt("%.1f%%", 100 * o.plan.chunk_gain)
+     << " (--chunk-gain); "
         "(uncut) = iso+ladder with the prompt in one chunk, i.e. ladder; ISO cuts prompts only, "
         "so iso+ladder decodes as ladder\n";
   const auto& f = fmt;
@@ -341,7 +366,8 @@ nlohmann::ordered_json generate_json(const GenerateReport& r) {
                        {"vocab", o.plan.workload.vocab},
                        {"add_norm", o.plan.workload.add_norm},
                        {"allreduce_fusion", o.plan.workload.allreduce_fusion},
-                       {"threshold", o.plan.threshold}};
+                       {"threshold", o.plan.threshold},
+                       {"chunk_gain", o.plan.chunk_gain}};
   j["model"] = r.model_name;
   j["hardware"] = r.hardware_name;
   j["num_layers"] = r.layers;

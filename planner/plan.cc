@@ -266,6 +266,7 @@ Plan make_plan(const PlanOptions& o) {
                      "at most 8 (the split search grows with each chunk)");
   }
   sim::check_threshold(o.threshold, "--threshold");
+  sim::check_threshold(o.chunk_gain, "--chunk-gain");
   if (o.threads < 0 || o.threads > 1024) {
     throw InputError("--threads", std::to_string(o.threads),
                      "must be between 0 (all cores) and 1024");
@@ -468,6 +469,32 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
       point.best_by_prediction = i;
     }
   }
+  // A prompt cut in one chunk more only where it pays (--chunk-gain) over the best cut of the
+  // same strategy and comm budget in one chunk fewer, down to 2 chunks.
+  const auto fewest_paying = [&](std::size_t pick, auto&& time) {
+    for (;;) {
+      const Candidate& b = point.candidates[pick];
+      const std::size_t k = b.spec.chunk_tokens.size();
+      if (k < 3) return pick;
+      std::size_t fewer = point.candidates.size();
+      for (std::size_t i = 0; i < point.candidates.size(); ++i) {
+        const Candidate& c = point.candidates[i];
+        if (c.allowed && c.spec.kind == b.spec.kind && c.comm_ctas == b.comm_ctas &&
+            c.spec.chunk_tokens.size() == k - 1 &&
+            (fewer == point.candidates.size() || time(c) < time(point.candidates[fewer]))) {
+          fewer = i;
+        }
+      }
+      if (fewer == point.candidates.size() ||
+          sim::chunk_pays(time(point.candidates[fewer]), time(b), o.chunk_gain)) {
+        return pick;
+      }
+      pick = fewer;
+    }
+  };
+  point.best = fewest_paying(point.best, ranked);
+  point.best_by_prediction = fewest_paying(
+      point.best_by_prediction, [](const Candidate& c) { return static_cast<double>(c.total_ns); });
   // "Don't overlap" unless the winner beats none by more than the threshold (as ranked: a
   // charged winner beats none by that much after its charge).
   if (sim::keeps_none(ranked(point.candidates.front()), ranked(point.candidates[point.best]),
@@ -494,6 +521,10 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     const Candidate* pick = nullptr;
     for (const auto& c : point.candidates) {
       if (c.allowed && c.comm_ctas == def && (!pick || ranked(c) < ranked(*pick))) pick = &c;
+    }
+    if (pick) {
+      pick = &point.candidates[fewest_paying(
+          static_cast<std::size_t>(pick - point.candidates.data()), ranked)];
     }
     point.best_at_default_budget_ns =
         !pick || sim::keeps_none(ranked(point.candidates.front()), ranked(*pick), o.threshold)

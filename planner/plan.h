@@ -26,6 +26,9 @@ struct PlanOptions {
   std::int64_t max_chunks = 3;
   std::int64_t align = 64;
   double threshold = 0.02;  // overlap must beat none by more than this fraction
+  // A prompt cut in k > 2 chunks must beat the best cut in k - 1 by more than this fraction
+  // (sim::chunk_pays); 0: the fastest cut whatever its chunks.
+  double chunk_gain = 0.005;
   bool allow_arch_change = false;
   std::int64_t threads = 0;  // 0: all cores
   // Comm SM budgets to search jointly with the strategies ("8,16,32"); empty: the workload's

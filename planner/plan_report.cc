@@ -66,7 +66,12 @@ void print_plan(std::ostream& os, const Plan& plan) {
      << "\n";
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
-     << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold) << "\n";
+     << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold);
+  if (plan.options.max_chunks > 2 && plan.options.chunk_gain > 0) {
+    os << ", and a chunk more must beat the best split of one fewer by more than "
+       << fmt("%.1f%%", 100 * plan.options.chunk_gain) << " (--chunk-gain)";
+  }
+  os << "\n";
   if (!plan.allreduce_text.empty()) os << plan.allreduce_text << "\n";
   if (const auto ov = sim::overlap_line(w, plan.overlap_model); !ov.empty()) os << ov << "\n";
   sim::print_notes(os, plan_notes(plan));
@@ -232,6 +237,7 @@ ojson plan_json(const Plan& plan) {
                        {"max_chunks", o.max_chunks},
                        {"align", o.align},
                        {"threshold", o.threshold},
+                       {"chunk_gain", o.chunk_gain},
                        {"allow_arch_change", o.allow_arch_change},
                        {"layers", o.workload.layers},
                        {"profile", o.workload.profile},

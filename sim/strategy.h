@@ -45,6 +45,13 @@ inline bool keeps_none(double none_time, double pick_time, double threshold) {
 }
 // Throws InputError naming `flag` unless 0 <= threshold < 1 (NaN included).
 void check_threshold(double threshold, const char* flag);
+// The chunk-count decision of `tpo plan` and the generate scenario: a prompt cut in one chunk
+// more runs only where it beats the best cut of one chunk fewer by more than `gain` (a fraction
+// of its time, --chunk-gain): a split the model cannot tell apart from a simpler one is not
+// worth the engine's extra chunk.
+inline bool chunk_pays(double fewer_time, double more_time, double gain) {
+  return more_time * (1.0 + gain) < fewer_time;
+}
 
 // How a strategy cuts the token matrix (requests x positions) into segments, each of which
 // runs every module in turn.

@@ -127,6 +127,68 @@ TEST_CASE("interpolation risk: a split on interpolated GEMM rows is ranked that 
   CHECK(plan.points[0].interpolation_risk == 0);
 }
 
+TEST_CASE("a chunk more only where it beats the best split of one fewer by --chunk-gain") {
+  // Llama-2-70B on 8x RTX 4090: ISO's best 3-chunk split is 0.2% faster than its best 2-chunk
+  // one at 5952 tokens (predicted), 1.3% at 11648.
+  const auto plan_at = [](double gain) {
+    PlanOptions o;
+    o.workload.model = "llama2-70b";
+    o.workload.hardware = "rtx4090x8";
+    o.workload.tp = 8;
+    o.seq = "5952,11648";
+    o.strategies = "iso";
+    o.chunk_gain = gain;
+    o.threads = 1;
+    o.quiet = true;
+    Plan p = make_plan(o);
+    run_plan(p);
+    return p;
+  };
+  const auto chunks = [](const PlanPoint& p, std::size_t i) {
+    return p.candidates[i].spec.chunk_tokens.size();
+  };
+  const auto best_with = [](const PlanPoint& p, std::size_t k) {
+    std::int64_t t = 0;
+    for (const auto& c : p.candidates) {
+      if (c.spec.chunk_tokens.size() == k) t = c.total_ns;
+    }
+    REQUIRE(t > 0);
+    return static_cast<double>(t);
+  };
+  const Plan fastest = plan_at(0), simplest = plan_at(0.005);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const PlanPoint &f = fastest.points[i], &s = simplest.points[i];
+    CAPTURE(f.seq);
+    CHECK(chunks(f, f.best) == 3);  // the fastest, by however little
+    CHECK(f.best == f.best_by_prediction);
+    CHECK(s.best == s.best_by_prediction);
+    // With the gain: 3 chunks only where they beat 2 by more than 0.5%.
+    const double gain = best_with(s, 2) / best_with(s, 3) - 1.0;
+    CHECK(chunks(s, s.best) == (gain > 0.005 ? 3u : 2u));
+  }
+  CHECK(chunks(simplest.points[0], simplest.points[0].best) == 2);
+  CHECK(chunks(simplest.points[1], simplest.points[1].best) == 3);
+  // The generate scenario picks alike.
+  GenerateOptions g;
+  g.plan.workload.model = "llama2-70b";
+  g.plan.workload.hardware = "rtx4090x8";
+  g.plan.workload.tp = 8;
+  g.plan.strategies = "iso";
+  g.plan.threads = 1;
+  g.prompt = 5952;
+  g.new_tokens = 4;
+  g.batches = "1";
+  for (const double gain : {0.0, 0.005}) {
+    g.plan.chunk_gain = gain;
+    const GenerateReport r = run_generate(g);
+    CHECK(r.batches.at(0).results.at(1).prefill_spec.chunk_tokens.size() == (gain > 0 ? 2u : 3u));
+  }
+  // A gain outside [0, 1) is refused, naming the flag.
+  PlanOptions bad;
+  bad.chunk_gain = -0.1;
+  CHECK_THROWS_WITH_AS(make_plan(bad), doctest::Contains("--chunk-gain"), InputError);
+}
+
 TEST_CASE("interpolation risk: the pruned split search equals brute force without pruning") {
   const PartlyMeasuredToy cm({64, 128, 192, 256, 384}, 0.03);
   for (std::int64_t seq : {448, 512}) {
