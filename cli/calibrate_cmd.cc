@@ -58,6 +58,11 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "Decisions: overlap is picked only when it is predicted to beat none by more "
                   "than this fraction, in [0, 1), as tpo plan --threshold")
       ->capture_default_str();
+  sub->add_option("--chunk-gain", o->chunk_gain,
+                  "Decisions: a split in one chunk more is picked only when it is predicted to "
+                  "beat the best of one fewer by more than this fraction, as tpo plan "
+                  "--chunk-gain")
+      ->capture_default_str();
   sub->add_option("--comm-hbm-per-cta", o->comm_hbm,
                   "The comm kernel's HBM draw per CTA: fit (searched with the rest), profile "
                   "(measured: the fit-on profiles' long copies alone on the comm budget's CTAs, "

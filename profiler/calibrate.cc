@@ -496,7 +496,7 @@ std::string pct(double x) {
 // `none` unless the pick beats it by more than `threshold`, as `tpo plan` decides.
 ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Prepared>& prep,
                 const std::vector<std::size_t>& set, const Eval& e, double threshold,
-                std::ostream& os, const char* label) {
+                double chunk_gain, std::ostream& os, const char* label) {
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t k = 0; k < set.size(); ++k) {
     const auto& c = cases[set[k]];
@@ -518,6 +518,7 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
     struct Pick {
       double score, measured;
       std::string name;
+      std::size_t chunks = 0;  // the prompt's chunks (0: none or uncut)
     };
     const double none_pred = e.none_us[ks.front()];
     const Pick none_by_pred{none_pred, none_meas, "none"};
@@ -526,14 +527,30 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
         "none"};
     Pick by_pred = none_by_pred, ranked = none_ranked;
     double best_meas = none_meas;
+    std::vector<Pick> preds, charges;
     for (auto k : ks) {
       const auto& c = cases[set[k]];
       const Prepared& p = prep[set[k]];
       best_meas = std::min(best_meas, c.measured_us);
       const double pred = e.predicted_us[k];
       const double charged = pred * (p.unmeasured_gemm_rows ? 1 + p.interpolation_risk : 1.0);
-      if (pred < by_pred.score) by_pred = {pred, c.measured_us, sim::variant_text(c.run.spec)};
-      if (charged < ranked.score) ranked = {charged, c.measured_us, sim::variant_text(c.run.spec)};
+      const std::string name = sim::variant_text(c.run.spec);
+      const std::size_t chunks = c.run.spec.chunk_tokens.size();
+      preds.push_back({pred, c.measured_us, name, chunks});
+      charges.push_back({charged, c.measured_us, name, chunks});
+      if (pred < by_pred.score) by_pred = preds.back();
+      if (charged < ranked.score) ranked = charges.back();
+    }
+    // A chunk more only where it pays (--chunk-gain), as tpo plan picks.
+    for (auto [pick, all] : {std::pair{&by_pred, &preds}, std::pair{&ranked, &charges}}) {
+      while (pick->chunks >= 3) {
+        const Pick* fewer = nullptr;
+        for (const Pick& a : *all) {
+          if (a.chunks + 1 == pick->chunks && (!fewer || a.score < fewer->score)) fewer = &a;
+        }
+        if (!fewer || sim::chunk_pays(fewer->score, pick->score, chunk_gain)) break;
+        *pick = *fewer;
+      }
     }
     if (sim::keeps_none(none_by_pred.score, by_pred.score, threshold)) by_pred = none_by_pred;
     if (sim::keeps_none(none_ranked.score, ranked.score, threshold)) ranked = none_ranked;
@@ -709,6 +726,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
                      "name the model(s) whose cases are fitted; the rest are held out");
   }
   sim::check_threshold(o.threshold, "--threshold");
+  sim::check_threshold(o.chunk_gain, "--chunk-gain");
   if (!o.out.empty()) check_writable(o.out, "--out");
   const auto cases = read_cases(o.reports);
   for (const auto& p : o.profiles) check_input_file(p, "--profile");
@@ -1023,14 +1041,14 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     os << "\n";
   }
   os << "  decisions among the measured alternatives (none and the splits on the grid):\n";
-  decisions(cases, prep, train, sub(before, train), o.threshold, os,
+  decisions(cases, prep, train, sub(before, train), o.threshold, o.chunk_gain, os,
             "fit set,  fixed factors:    ");
-  const ojson dec_fit = decisions(cases, prep, train, sub(after, train), o.threshold, os,
-                                  "fit set,  contention model: ");
-  const ojson dec_test_before = decisions(cases, prep, test, sub(before, test), o.threshold, os,
-                                          "held out, fixed factors:    ");
-  const ojson dec_test = decisions(cases, prep, test, sub(after, test), o.threshold, os,
-                                   "held out, contention model: ");
+  const ojson dec_fit = decisions(cases, prep, train, sub(after, train), o.threshold, o.chunk_gain,
+                                  os, "fit set,  contention model: ");
+  const ojson dec_test_before = decisions(cases, prep, test, sub(before, test), o.threshold,
+                                          o.chunk_gain, os, "held out, fixed factors:    ");
+  const ojson dec_test = decisions(cases, prep, test, sub(after, test), o.threshold, o.chunk_gain,
+                                   os, "held out, contention model: ");
   // The profiles' interference microbenchmarks, never used by the fit: the fitted rules
   // against the fixed factors on each measured pair.
   ojson micro = ojson::array();
@@ -1050,6 +1068,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   ojson rep = sim::report_header("tpo.calibration/1", "predicted and measured");
   rep["microbenchmarks"] = std::move(micro);
   rep["decisions"] = ojson{{"threshold", o.threshold},
+                           {"chunk_gain", o.chunk_gain},
                            {"fit", dec_fit},
                            {"held_out", dec_test},
                            {"held_out_fixed_factors", dec_test_before}};

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/profile.h"
 #include "sim/contention.h"
 #include "sim/plan_file.h"
+#include "sim/profile.h"
 
 namespace tpo::profiler {
 
@@ -85,6 +85,9 @@ struct CalibrateOptions {
   // The planner's --threshold: in the decisions, overlap is picked only when it beats none
   // by more than this fraction, as `tpo plan` decides (PlanOptions::threshold).
   double threshold = 0.02;
+  // The planner's --chunk-gain: a split of k > 2 chunks is picked over the best of k - 1 only
+  // where it is predicted to beat it by more than this fraction (PlanOptions::chunk_gain).
+  double chunk_gain = 0.005;
   // The comm kernel's HBM draw per CTA (contention.comm_hbm_gbps_per_cta): "fit" (searched over
   // its grid with the rest), "profile" (measured: the fit-on models' profiles' long copies on
   // the comm budget's CTAs, comm_hbm_from_profiles), or a number of GB/s held as given.

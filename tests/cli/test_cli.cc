@@ -2321,6 +2321,17 @@ TEST_CASE(
   CHECK(worst_ranked < 0.02);
   // Picks are `none` unless they beat it by more than the planner's threshold (2%).
   CHECK(jo.at("decisions").at("threshold").get<double>() == doctest::Approx(0.02));
+  // And take a chunk more only where plan would (--chunk-gain 0.5%): under the fixed factors,
+  // the 8B 8192-token group's 5120,2048,1024 is predicted under 0.5% ahead of 4096,4096, which
+  // measured 4% faster; picked with --chunk-gain 0 only.
+  CHECK(jo.at("decisions").at("chunk_gain").get<double>() == doctest::Approx(0.005));
+  CHECK(r.out.find("fit set,  fixed factors:    6 groups: worst regret 0.2%") != std::string::npos);
+  {
+    const auto r0 = calibrate("--chunk-gain 0", scratch() / "cal-chunk-gain.json");
+    REQUIRE(r0.code == 0);
+    CHECK(r0.out.find("fit set,  fixed factors:    6 groups: worst regret 4.0%") !=
+          std::string::npos);
+  }
   {
     // No alternative is predicted 50% faster than none: at that threshold every group keeps none.
     const fs::path high = scratch() / "cal-threshold.json";
