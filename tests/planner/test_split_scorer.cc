@@ -431,3 +431,57 @@ TEST_CASE("layers that attend differently past a sliding window: extrapolated by
     }
   }
 }
+
+TEST_CASE("the bound never exceeds the score under every launch mode, fusion, budget and batch") {
+  // The options that change what an op draws or when it may start, crossed: the bound's rates
+  // must stay at or below the engine's for each (an all-reduce's add and norm under the
+  // contention model once put it above, 2026-12-05).
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (const char* hw : {"h200x8", "h100x8"}) {  // contention model; fixed factors
+    for (const char* exec : {"queued", "eager", "graph"}) {
+      for (const char* fusion : {"none", "add-norm"}) {
+        for (const char* add_norm : {"fused", "separate"}) {
+          for (std::int64_t ctas : {0, 4, 32}) {
+            if (ctas && std::string(hw) != "h200x8") continue;  // a budget needs contention
+            for (std::int64_t batch : {1, 2}) {
+              sim::WorkloadOptions o;
+              o.model = "llama3.1-8b";
+              o.hardware = hw;
+              o.tp = 8;
+              o.seq = 3000;
+              o.batch = batch;
+              o.exec = exec;
+              o.allreduce_fusion = fusion;
+              o.add_norm = add_norm;
+              o.comm_ctas = ctas;
+              const sim::Workload w = sim::make_workload(o);
+              const auto cm = sim::make_cost_model(w, "");
+              Evaluator ev(w, *cm);
+              for (auto kind : {StrategyKind::Iso, StrategyKind::IsoLadder}) {
+                for (std::int64_t k : {2, 3}) {
+                  SplitScorer scorer(w, *cm, kind, k);
+                  for (const auto& chunks : random_splits(o.seq, k, 4, rng)) {
+                    CAPTURE(hw);
+                    CAPTURE(exec);
+                    CAPTURE(fusion);
+                    CAPTURE(add_norm);
+                    CAPTURE(ctas);
+                    CAPTURE(batch);
+                    CAPTURE(sim::strategy_name(kind));
+                    CAPTURE(join_tokens(chunks));
+                    const double want = ev.surrogate_ns(sim::StrategySpec(kind, chunks));
+                    CHECK(scorer.score_ns(chunks) == want);
+                    CHECK(scorer.lower_bound_ns(chunks) <= want);
+                    ++checked;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked == 1536);
+}
