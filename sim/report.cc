@@ -198,6 +198,9 @@ ojson simulate_report(const WorkloadOptions& wo, const StrategyOptions& so, cons
       e["n"] = op.n;
       e["k"] = op.k;
     }
+    // The gated activation's op keeps the name silu_mul (profiles and reports key it so); a
+    // GeGLU model's (Gemma) runs GELU, said here.
+    if (op.code == OpCode::SiluMul) e["activation"] = activation_name(w.model.activation);
     if (op.kind == OpKind::Attention) {
       e["q_tokens"] = op.seq_end - op.seq_begin;
       e["kv_prefix"] = op.kv_prefix();

@@ -325,6 +325,10 @@ TEST_CASE("--add-norm: fused by default, separate on request, a bad value named,
   // An op's bytes are those its time covers: a fused add reads the residual and the module's
   // output and writes the residual and the normalized rows (4 x 4096 x 4096 bf16), and reads the
   // norm's weight; apart, the add moves 3 of those passes (its bytes only, until 2026-12-05).
+  // The gated activation says which it runs (Llama: silu).
+  for (const auto& op : f.at("layers").at(0).at("ops")) {
+    if (op.at("name") == "silu_mul") CHECK(op.at("activation") == "silu");
+  }
   const double pass = 2.0 * 4096 * 4096;
   for (const auto& [j, bytes] : {std::pair{&f, 4 * pass + 2 * 4096}, std::pair{&a, 3 * pass}}) {
     const auto& add = j->at("layers").at(1).at("ops");
@@ -780,9 +784,17 @@ TEST_CASE("what a model config has that tpo does not time is said with every pre
   CHECK(r.out.find("note: final_logit_softcapping (a tanh on the LM head's logits, batch x "
                    "vocab values per step) is neither run nor timed") != std::string::npos);
   // Said only where the LM head runs: not for a prefill without --embed-head.
-  r = tpo("simulate --model " + g2.string() + " --hardware h100x8 --tp 4 --seq 1024");
+  r = tpo("simulate --model " + g2.string() + " --hardware h100x8 --tp 4 --seq 1024 --json " +
+          (dir / "g2.sim.json").string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("attn_logit_softcapping") != std::string::npos);
+  // Its gated activation is GELU: the report's silu_mul ops say so.
+  int gelu = 0;
+  const auto g2_report = nlohmann::json::parse(slurp(dir / "g2.sim.json"));
+  for (const auto& l : g2_report.at("layers")) {
+    for (const auto& op : l.at("ops")) gelu += op.value("activation", "") == "gelu";
+  }
+  CHECK(gelu == 28);  // one per layer
   CHECK(r.out.find("final_logit_softcapping") == std::string::npos);
   r = tpo("simulate --model " + g2.string() + " --hardware h100x8 --tp 4 --seq 1024 --embed-head");
   CHECK(r.out.find("note: final_logit_softcapping") != std::string::npos);
