@@ -446,11 +446,13 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   }
   // Candidates ranked by predicted time, those with GEMMs at rows the profile did not measure
   // as if `risk` slower; and by prediction alone, to say where that changed the pick.
+  // (Each candidate's unmeasured rows are found with any profile, charged or not: reports
+  // carry them; until 2026-12-05 only with a charge, so they read false without one.)
   bool charged = false;
-  if (risk > 0) {
+  if (risk > 0 || !o.workload.profile.empty()) {
     for (auto& c : point.candidates) {
       c.unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(sim::build_schedule(w, c.spec), cm);
-      charged = charged || c.unmeasured_gemm_rows;
+      charged = charged || (risk > 0 && c.unmeasured_gemm_rows);
     }
   }
   point.interpolation_risk = charged ? risk : 0.0;

@@ -419,6 +419,8 @@ PlanFile load_points(const std::string& path) {
   p.align = opts.integer_or("align", 64);
   p.prompt = opts.integer("prompt");
   p.new_tokens = opts.integer("new_tokens");
+  // The pick in each batch as `tpo plan` decides (reports without a threshold: its default).
+  const double threshold = opts.number_or("threshold", 0.02, /*positive=*/false);
   if (!o.has("batches") || !j.at("batches").is_array() || j.at("batches").empty()) {
     throw InputError(path, "batches", "must be a non-empty array");
   }
@@ -511,7 +513,17 @@ PlanFile load_points(const std::string& path) {
       }
       if (k == 0) res_tps0 = tps;
       pts.push_back(std::move(g));
-      if (pts.back().predicted_speedup > pts[pick].predicted_speedup) pick = k;
+      // The fastest predicted of the strategies that keep the model (generate cannot allow
+      // others, as plan does only with --allow-arch-change), and none unless it beats none by
+      // more than the threshold (until 2026-12-05 the fastest of all, by however little: a
+      // model-changing strategy 0.02% ahead was the pick).
+      if (sd->preserves_function && pts.back().predicted_speedup > pts[pick].predicted_speedup) {
+        pick = k;
+      }
+    }
+    if (keeps_none(1.0, pts[pick].predicted_speedup > 0 ? 1.0 / pts[pick].predicted_speedup : 1.0,
+                   threshold)) {
+      pick = 0;
     }
     if (pts[0].prefill.workload.seq != p.prompt) {
       throw InputError(path, pts[0].where + ".prefill_run.workload.seq",
