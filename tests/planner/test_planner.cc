@@ -422,11 +422,14 @@ TEST_CASE("a generate report is read back as the runs validate --plan measures")
   REQUIRE(lp.generation.size() == 8);
   for (std::size_t b = 0; b < 2; ++b) {
     const auto& res = rep.batches[b].results;
-    // The pick: the fastest predicted tokens/s of the batch, its two runs the batch's points.
+    // The pick: the fastest predicted tokens/s of the batch among the strategies that keep the
+    // model, none unless it beats none by more than the threshold; its two runs the batch's
+    // points. (Ladder and parallel-block change the model: never the pick, 2026-12-05.)
     std::size_t best = 0;
     for (std::size_t k = 0; k < res.size(); ++k) {
-      if (res[k].speedup > res[best].speedup) best = k;
+      if (res[k].preserves_function && res[k].speedup > res[best].speedup) best = k;
     }
+    if (res[best].speedup <= 1.0 + g.plan.threshold) best = 0;
     const sim::GenerationPoint* picked = nullptr;
     for (std::size_t k = 0; k < 4; ++k) {
       const auto& gp = lp.generation[b * 4 + k];
