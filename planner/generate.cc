@@ -218,7 +218,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
     }
     GenerateBatch gb;
     gb.batch = b;
-    gb.prefill = so;
+    gb.prefill = sim::explicit_options(so, ws.back());  // every field explicit (no context -1)
     gb.decode = so;
     gb.decode.phase = "decode";
     gb.decode.context = sim::generation_middle_context(o.prompt, o.new_tokens);

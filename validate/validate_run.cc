@@ -379,6 +379,8 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   *execution = sim::execution_json(cm->exec(), cm->launch());
   CaseResult c;
   c.run = run;
+  // The run as it ran, every field explicit (a direct case's context was -1, "by default").
+  c.run.workload = sim::explicit_options(run.workload, w);
   c.workload = w;
   c.spec = run.spec;
   c.schedule = sim::build_schedule(w, c.spec);
