@@ -109,7 +109,11 @@ void print_plan(std::ostream& os, const Plan& plan) {
       for (const auto& [k, n] : p.cost_sources) total[k] += n;
     }
     os << "\nop costs of the chosen schedules:";
-    for (const auto& [k, n] : total) os << " " << n << " " << k;
+    bool first = true;
+    for (const auto& [k, n] : total) {
+      os << (first ? " " : ", ") << n << " " << k;
+      first = false;
+    }
     os << " (profile " << plan.options.workload.profile << ")\n";
     std::set<std::int64_t> rows;
     for (const auto& p : plan.points)

@@ -1200,7 +1200,11 @@ std::string validate_trace(const ValidateReport& r) {
                           "): " + what,
                       c.schedule, c.measured.start_ns, c.measured.end_ns);
   }
-  ojson j{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
+  // As simulate's trace: the build that wrote it in otherData.
+  ojson j{{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           ojson{{"tool", "tpo"}, {"version", tpo::tool_version()}, {"git_sha", tpo::git_sha()}}}};
   return j.dump() + "\n";
 }
 
