@@ -79,9 +79,14 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
         fewer = i;
       }
     }
-    if (fewer == specs.size() || sim::chunk_pays(static_cast<double>(times[fewer]),
-                                                 static_cast<double>(best_ns), chunk_gain)) {
-      break;
+    if (fewer == specs.size() ||
+        sim::chunk_pays(static_cast<double>(times[fewer]), static_cast<double>(best_ns),
+                        chunk_gain) ||
+        (sim::preserves_function(kind) &&
+         sim::keeps_none(static_cast<double>(none_ns), static_cast<double>(times[fewer]),
+                         threshold) &&
+         !sim::keeps_none(static_cast<double>(none_ns), static_cast<double>(best_ns), threshold))) {
+      break;  // (never down to a cut that would fall back to none where this one did not)
     }
     best = specs[fewer];
     best_ns = times[fewer];
@@ -223,6 +228,7 @@ GenerateReport run_generate(const GenerateOptions& o) {
     gb.decode.phase = "decode";
     gb.decode.context = sim::generation_middle_context(o.prompt, o.new_tokens);
     gb.decode.seq = gb.decode.context;
+    gb.decode.layers = ws.back().layers;  // explicit, as the prefill's
     gb.results.resize(kinds.size());
     rep.batches.push_back(std::move(gb));
   }
@@ -290,14 +296,22 @@ void print_generate(std::ostream& os, const GenerateReport& r) {
     os << "overlap: " << r.overlap_model << "\n";
   }
   sim::print_notes(os, r.notes);
+  // The chunk rule is said where a strategy that cuts the prompt was compared.
+  bool cuts = false;
+  for (const auto& b : r.batches) {
+    for (const auto& x : b.results) {
+      cuts = cuts || sim::strategy(sim::parse_strategy_name(x.strategy)).uses_chunks();
+    }
+  }
   os << "each strategy runs its best variant in each phase; * = it could not beat none there by "
         "more than "
      << fmt("%.1f%%", 100 * o.plan.threshold)
-     << " (--threshold), or is not applicable (microbatch needs 2 requests), so none ran; a "
-        "prompt is cut in a chunk more only where that beats one fewer by more than "
-     << fmt("%.1f%%", 100 * o.plan.chunk_gain)
-     << " (--chunk-gain); "
-        "(uncut) = iso+ladder with the prompt in one chunk, i.e. ladder; ISO cuts prompts only, "
+     << " (--threshold), or is not applicable (microbatch needs 2 requests), so none ran; ";
+  if (cuts && o.plan.max_chunks > 2) {
+    os << "a prompt is cut in a chunk more only where that beats one fewer by more than "
+       << fmt("%.1f%%", 100 * o.plan.chunk_gain) << " (--chunk-gain); ";
+  }
+  os << "(uncut) = iso+ladder with the prompt in one chunk, i.e. ladder; ISO cuts prompts only, "
         "so iso+ladder decodes as ladder\n";
   const auto& f = fmt;
   for (const auto& b : r.batches) {

@@ -472,8 +472,11 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     }
   }
   // A prompt cut in one chunk more only where it pays (--chunk-gain) over the best cut of the
-  // same strategy and comm budget in one chunk fewer, down to 2 chunks.
-  const auto fewest_paying = [&](std::size_t pick, auto&& time) {
+  // same strategy in one chunk fewer (at any comm budget searched, or at the pick's own), down
+  // to 2 chunks; never down to a cut that would no longer clear the threshold over none where
+  // the pick did (the answer would turn to "don't overlap").
+  const auto fewest_paying = [&](std::size_t pick, auto&& time, bool same_budget) {
+    const double none_t = time(point.candidates.front());
     for (;;) {
       const Candidate& b = point.candidates[pick];
       const std::size_t k = b.spec.chunk_tokens.size();
@@ -481,22 +484,25 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
       std::size_t fewer = point.candidates.size();
       for (std::size_t i = 0; i < point.candidates.size(); ++i) {
         const Candidate& c = point.candidates[i];
-        if (c.allowed && c.spec.kind == b.spec.kind && c.comm_ctas == b.comm_ctas &&
-            c.spec.chunk_tokens.size() == k - 1 &&
+        if (c.allowed && c.spec.kind == b.spec.kind &&
+            (!same_budget || c.comm_ctas == b.comm_ctas) && c.spec.chunk_tokens.size() == k - 1 &&
             (fewer == point.candidates.size() || time(c) < time(point.candidates[fewer]))) {
           fewer = i;
         }
       }
       if (fewer == point.candidates.size() ||
-          sim::chunk_pays(time(point.candidates[fewer]), time(b), o.chunk_gain)) {
+          sim::chunk_pays(time(point.candidates[fewer]), time(b), o.chunk_gain) ||
+          (sim::keeps_none(none_t, time(point.candidates[fewer]), o.threshold) &&
+           !sim::keeps_none(none_t, time(b), o.threshold))) {
         return pick;
       }
       pick = fewer;
     }
   };
-  point.best = fewest_paying(point.best, ranked);
+  point.best = fewest_paying(point.best, ranked, false);
   point.best_by_prediction = fewest_paying(
-      point.best_by_prediction, [](const Candidate& c) { return static_cast<double>(c.total_ns); });
+      point.best_by_prediction, [](const Candidate& c) { return static_cast<double>(c.total_ns); },
+      false);
   // "Don't overlap" unless the winner beats none by more than the threshold (as ranked: a
   // charged winner beats none by that much after its charge).
   if (sim::keeps_none(ranked(point.candidates.front()), ranked(point.candidates[point.best]),
@@ -526,7 +532,7 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
     }
     if (pick) {
       pick = &point.candidates[fewest_paying(
-          static_cast<std::size_t>(pick - point.candidates.data()), ranked)];
+          static_cast<std::size_t>(pick - point.candidates.data()), ranked, true)];
     }
     point.best_at_default_budget_ns =
         !pick || sim::keeps_none(ranked(point.candidates.front()), ranked(*pick), o.threshold)

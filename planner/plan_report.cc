@@ -67,7 +67,12 @@ void print_plan(std::ostream& os, const Plan& plan) {
   os << "predicted by the " << plan.cost_model << " cost model, "
      << sim::exec_mode_name(plan.workload.exec) << " execution (not measured); overlap must beat "
      << "none by more than " << fmt("%.1f%%", 100 * plan.options.threshold);
-  if (plan.options.max_chunks > 2 && plan.options.chunk_gain > 0) {
+  // The chunk rule is said where some candidate was cut in 3 chunks or more.
+  bool three = false;
+  for (const auto& p : plan.points) {
+    for (const auto& c : p.candidates) three = three || c.spec.chunk_tokens.size() >= 3;
+  }
+  if (three && plan.options.chunk_gain > 0) {
     os << ", and a chunk more must beat the best split of one fewer by more than "
        << fmt("%.1f%%", 100 * plan.options.chunk_gain) << " (--chunk-gain)";
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -513,12 +514,15 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
     std::vector<double> nones;
     for (auto k : ks) nones.push_back(cases[set[k]].measured_none_us);
     std::sort(nones.begin(), nones.end());
-    const double none_meas = nones[nones.size() / 2];
+    // (Of an even count the mean of the middle two, as validate's; until 2026-12-05 the upper.)
+    const std::size_t nn = nones.size();
+    const double none_meas = nn % 2 == 1 ? nones[nn / 2] : (nones[nn / 2 - 1] + nones[nn / 2]) / 2;
     const Prepared& p0 = prep[set[ks.front()]];
     struct Pick {
       double score, measured;
       std::string name;
       std::size_t chunks = 0;  // the prompt's chunks (0: none or uncut)
+      sim::StrategyKind kind = sim::StrategyKind::None;
     };
     const double none_pred = e.none_us[ks.front()];
     const Pick none_by_pred{none_pred, none_meas, "none"};
@@ -536,19 +540,28 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       const double charged = pred * (p.unmeasured_gemm_rows ? 1 + p.interpolation_risk : 1.0);
       const std::string name = sim::variant_text(c.run.spec);
       const std::size_t chunks = c.run.spec.chunk_tokens.size();
-      preds.push_back({pred, c.measured_us, name, chunks});
-      charges.push_back({charged, c.measured_us, name, chunks});
+      preds.push_back({pred, c.measured_us, name, chunks, c.run.spec.kind});
+      charges.push_back({charged, c.measured_us, name, chunks, c.run.spec.kind});
       if (pred < by_pred.score) by_pred = preds.back();
       if (charged < ranked.score) ranked = charges.back();
     }
-    // A chunk more only where it pays (--chunk-gain), as tpo plan picks.
-    for (auto [pick, all] : {std::pair{&by_pred, &preds}, std::pair{&ranked, &charges}}) {
+    // A chunk more only where it pays (--chunk-gain), as tpo plan picks (never down to a cut
+    // that would fall back to none where the pick did not).
+    for (auto [pick, all, none] : {std::tuple{&by_pred, &preds, none_by_pred.score},
+                                   std::tuple{&ranked, &charges, none_ranked.score}}) {
       while (pick->chunks >= 3) {
         const Pick* fewer = nullptr;
         for (const Pick& a : *all) {
-          if (a.chunks + 1 == pick->chunks && (!fewer || a.score < fewer->score)) fewer = &a;
+          if (a.kind == pick->kind && a.chunks + 1 == pick->chunks &&
+              (!fewer || a.score < fewer->score)) {
+            fewer = &a;
+          }
         }
-        if (!fewer || sim::chunk_pays(fewer->score, pick->score, chunk_gain)) break;
+        if (!fewer || sim::chunk_pays(fewer->score, pick->score, chunk_gain) ||
+            (sim::keeps_none(none, fewer->score, threshold) &&
+             !sim::keeps_none(none, pick->score, threshold))) {
+          break;
+        }
         *pick = *fewer;
       }
     }

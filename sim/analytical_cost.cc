@@ -187,7 +187,10 @@ struct TableRead {
 // one all-reduce past the table never costs more than pieces of the table's largest size (until
 // 2026-12-05 busbw capped it, so a table reaching more than the file's busbw, as a CSV of one's
 // own stack may, priced one large all-reduce above two halves and so favoured splitting).
-double past_table_gbps(const LinkConfig& l, const LinkConfig::Table& table) {
+// `average`: the rate is the largest size's average (the extra bytes then cost as more whole
+// pieces of that size would, latency share included).
+double past_table_gbps(const LinkConfig& l, const LinkConfig::Table& table,
+                       bool* average = nullptr) {
   const auto& pts = table.points;
   const double r = static_cast<double>(table.ranks);
   const double bus = 2.0 * (r - 1) / r;
@@ -196,7 +199,9 @@ double past_table_gbps(const LinkConfig& l, const LinkConfig::Table& table) {
   const double reached_gbps = bus * b1 / (t1 * 1e3);
   const double step_gbps =
       t1 > t0 ? bus * (b1 - b0) / ((t1 - t0) * 1e3) : std::numeric_limits<double>::infinity();
-  return std::max(reached_gbps, std::min(l.busbw_gbps, step_gbps));
+  const double capped = std::min(l.busbw_gbps, step_gbps);
+  if (average) *average = reached_gbps > capped;
+  return std::max(reached_gbps, capped);
 }
 
 TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
@@ -209,9 +214,13 @@ TableRead table_read(const LinkConfig& l, std::int64_t ranks, double bytes) {
     const double bus = 2.0 * (r - 1) / r;
     const auto& [b1, t1] = pts.back();
     const auto& [b0, t0] = pts[pts.size() - 2];
-    const double extra_us = bus * (bytes - b1) / past_table_gbps(l, *table) / 1e3;
+    bool average = false;
+    const double extra_us = bus * (bytes - b1) / past_table_gbps(l, *table, &average) / 1e3;
     const double grown_at_last = std::clamp(b1 * (t1 - t0) / (b1 - b0), 0.0, t1);
-    return {t1 + extra_us, grown_at_last + extra_us};
+    // The part that grows with the bytes (what a smaller CTA budget slows): at the average rate
+    // the extra time has the largest size's share of it, so that under any budget one
+    // all-reduce past the table costs no more than pieces of the largest size.
+    return {t1 + extra_us, grown_at_last + (average ? extra_us * grown_at_last / t1 : extra_us)};
   }
   const auto hi = std::lower_bound(pts.begin(), pts.end(), std::pair<double, double>{bytes, -1.0});
   const auto lo = hi - 1;

@@ -185,7 +185,10 @@ void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const st
     if (type == "gemma2") {
       for (std::size_t i = 0; i < n; ++i) w[i] = i % 2 == 0;
     } else if (type.starts_with("gemma3")) {
-      const std::int64_t pattern = o.integer_or("sliding_window_pattern", 6);
+      // Recent transformers save it as _sliding_window_pattern (beside layer_types).
+      const std::int64_t pattern = o.has("sliding_window_pattern")
+                                       ? o.integer("sliding_window_pattern")
+                                       : o.integer_or("_sliding_window_pattern", 6);
       for (std::size_t i = 0; i < n; ++i) {
         w[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
       }
@@ -195,6 +198,7 @@ void read_windowed_layers(const nlohmann::json& j, const JsonObject& o, const st
       if (first > 0 && first < m.num_layers) {
         m.notes.push_back(
             fs::path(path).filename().string() + "'s max_window_layers " + std::to_string(first) +
+            (o.has("max_window_layers") ? "" : " (transformers' default)") +
             " is read as transformers reads it: layers " + std::to_string(first) +
             " and above attend over the window, those below over every key (vLLM's Qwen2 "
             "windows the layers below it instead)");
@@ -364,8 +368,11 @@ void near_miss_notes(const nlohmann::json& j, const std::string& path, ModelConf
                                "model_type"};
   const std::string file = fs::path(path).filename().string();
   for (const auto& [key, value] : j.items()) {
-    if (std::find_if(std::begin(read), std::end(read), [&](const char* r) { return key == r; }) !=
-        std::end(read)) {
+    // Keys transformers writes with a leading underscore are its own bookkeeping
+    // (_name_or_path, Gemma-3's _sliding_window_pattern): not misspellings.
+    if (key.starts_with("_") || std::find_if(std::begin(read), std::end(read), [&](const char* r) {
+                                  return key == r;
+                                }) != std::end(read)) {
       continue;
     }
     for (const char* r : read) {

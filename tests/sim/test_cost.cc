@@ -194,6 +194,19 @@ TEST_CASE("all-reduce from a published table: read between sizes, only at its ra
     sat.intra.tables = {{4, {{1000, 10.0}, {1e8, 1400.0}}}};
     CHECK(AnalyticalCostModel(sat, 4).allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) ==
           doctest::Approx(2800000));
+    // On half the CTAs the collective needs (its bandwidth part twice as long): still twice its
+    // largest size's time, not more (the extra time counted whole as bandwidth made it more).
+    {
+      auto half = sat;
+      half.contention.enabled = true;
+      half.contention.sms = 132;
+      half.contention.comm_ctas_full = 16;
+      half.contention.comm_ctas = 8;
+      const AnalyticalCostModel m(half, 4);
+      const double one = m.allreduce_ns({CollectiveKind::AllReduce, 100000000, 4});
+      CHECK(one > 1400000 * 1.9);  // the budget slows it
+      CHECK(m.allreduce_ns({CollectiveKind::AllReduce, 200000000, 4}) <= 2 * one * (1 + 1e-9));
+    }
     // A last step slower (2.5 GB/s: 1.5 x 100,000 B in 60 us more) than the average the largest
     // size reached (3 GB/s: 1.5 x 200,000 B in 100 us) goes on at that average: 100 us +
     // 200,000 x 1.5 / 3.

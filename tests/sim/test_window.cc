@@ -154,6 +154,14 @@ TEST_CASE("which layers a config windows: layer_types, Gemma-2, Gemma-3, Qwen2, 
   const ModelConfig g3p = load_model(
       edited("hf_gemma3_text_config.json", [](auto& j) { j["sliding_window_pattern"] = 2; }));
   CHECK(g3p.windowed_count() == 31);
+  // As recent transformers save it: _sliding_window_pattern, read alike, and not taken for a
+  // misspelt key.
+  const ModelConfig g3u = load_model(edited("hf_gemma3_text_config.json", [](auto& j) {
+    j.erase("sliding_window_pattern");
+    j["_sliding_window_pattern"] = 2;
+  }));
+  CHECK(g3u.windowed_count() == 31);
+  for (const auto& n : g3u.notes) CHECK(n.find("misspelt") == std::string::npos);
 
   // layer_types wins over the family's rule.
   const ModelConfig lt = load_model(edited("hf_gemma2_config.json", [](auto& j) {
