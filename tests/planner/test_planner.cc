@@ -90,6 +90,37 @@ class PartlyMeasuredToy final : public sim::CostModel {
   double error_;
 };
 
+TEST_CASE("--chunk-gain never turns a split that clears the threshold into don't-overlap") {
+  // The comm-bound toy at 12 tokens: the best 3-chunk split beats the best 2-chunk one.
+  const CommBoundToy cm;
+  const auto plan_with = [&](double threshold, double gain) {
+    Plan plan = toy_plan({12}, 1, "iso", 1, 3);
+    plan.options.threshold = threshold;
+    plan.options.chunk_gain = gain;
+    run_plan(plan, &cm);
+    return plan.points[0];
+  };
+  const PlanPoint all = plan_with(0, 0);
+  double t2 = 0, t3 = 0;
+  for (const auto& c : all.candidates) {
+    if (c.spec.chunk_tokens.size() == 2) t2 = static_cast<double>(c.total_ns);
+    if (c.spec.chunk_tokens.size() == 3) t3 = static_cast<double>(c.total_ns);
+  }
+  const double none = static_cast<double>(all.none_ns());
+  REQUIRE(t3 > 0);
+  REQUIRE(t3 < t2);
+  REQUIRE(t2 < none);
+  // A threshold the 3-chunk split clears and the 2-chunk one does not, and a gain the 3-chunk
+  // split does not pay: it stays (the step-down would have answered none).
+  const double threshold = 0.5 * (none / t3 + none / t2) - 1.0;
+  const double gain = 2.0 * (t2 / t3 - 1.0);
+  PlanPoint p = plan_with(threshold, gain);
+  CHECK(p.candidates[p.best].spec.chunk_tokens.size() == 3);
+  // With a threshold both clear, the same gain steps down to 2 chunks.
+  p = plan_with(0.5 * (none / t2 - 1.0), gain);
+  CHECK(p.candidates[p.best].spec.chunk_tokens.size() == 2);
+}
+
 TEST_CASE("interpolation risk: a split on interpolated GEMM rows is ranked that much slower") {
   // S = 12: 4,8 is predicted 52 ns, 6,6 54 ns (4S + a above S/3), none 72. Only 6 rows (and
   // 12, none's) are measured: 4,8 counts 52 (1 + r), beaten by 6,6 once r > 2/52 = 3.8%.
