@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <map>
@@ -451,6 +454,30 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
 
 namespace {
 
+// Ctrl-C while cases run: the report is written only when every case has run, so say what is
+// lost (which cases had run) and exit 130 at once (CUDA or NCCL teardown behind running kernels
+// can hang). The message is made before each case, the handler only writes it.
+char g_interrupt_msg[2][256];
+std::atomic<int> g_interrupt_slot{-1};
+extern "C" void on_validate_sigint(int) {
+  const int slot = g_interrupt_slot.load();
+  if (slot >= 0) {
+    const char* m = g_interrupt_msg[slot];
+    ssize_t ignored = ::write(2, m, std::strlen(m));
+    (void)ignored;
+  }
+  ::_exit(130);
+}
+void say_on_interrupt(std::size_t done, std::size_t all) {
+  const int slot = g_interrupt_slot.load() == 0 ? 1 : 0;
+  std::snprintf(g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
+                "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; validate writes its "
+                "report only when every case has run, so nothing was written (fewer cases: "
+                "--alternatives, --batch, --seq)\n",
+                done, all);
+  g_interrupt_slot.store(slot);
+}
+
 // A point's none: the median (of an even count, the mean of the middle two; until 2026-12-05 the
 // upper one, which with two cases took the slower none and overstated every measured speedup)
 // of the none measured beside each of its cases, and their scatter, (max - min) / that median
@@ -545,11 +572,17 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.mpi = o.mpi;
   ro.attention = o.attention;
   ro.nccl_timeout_s = o.nccl_timeout_s;
+  say_on_interrupt(0, runs.size());
+  struct Handler {  // restored however the cases end
+    void (*previous)(int) = std::signal(SIGINT, on_validate_sigint);
+    ~Handler() { std::signal(SIGINT, previous); }
+  } handler;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     rep.cases.push_back(
         run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model, &rep.execution));
     rep.cases.back().group = runs[i].group;
     rep.cases.back().picked = runs[i].picked;
+    say_on_interrupt(i + 1, runs.size());
   }
   // A generate report: each strategy whose two phases both ran (the picks; the others with
   // --alternatives; a phase where it ran none takes the none measured beside that phase's cases).

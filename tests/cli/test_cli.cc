@@ -1533,6 +1533,21 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
   CHECK_MESSAGE(r.code == 0, r.out);
 }
 
+TEST_CASE("validate interrupted (Ctrl-C) says what it had run and writes nothing") {
+  const fs::path out = scratch() / "interrupted.validate.json";
+  fs::remove(out);
+  // A 30-second CPU run stopped after 3 s: its one case had not finished.
+  const auto r =
+      tpo("validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
+          "--layers 2 --seq 256 --strategy iso --json " +
+              out.string(),
+          "timeout --preserve-status -s INT 3");
+  CHECK(r.code == 130);
+  CHECK(r.out.find("tpo: interrupted (Ctrl-C): 0 of 1 cases had run; validate writes its report "
+                   "only when every case has run, so nothing was written") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("profile: an interrupted run resumes where it stopped") {
   const fs::path prof = scratch() / "resume.profile.json";
   fs::remove(prof);
