@@ -61,35 +61,24 @@ StrategySpec choose(const sim::Workload& w, StrategyKind kind, std::int64_t alig
     specs.push_back(StrategySpec(one));
   }
   std::vector<std::int64_t> times;
-  for (const auto& spec : specs) {
-    const std::int64_t t = time_of(w, spec, cm, engine);
-    times.push_back(t);
-    if (t < best_ns) {
-      best_ns = t;
-      best = spec;
+  std::size_t pick = specs.size();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    times.push_back(time_of(w, specs[i], cm, engine));
+    if (times[i] < best_ns) {
+      best_ns = times[i];
+      pick = i;
     }
   }
-  // A chunk more only where it pays (--chunk-gain), as plan picks.
-  while (best.chunk_tokens.size() >= 3) {
-    std::size_t fewer = specs.size();
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      if (specs[i].kind == best.kind &&
-          specs[i].chunk_tokens.size() + 1 == best.chunk_tokens.size() &&
-          (fewer == specs.size() || times[i] < times[fewer])) {
-        fewer = i;
-      }
-    }
-    if (fewer == specs.size() ||
-        sim::chunk_pays(static_cast<double>(times[fewer]), static_cast<double>(best_ns),
-                        chunk_gain) ||
-        (sim::preserves_function(kind) &&
-         sim::keeps_none(static_cast<double>(none_ns), static_cast<double>(times[fewer]),
-                         threshold) &&
-         !sim::keeps_none(static_cast<double>(none_ns), static_cast<double>(best_ns), threshold))) {
-      break;  // (never down to a cut that would fall back to none where this one did not)
-    }
-    best = specs[fewer];
-    best_ns = times[fewer];
+  if (pick < specs.size()) {
+    // A chunk more only where it pays (--chunk-gain), as plan picks; a strategy that keeps the
+    // model is held to the threshold below, so never stepped down below it.
+    pick = sim::fewest_paying_chunks(
+        pick, specs.size(), [&](std::size_t i) { return specs[i].chunk_tokens.size(); },
+        [&](std::size_t i) { return static_cast<double>(times[i]); },
+        [&](std::size_t i, std::size_t p) { return specs[i].kind == specs[p].kind; },
+        sim::preserves_function(kind) ? static_cast<double>(none_ns) : 0.0, threshold, chunk_gain);
+    best = specs[pick];
+    best_ns = times[pick];
   }
   // None for a strategy that is not none: it did not apply (microbatch of one request) or did
   // not beat none: marked as a fallback either way.

@@ -476,28 +476,15 @@ void plan_point(const Plan& plan, PlanPoint& point, const std::vector<Budget>& b
   // to 2 chunks; never down to a cut that would no longer clear the threshold over none where
   // the pick did (the answer would turn to "don't overlap").
   const auto fewest_paying = [&](std::size_t pick, auto&& time, bool same_budget) {
-    const double none_t = time(point.candidates.front());
-    for (;;) {
-      const Candidate& b = point.candidates[pick];
-      const std::size_t k = b.spec.chunk_tokens.size();
-      if (k < 3) return pick;
-      std::size_t fewer = point.candidates.size();
-      for (std::size_t i = 0; i < point.candidates.size(); ++i) {
-        const Candidate& c = point.candidates[i];
-        if (c.allowed && c.spec.kind == b.spec.kind &&
-            (!same_budget || c.comm_ctas == b.comm_ctas) && c.spec.chunk_tokens.size() == k - 1 &&
-            (fewer == point.candidates.size() || time(c) < time(point.candidates[fewer]))) {
-          fewer = i;
-        }
-      }
-      if (fewer == point.candidates.size() ||
-          sim::chunk_pays(time(point.candidates[fewer]), time(b), o.chunk_gain) ||
-          (sim::keeps_none(none_t, time(point.candidates[fewer]), o.threshold) &&
-           !sim::keeps_none(none_t, time(b), o.threshold))) {
-        return pick;
-      }
-      pick = fewer;
-    }
+    const auto& cs = point.candidates;
+    return sim::fewest_paying_chunks(
+        pick, cs.size(), [&](std::size_t i) { return cs[i].spec.chunk_tokens.size(); },
+        [&](std::size_t i) { return time(cs[i]); },
+        [&](std::size_t i, std::size_t p) {
+          return cs[i].allowed && cs[i].spec.kind == cs[p].spec.kind &&
+                 (!same_budget || cs[i].comm_ctas == cs[p].comm_ctas);
+        },
+        time(cs.front()), o.threshold, o.chunk_gain);
   };
   point.best = fewest_paying(point.best, ranked, false);
   point.best_by_prediction = fewest_paying(

@@ -515,8 +515,7 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
     for (auto k : ks) nones.push_back(cases[set[k]].measured_none_us);
     std::sort(nones.begin(), nones.end());
     // (Of an even count the mean of the middle two, as validate's; until 2026-12-05 the upper.)
-    const std::size_t nn = nones.size();
-    const double none_meas = nn % 2 == 1 ? nones[nn / 2] : (nones[nn / 2 - 1] + nones[nn / 2]) / 2;
+    const double none_meas = sim::median(nones);
     const Prepared& p0 = prep[set[ks.front()]];
     struct Pick {
       double score, measured;
@@ -542,28 +541,23 @@ ojson decisions(const std::vector<CalibrationCase>& cases, const std::vector<Pre
       const std::size_t chunks = c.run.spec.chunk_tokens.size();
       preds.push_back({pred, c.measured_us, name, chunks, c.run.spec.kind});
       charges.push_back({charged, c.measured_us, name, chunks, c.run.spec.kind});
-      if (pred < by_pred.score) by_pred = preds.back();
-      if (charged < ranked.score) ranked = charges.back();
     }
-    // A chunk more only where it pays (--chunk-gain), as tpo plan picks (never down to a cut
-    // that would fall back to none where the pick did not).
+    // The fastest of each ranking, with a chunk more only where it pays (--chunk-gain), as tpo
+    // plan picks.
     for (auto [pick, all, none] : {std::tuple{&by_pred, &preds, none_by_pred.score},
                                    std::tuple{&ranked, &charges, none_ranked.score}}) {
-      while (pick->chunks >= 3) {
-        const Pick* fewer = nullptr;
-        for (const Pick& a : *all) {
-          if (a.kind == pick->kind && a.chunks + 1 == pick->chunks &&
-              (!fewer || a.score < fewer->score)) {
-            fewer = &a;
-          }
-        }
-        if (!fewer || sim::chunk_pays(fewer->score, pick->score, chunk_gain) ||
-            (sim::keeps_none(none, fewer->score, threshold) &&
-             !sim::keeps_none(none, pick->score, threshold))) {
-          break;
-        }
-        *pick = *fewer;
+      const std::vector<Pick>& a = *all;
+      std::size_t i = 0;
+      for (std::size_t j = 1; j < a.size(); ++j) {
+        if (a[j].score < a[i].score) i = j;
       }
+      if (a.empty() || !(a[i].score < none)) continue;
+      i = sim::fewest_paying_chunks(
+          i, a.size(), [&](std::size_t j) { return a[j].chunks; },
+          [&](std::size_t j) { return a[j].score; },
+          [&](std::size_t j, std::size_t q) { return a[j].kind == a[q].kind; }, none, threshold,
+          chunk_gain);
+      *pick = a[i];
     }
     if (sim::keeps_none(none_by_pred.score, by_pred.score, threshold)) by_pred = none_by_pred;
     if (sim::keeps_none(none_ranked.score, ranked.score, threshold)) ranked = none_ranked;

@@ -25,6 +25,33 @@ const char* activation_name(ModelConfig::Activation a) {
 
 namespace {
 
+// The keys a tpo.model/1 file and a Hugging Face config share, which tpo reads: first the
+// dimensions (the first kDimensionKeys, which a multimodal config's text_config must give), then
+// the rest. Each kind of file adds its own (read_model, near_miss_notes).
+constexpr const char* kModelKeys[] = {"num_hidden_layers",
+                                      "hidden_size",
+                                      "num_attention_heads",
+                                      "num_key_value_heads",
+                                      "head_dim",
+                                      "intermediate_size",
+                                      "vocab_size",
+                                      "hidden_act",
+                                      "attention_bias",
+                                      "mlp_bias",
+                                      "tie_word_embeddings",
+                                      "rope_theta",
+                                      "partial_rotary_factor",
+                                      "rms_norm_eps",
+                                      "query_pre_attn_scalar",
+                                      "attn_logit_softcapping",
+                                      "sliding_window",
+                                      "layer_types"};
+constexpr std::size_t kDimensionKeys = 7;
+
+}  // namespace
+
+namespace {
+
 bool flag(const nlohmann::json& j, const std::string& path, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return false;
   if (!j.at(key).is_boolean()) throw InputError(path, key, "must be true or false");
@@ -340,43 +367,19 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 // letter or two from a key tpo reads that the config lacks is likely that key misspelt, and
 // tpo would silently take its default (num_key_value_head: every head its own K and V). Said.
 void near_miss_notes(const nlohmann::json& j, const std::string& path, ModelConfig& m) {
-  static const char* read[] = {"num_hidden_layers",
-                               "hidden_size",
-                               "num_attention_heads",
-                               "num_key_value_heads",
-                               "head_dim",
-                               "intermediate_size",
-                               "vocab_size",
-                               "hidden_act",
-                               "hidden_activation",
-                               "attention_bias",
-                               "mlp_bias",
-                               "tie_word_embeddings",
-                               "rope_theta",
-                               "partial_rotary_factor",
-                               "rms_norm_eps",
-                               "query_pre_attn_scalar",
-                               "attn_logit_softcapping",
-                               "final_logit_softcapping",
-                               "sliding_window",
-                               "use_sliding_window",
-                               "max_window_layers",
-                               "layer_types",
-                               "sliding_window_pattern",
-                               "max_position_embeddings",
-                               "rope_scaling",
-                               "model_type"};
+  // Beside the keys both kinds of model file share, those only a Hugging Face config has.
+  static const char* hf_only[] = {"hidden_activation",      "final_logit_softcapping",
+                                  "use_sliding_window",     "max_window_layers",
+                                  "sliding_window_pattern", "max_position_embeddings",
+                                  "rope_scaling",           "model_type"};
+  std::vector<std::string> read(std::begin(kModelKeys), std::end(kModelKeys));
+  read.insert(read.end(), std::begin(hf_only), std::end(hf_only));
   const std::string file = fs::path(path).filename().string();
   for (const auto& [key, value] : j.items()) {
     // Keys transformers writes with a leading underscore are its own bookkeeping
     // (_name_or_path, Gemma-3's _sliding_window_pattern): not misspellings.
-    if (key.starts_with("_") || std::find_if(std::begin(read), std::end(read), [&](const char* r) {
-                                  return key == r;
-                                }) != std::end(read)) {
-      continue;
-    }
-    for (const char* r : read) {
-      const std::string want = r;
+    if (key.starts_with("_") || std::find(read.begin(), read.end(), key) != read.end()) continue;
+    for (const std::string& want : read) {
       if (j.contains(want) || key.size() < 6) continue;
       if (edit_distance(key, want) <= 2) {
         m.notes.push_back(file + "'s '" + key + "' is not a key tpo reads: is it " + want +
@@ -560,8 +563,8 @@ nlohmann::json language_model_of(const nlohmann::json& raw, const std::string& p
   }
   // Every missing field at once (the first named as the field), so that one edit mends them.
   std::vector<std::string> missing;
-  for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads",
-                          "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size"}) {
+  for (std::size_t k = 0; k < kDimensionKeys; ++k) {
+    const char* key = kModelKeys[k];
     if (!merged.contains(key) || merged.at(key).is_null()) missing.emplace_back(key);
   }
   if (!missing.empty()) {
@@ -642,33 +645,12 @@ ModelConfig read_model(const std::string& path, const nlohmann::json& raw) {
     }
   }
   if (ours) {  // our schema: a misspelt key is an error, not a silent default
-    static const char* known[] = {"schema",
-                                  "name",
-                                  "num_hidden_layers",
-                                  "hidden_size",
-                                  "num_attention_heads",
-                                  "num_key_value_heads",
-                                  "head_dim",
-                                  "intermediate_size",
-                                  "vocab_size",
-                                  "hidden_act",
-                                  "attention_bias",
-                                  "qkv_bias",
-                                  "qk_norm",
-                                  "post_norms",
-                                  "mlp_bias",
-                                  "tie_word_embeddings",
-                                  "rope_theta",
-                                  "partial_rotary_factor",
-                                  "rms_norm_eps",
-                                  "query_pre_attn_scalar",
-                                  "attn_logit_softcapping",
-                                  "sliding_window",
-                                  "layer_types",
-                                  "source",
-                                  "note"};
+    static const char* ours_only[] = {"schema",     "name",   "qkv_bias", "qk_norm",
+                                      "post_norms", "source", "note"};
+    std::vector<std::string> known(std::begin(kModelKeys), std::end(kModelKeys));
+    known.insert(known.end(), std::begin(ours_only), std::end(ours_only));
     for (const auto& [key, value] : j.items()) {
-      if (std::find(std::begin(known), std::end(known), key) == std::end(known)) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
         throw InputError(
             path, key,
             "unknown key in a tpo.model/1 file (misspelt? or read by a newer tpo than this build)");

@@ -45,12 +45,38 @@ inline bool keeps_none(double none_time, double pick_time, double threshold) {
 }
 // Throws InputError naming `flag` unless 0 <= threshold < 1 (NaN included).
 void check_threshold(double threshold, const char* flag);
-// The chunk-count decision of `tpo plan` and the generate scenario: a prompt cut in one chunk
-// more runs only where it beats the best cut of one chunk fewer by more than `gain` (a fraction
-// of its time, --chunk-gain): a split the model cannot tell apart from a simpler one is not
-// worth the engine's extra chunk.
+// The chunk-count decision of `tpo plan`, the generate scenario and `tpo calibrate`: a prompt cut
+// in one chunk more runs only where it beats the best cut of one chunk fewer by more than `gain`
+// (a fraction of its time, --chunk-gain): a split the model cannot tell apart from a simpler one
+// is not worth the engine's extra chunk.
 inline bool chunk_pays(double fewer_time, double more_time, double gain) {
   return more_time * (1.0 + gain) < fewer_time;
+}
+// Of `n` alternatives, the one to run instead of `pick` (the fastest): stepping down one chunk at
+// a time (`chunks(i)`, the prompt's chunks of alternative i) to the fastest (`time(i)`) of the
+// alternatives `alike(i, current)` allows, down to 2 chunks, while the extra chunk does not pay
+// (chunk_pays). It never steps down to a cut that no longer beats `none_time` by more than
+// `threshold` where the current one did (the answer would turn to "don't overlap"); a
+// `none_time` of 0: no threshold (a model-changing strategy, which has no fallback to none).
+template <class Chunks, class Time, class Alike>
+std::size_t fewest_paying_chunks(std::size_t pick, std::size_t n, Chunks&& chunks, Time&& time,
+                                 Alike&& alike, double none_time, double threshold, double gain) {
+  for (;;) {
+    const std::size_t k = chunks(pick);
+    if (k < 3) return pick;
+    std::size_t fewer = n;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (chunks(i) == k - 1 && alike(i, pick) && (fewer == n || time(i) < time(fewer))) {
+        fewer = i;
+      }
+    }
+    if (fewer == n || chunk_pays(time(fewer), time(pick), gain) ||
+        (keeps_none(none_time, time(fewer), threshold) &&
+         !keeps_none(none_time, time(pick), threshold))) {
+      return pick;
+    }
+    pick = fewer;
+  }
 }
 
 // How a strategy cuts the token matrix (requests x positions) into segments, each of which

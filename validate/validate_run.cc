@@ -22,6 +22,7 @@
 #include "sim/json_io.h"
 #include "sim/profile_cost.h"
 #include "sim/report.h"
+#include "sim/stats.h"
 #include "sim/version.h"
 #include "validate/kernels/process_group.h"
 
@@ -487,14 +488,13 @@ struct PointNone {
   double spread = 0;
 };
 PointNone point_none(const std::vector<CaseResult>& cases, const std::vector<std::size_t>& idx) {
-  std::vector<std::int64_t> nones;
-  for (auto i : idx) nones.push_back(cases[i].measured_none_ns);
-  std::sort(nones.begin(), nones.end());
+  std::vector<double> nones;
+  for (auto i : idx) nones.push_back(static_cast<double>(cases[i].measured_none_ns));
   PointNone p;
-  const std::size_t n = nones.size();
-  p.median = n % 2 == 1 ? nones[n / 2] : (nones[n / 2 - 1] + nones[n / 2]) / 2;
+  p.median = static_cast<std::int64_t>(sim::median(nones));
   if (nones.size() > 1 && p.median > 0) {
-    p.spread = double(nones.back() - nones.front()) / double(p.median);
+    const auto [lo, hi] = std::minmax_element(nones.begin(), nones.end());
+    p.spread = (*hi - *lo) / static_cast<double>(p.median);
   }
   return p;
 }
