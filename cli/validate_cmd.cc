@@ -1,6 +1,7 @@
 // `tpo validate`: execute a planned (or given) schedule with real kernels, check its output,
 // and report predicted against measured.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -23,6 +24,11 @@ bool report(const validate::ValidateOptions& o, const validate::ValidateReport& 
     out.add(o.json_path, validate::validate_json(r).dump(1) + "\n", "--json");
   if (!o.trace_path.empty()) out.add(o.trace_path, validate::validate_trace(r), "--trace");
   out.commit();
+  // The report holds every case now: the resume log's cases are in it.
+  if (!r.resume_path.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(r.resume_path, ignored);
+  }
   if (!o.json_path.empty()) std::cout << "wrote " << output_name(o.json_path) << "\n";
   if (!o.trace_path.empty()) {
     std::cout << "wrote " << output_name(o.trace_path)

@@ -8,9 +8,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -35,6 +38,11 @@ bool ValidateReport::all_correct() const {
     if (!c.correct) return false;
   }
   return true;
+}
+
+std::size_t ValidateReport::resumed_cases() const {
+  return static_cast<std::size_t>(
+      std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return c.resumed; }));
 }
 
 namespace {
@@ -373,10 +381,62 @@ bool reference_is_cheap(const sim::Workload& w, bool emulated) {
   return reference_macs(w, emulated) < 1e10;
 }
 
-// One case: predicted (the strategy and none), executed (the strategy and none), checked.
+// A finished case's measurements and checks as the resume log keeps them (its prediction is
+// made again). A non-finite error (NaN output) is kept as null.
+nlohmann::json measured_json(const CaseResult& c) {
+  const RunResult& m = c.measured;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& g : m.gemm_kernels) kernels.push_back({g.m, g.n, g.k, g.kernel});
+  const auto error = [](double e) { return std::isfinite(e) ? nlohmann::json(e) : nullptr; };
+  return {{"start_ns", m.start_ns},
+          {"end_ns", m.end_ns},
+          {"wait_ns", m.wait_ns},
+          {"total_ns", m.total_ns},
+          {"totals_ns", m.totals_ns},
+          {"untimed_totals_ns", m.untimed_totals_ns},
+          {"attention_kernel", m.attention_kernel},
+          {"gemm_kernels", kernels},
+          {"copy_gbps", m.copy_gbps},
+          {"copy_fixed_us", m.copy_fixed_us},
+          {"copy_ctas", m.copy_ctas},
+          {"measured_none_ns", c.measured_none_ns},
+          {"error_vs_reference", error(c.error_vs_reference)},
+          {"error_vs_none", error(c.error_vs_none)},
+          {"correct", c.correct}};
+}
+
+void read_measured(const nlohmann::json& j, CaseResult* c) {
+  RunResult& m = c->measured;
+  j.at("start_ns").get_to(m.start_ns);
+  j.at("end_ns").get_to(m.end_ns);
+  j.at("wait_ns").get_to(m.wait_ns);
+  j.at("total_ns").get_to(m.total_ns);
+  j.at("totals_ns").get_to(m.totals_ns);
+  j.at("untimed_totals_ns").get_to(m.untimed_totals_ns);
+  j.at("attention_kernel").get_to(m.attention_kernel);
+  for (const auto& g : j.at("gemm_kernels")) {
+    m.gemm_kernels.push_back({g.at(0).get<std::int64_t>(), g.at(1).get<std::int64_t>(),
+                              g.at(2).get<std::int64_t>(), g.at(3).get<std::string>()});
+  }
+  j.at("copy_gbps").get_to(m.copy_gbps);
+  j.at("copy_fixed_us").get_to(m.copy_fixed_us);
+  j.at("copy_ctas").get_to(m.copy_ctas);
+  j.at("measured_none_ns").get_to(c->measured_none_ns);
+  const auto error = [](const nlohmann::json& e) {
+    return e.is_null() ? std::numeric_limits<double>::infinity() : e.get<double>();
+  };
+  c->error_vs_reference = error(j.at("error_vs_reference"));
+  c->error_vs_none = error(j.at("error_vs_none"));
+  j.at("correct").get_to(c->correct);
+  c->resumed = true;
+}
+
+// One case: predicted (the strategy and none), executed (the strategy and none), checked. With
+// `resumed` (a resume log's entry for it): predicted, and its measurements and checks read back
+// (on a rank that does not report, nothing: rank 0 holds them).
 CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const sim::Workload& w,
                     const RunOptions& ro, bool reporter, double tolerance, std::string* cost_model,
-                    nlohmann::ordered_json* execution) {
+                    nlohmann::ordered_json* execution, const nlohmann::json* resumed = nullptr) {
   const bool emulated = o.backend == "cuda" && o.comm == "emulated";
   const auto cm = sim::make_cost_model(w, run.workload.profile);
   *cost_model = cm->name();
@@ -393,6 +453,10 @@ CaseResult run_case(const ValidateOptions& o, const sim::PlannedRun& run, const 
   c.cost_sources = sim::cost_sources(c.schedule, *cm);
   const sim::Schedule none_s = sim::build_schedule(w, sim::StrategySpec(sim::StrategyKind::None));
   c.predicted_none_ns = engine.run(none_s, sim::cost_schedule(none_s, *cm)).total_ns;
+  if (resumed) {
+    if (reporter) read_measured(*resumed, &c);
+    return c;
+  }
   if (reporter) {
     std::fprintf(stderr, "validating %s (%s) ...\n", c.schedule.strategy.c_str(),
                  sim::workload_line(w).c_str());
@@ -458,7 +522,7 @@ namespace {
 // Ctrl-C while cases run: the report is written only when every case has run, so say what is
 // lost (which cases had run) and exit 130 at once (CUDA or NCCL teardown behind running kernels
 // can hang). The message is made before each case, the handler only writes it.
-char g_interrupt_msg[2][256];
+char g_interrupt_msg[2][1024];
 std::atomic<int> g_interrupt_slot{-1};
 extern "C" void on_validate_sigint(int) {
   const int slot = g_interrupt_slot.load();
@@ -469,14 +533,74 @@ extern "C" void on_validate_sigint(int) {
   }
   ::_exit(130);
 }
-void say_on_interrupt(std::size_t done, std::size_t all) {
+// `log`: the resume log the finished cases are in (empty: none kept).
+void say_on_interrupt(std::size_t done, std::size_t all, const std::string& log) {
   const int slot = g_interrupt_slot.load() == 0 ? 1 : 0;
-  std::snprintf(g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
-                "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; validate writes its "
-                "report only when every case has run, so nothing was written (fewer cases: "
-                "--alternatives, --batch, --seq)\n",
-                done, all);
+  if (done > 0 && !log.empty()) {
+    std::snprintf(g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
+                  "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; the report is written "
+                  "only when every case has run, and the finished ones are kept in %s: rerun the "
+                  "same command to resume\n",
+                  done, all, log.c_str());
+  } else {
+    std::snprintf(
+        g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
+        "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; validate writes its "
+        "report only when every case has run, so nothing was written%s (fewer cases: "
+        "--alternatives, --batch, --seq)\n",
+        done, all,
+        done > 0 ? "; with --json FILE finished cases are kept for a rerun to resume" : "");
+  }
   g_interrupt_slot.store(slot);
+}
+
+// What must match for a resume log's cases to be taken as this command's: the build, the
+// runtime's options and every case as it will run (its workload in full, every field explicit).
+std::string resume_fingerprint(const ValidateOptions& o, double tolerance,
+                               const std::vector<RunCase>& runs) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& rc : runs) {
+    cases.push_back(
+        {{"run", sim::planned_run_json(rc.run)}, {"point", rc.group}, {"picked", rc.picked}});
+  }
+  return nlohmann::json{{"git_sha", git_sha()},
+                        {"tool_version", tool_version()},
+                        {"backend", o.backend},
+                        {"comm", o.backend == "cuda" ? o.comm : ""},
+                        {"attention", o.attention},
+                        {"repeat", o.repeat},
+                        {"warmup", o.warmup},
+                        {"tolerance", tolerance},
+                        {"mpi_processes", o.mpi ? mpi::size() : 0},
+                        {"cases", cases}}
+      .dump();
+}
+
+// The finished cases of a resume log made with the same fingerprint, by index. Lines that do not
+// parse (a line cut short by a kill) are passed over.
+std::map<std::size_t, nlohmann::json> read_resume_log(const std::string& path,
+                                                      const std::string& fingerprint,
+                                                      std::size_t cases) {
+  std::map<std::size_t, nlohmann::json> done;
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return done;
+  const auto head = nlohmann::json::parse(line, nullptr, false);
+  if (head.is_discarded() || !head.is_object() || head.value("fingerprint", "") != fingerprint) {
+    throw InputError(path, "fingerprint",
+                     "the resume log of a validate run with other cases, options or another "
+                     "build of tpo is here; delete it, or rerun the command that made it to "
+                     "resume");
+  }
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("i") || !j.contains("measured") ||
+        !j.at("i").is_number_unsigned() || j.at("i").get<std::size_t>() >= cases) {
+      continue;
+    }
+    done[j.at("i").get<std::size_t>()] = j.at("measured");
+  }
+  return done;
 }
 
 // A point's none: the median (of an even count, the mean of the middle two; until 2026-12-05 the
@@ -572,17 +696,72 @@ ValidateReport run_validate(const ValidateOptions& o) {
   ro.mpi = o.mpi;
   ro.attention = o.attention;
   ro.nccl_timeout_s = o.nccl_timeout_s;
-  say_on_interrupt(0, runs.size());
+  // The resume log: rank 0 keeps each finished case there and reads back those of an earlier
+  // run of the same command that was stopped; every rank skips the same cases.
+  if (reporter && !o.json_path.empty() && o.json_path != "-") {
+    rep.resume_path = o.json_path + ".partial";
+  }
+  const std::string fingerprint = resume_fingerprint(o, tolerance, runs);
+  std::map<std::size_t, nlohmann::json> done;
+  if (!rep.resume_path.empty() && std::filesystem::exists(rep.resume_path)) {
+    done = read_resume_log(rep.resume_path, fingerprint, runs.size());
+  }
+  std::vector<std::uint8_t> skip(runs.size(), 0);
+  for (const auto& d : done) skip[d.first] = 1;
+  if (o.mpi) mpi::broadcast(skip.data(), skip.size(), 0);
+  if (!done.empty()) {
+    std::fprintf(stderr,
+                 "resuming from %s: %zu of %zu cases measured by an earlier run of this command "
+                 "are read back, not run again\n",
+                 rep.resume_path.c_str(), done.size(), runs.size());
+  }
+  std::ofstream log;
+  const auto keep = [&](std::size_t i, const CaseResult& c) {
+    if (rep.resume_path.empty()) return;
+    if (!log.is_open()) {
+      const bool fresh = !std::filesystem::exists(rep.resume_path);
+      log.open(rep.resume_path, std::ios::app);
+      if (!log) throw InputError("--json", rep.resume_path, "cannot write the resume log");
+      if (fresh) log << nlohmann::json{{"fingerprint", fingerprint}}.dump() << "\n";
+    }
+    log << nlohmann::json{{"i", i}, {"measured", measured_json(c)}}.dump() << "\n" << std::flush;
+  };
+  std::size_t finished = done.size();
+  say_on_interrupt(finished, runs.size(), finished ? rep.resume_path : "");
   struct Handler {  // restored however the cases end
     void (*previous)(int) = std::signal(SIGINT, on_validate_sigint);
     ~Handler() { std::signal(SIGINT, previous); }
   } handler;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    rep.cases.push_back(
-        run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model, &rep.execution));
+    const auto d = done.find(i);
+    const nlohmann::json none_kept;  // a rank that does not report skips the case alike
+    const nlohmann::json* resumed = d != done.end() ? &d->second : (skip[i] ? &none_kept : nullptr);
+    try {
+      rep.cases.push_back(run_case(o, runs[i].run, ws[i], ro, reporter, tolerance, &rep.cost_model,
+                                   &rep.execution, resumed));
+    } catch (const RunFailure& e) {
+      if (finished == 0 || rep.resume_path.empty()) throw;
+      throw RunFailure(std::string(e.what()) + "; the " + std::to_string(finished) + " of " +
+                       std::to_string(runs.size()) + " cases that finished are kept in " +
+                       rep.resume_path + ": rerun the same command to resume");
+    } catch (const nlohmann::json::exception& e) {
+      if (d == done.end()) throw;
+      throw InputError(rep.resume_path, "measured",
+                       std::string("a finished case could not be read back (") + e.what() +
+                           "); delete the file to run every case again");
+    }
     rep.cases.back().group = runs[i].group;
     rep.cases.back().picked = runs[i].picked;
-    say_on_interrupt(i + 1, runs.size());
+    if (!resumed) {
+      if (reporter) keep(i, rep.cases.back());
+      ++finished;
+      say_on_interrupt(finished, runs.size(), rep.resume_path);
+      // Test hook: a Ctrl-C after N cases of this run (the handler's own path).
+      if (const char* stop = std::getenv("TPO_VALIDATE_STOP_AFTER");
+          stop && finished - done.size() >= static_cast<std::size_t>(std::atoll(stop))) {
+        std::raise(SIGINT);
+      }
+    }
   }
   // A generate report: each strategy whose two phases both ran (the picks; the others with
   // --alternatives; a phase where it ran none takes the none measured beside that phase's cases).
@@ -769,6 +948,11 @@ std::vector<std::string> validate_notes(const ValidateReport& r) {
   for (const auto& c : r.cases) {
     for (const auto& n : sim::workload_notes(c.workload)) add(n);
   }
+  if (const std::size_t k = r.resumed_cases(); k > 0) {
+    add(std::to_string(k) + " of " + std::to_string(r.cases.size()) +
+        " cases (marked resumed) were measured by an earlier run of this command that was "
+        "stopped, and read back from its resume log: their times are from that run");
+  }
   return out;
 }
 
@@ -896,7 +1080,8 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
               static_cast<double>(c.measured_none_ns) / static_cast<double>(c.measured.total_ns))
        << "  " << (c.correct ? "correct" : "WRONG") << " ("
        << fmt("%.1e", c.error_vs_reference >= 0 ? c.error_vs_reference : c.error_vs_none)
-       << (c.error_vs_reference >= 0 ? "" : " vs none") << ")\n";
+       << (c.error_vs_reference >= 0 ? "" : " vs none") << ")" << (c.resumed ? " resumed" : "")
+       << "\n";
   }
   for (const auto& c : r.cases) {
     if (const auto note = sim::unaligned_chunks_note(c.schedule); !note.empty()) {
@@ -1065,6 +1250,7 @@ ojson validate_json(const ValidateReport& r) {
   j["options"]["warmup"] = r.options.warmup;
   j["tolerance"] = r.options.tolerance.value_or(0);  // set to the tolerance in force
   j["all_correct"] = r.all_correct();
+  j["resumed_cases"] = r.resumed_cases();
   ojson cases = ojson::array();
   for (const auto& c : r.cases) {
     ojson k;
@@ -1091,6 +1277,7 @@ ojson validate_json(const ValidateReport& r) {
     }
     k["predicted_us"] = to_us(c.predicted.total_ns);
     k["cost_sources"] = c.cost_sources;
+    k["resumed"] = c.resumed;
     if (!c.measured.attention_kernel.empty()) k["attention_kernel"] = c.measured.attention_kernel;
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();

@@ -65,6 +65,9 @@ struct CaseResult {
   double error_vs_reference = 0;  // against the architecture's reference forward
   double error_vs_none = -1;      // against none's output (function-preserving strategies)
   bool correct = false;
+  // Measured by an earlier run of the same command that was stopped, and read back from its
+  // resume log (FILE.partial beside --json FILE); predicted again.
+  bool resumed = false;
 };
 
 // A generate report's strategy measured in both phases (`validate --plan` of a
@@ -111,6 +114,12 @@ struct ValidateReport {
   std::vector<GenerationRow> generation;
   // Per batch: the report's strategies whose runs were not measured (--alternatives too low).
   std::map<std::int64_t, int> generation_unmeasured;
+  // The resume log (--json FILE: FILE.partial; empty without --json or with --json -): each
+  // finished case is appended to it, and a rerun of the same command after an interruption or a
+  // failure reads those back instead of running them again. The caller removes it once the
+  // report is written.
+  std::string resume_path;
+  std::size_t resumed_cases() const;
   bool all_correct() const;
 };
 

@@ -1546,6 +1546,57 @@ TEST_CASE("validate interrupted (Ctrl-C) says what it had run and writes nothing
   CHECK(r.out.find("tpo: interrupted (Ctrl-C): 0 of 1 cases had run; validate writes its report "
                    "only when every case has run, so nothing was written") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(fs::exists(out.string() + ".partial"));  // nothing had finished: no resume log
+}
+
+TEST_CASE("validate: a run stopped after some cases resumes where it stopped") {
+  const fs::path plan = scratch() / "resume.plan.json";
+  const fs::path out = scratch() / "resume.validate.json";
+  const std::string log = out.string() + ".partial";
+  fs::remove(out);
+  fs::remove(log);
+  auto r = tpo("plan --model " + data +
+               "/tiny_model.json --hardware cpu-host --tp 2 --seq 128:256 --layers 1 --json " +
+               plan.string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const std::string cmd = "validate --backend cpu --plan " + plan.string() +
+                          " --alternatives 1 --repeat 1 --warmup 0 --json " + out.string();
+  // A Ctrl-C after two cases (the handler's own path): they are kept, no report is written.
+  r = tpo(cmd, "env TPO_VALIDATE_STOP_AFTER=2");
+  CHECK(r.code == 130);
+  CHECK(r.out.find("2 of 4 cases had run; the report is written only when every case has run, "
+                   "and the finished ones are kept in " +
+                   log + ": rerun the same command to resume") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+  REQUIRE(fs::exists(log));
+  // A line cut short by a kill is passed over.
+  std::ofstream(log, std::ios::app) << "{\"i\": 3, \"meas";
+  // Other options: the log is not theirs.
+  r = tpo("validate --backend cpu --plan " + plan.string() +
+          " --alternatives 1 --repeat 2 --warmup 0 --json " + out.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find(log + ": field 'fingerprint'") != std::string::npos);
+  CHECK(r.out.find("delete it, or rerun the command that made it to resume") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+  // The same command: the two cases are read back, the other two run, the log goes.
+  r = tpo(cmd);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("resuming from " + log + ": 2 of 4 cases") != std::string::npos);
+  CHECK(r.out.find("2 of 4 cases (marked resumed) were measured by an earlier run") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(log));
+  const auto j = nlohmann::json::parse(slurp(out));
+  CHECK(j.at("resumed_cases") == 2);
+  REQUIRE(j.at("cases").size() == 4);
+  int resumed = 0;
+  for (const auto& c : j.at("cases")) {
+    resumed += c.at("resumed").get<bool>();
+    CHECK(c.at("measured_us").get<double>() > 0);
+    CHECK(c.at("measured_runs_us").size() == 1);
+  }
+  CHECK(resumed == 2);
+  CHECK(j.at("cases")[0].at("resumed") == true);
+  CHECK(j.at("cases")[3].at("resumed") == false);
 }
 
 TEST_CASE("profile: an interrupted run resumes where it stopped") {
