@@ -1,6 +1,7 @@
 // `tpo validate`: execute a planned (or given) schedule with real kernels, check its output,
 // and report predicted against measured.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -44,6 +45,12 @@ int run_under_mpi(const validate::ValidateOptions& o) {
   try {
     const auto r = validate::run_validate(o);
     if (validate::mpi::rank() == 0) ok = report(o, r);
+  } catch (const validate::SameOnEveryRank& e) {
+    // Every process found it: rank 0 says it once, and all end cleanly with exit 2.
+    const int rank = validate::mpi::rank();
+    validate::mpi::finalize();
+    if (rank == 0) throw;
+    return 2;
   } catch (const std::exception& e) {
     if (!validate::mpi::initialized()) throw;
     const auto* field = dynamic_cast<const FieldError*>(&e);
@@ -164,6 +171,21 @@ std::function<int()> add_validate(CLI::App& app) {
       if (sub->count("--vocab") && !o->workload.embed_head) {
         throw InputError("--vocab", o->workload.vocab,
                          "applies with --embed-head (the embedding and LM head it describes)");
+      }
+    }
+    // Started by mpirun as one of several processes without --mpi: each would run every rank
+    // as threads, the copies would time each other, and each would write the same files.
+    if (!o->mpi) {
+      for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+        const char* v = std::getenv(var);
+        if (v && std::atoll(v) > 1) {
+          throw InputError("--mpi", "",
+                           "this is one of " + std::string(v) + " processes started by mpirun (" +
+                               var +
+                               "), but --mpi is not given: each would run the whole validation "
+                               "with every rank as threads, timing the others' work; add --mpi "
+                               "(one TP rank per process) or run tpo without mpirun");
+        }
       }
     }
     if (o->backend == "cuda" || o->mpi) hand_gpu_work_to_gpu_binary();

@@ -524,28 +524,32 @@ namespace {
 // can hang). The message is made before each case, the handler only writes it.
 char g_interrupt_msg[2][1024];
 std::atomic<int> g_interrupt_slot{-1};
-extern "C" void on_validate_sigint(int) {
+extern "C" void on_validate_sigint(int sig) {
   const int slot = g_interrupt_slot.load();
   if (slot >= 0) {
+    // mpirun forwards a Ctrl-C to its processes as SIGTERM.
+    const char* head =
+        sig == SIGINT ? "\ntpo: interrupted (Ctrl-C): " : "\ntpo: stopped (SIGTERM): ";
     const char* m = g_interrupt_msg[slot];
-    ssize_t ignored = ::write(2, m, std::strlen(m));
+    ssize_t ignored = ::write(2, head, std::strlen(head));
+    ignored = ::write(2, m, std::strlen(m));
     (void)ignored;
   }
-  ::_exit(130);
+  ::_exit(128 + sig);
 }
 // `log`: the resume log the finished cases are in (empty: none kept).
 void say_on_interrupt(std::size_t done, std::size_t all, const std::string& log) {
   const int slot = g_interrupt_slot.load() == 0 ? 1 : 0;
   if (done > 0 && !log.empty()) {
     std::snprintf(g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
-                  "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; the report is written "
+                  "%zu of %zu cases had run; the report is written "
                   "only when every case has run, and the finished ones are kept in %s: rerun the "
                   "same command to resume\n",
                   done, all, log.c_str());
   } else {
     std::snprintf(
         g_interrupt_msg[slot], sizeof g_interrupt_msg[slot],
-        "\ntpo: interrupted (Ctrl-C): %zu of %zu cases had run; validate writes its "
+        "%zu of %zu cases had run; validate writes its "
         "report only when every case has run, so nothing was written%s (fewer cases: "
         "--alternatives, --batch, --seq)\n",
         done, all,
@@ -655,14 +659,29 @@ ValidateReport run_validate(const ValidateOptions& o) {
   }
   rep.measured_on = measured_on(
       o, emulated, ctas.size() == 1 ? std::to_string(*ctas.begin()) : std::string("per-case"));
+  const std::string fingerprint = resume_fingerprint(o, tolerance, runs);
+  if (o.mpi) {
+    // Every process must run the same cases with the same options and build: ranks given
+    // different ones would meet in collectives of different sizes (memory corruption, a hang).
+    // Checked before any collective of the cases; every process finds the same answer.
+    const auto h = static_cast<std::int64_t>(std::hash<std::string>{}(fingerprint) >> 2);
+    if (mpi::max(h) != -mpi::max(-h)) {
+      throw SameOnEveryRank(
+          "--mpi", "",
+          "the " + std::to_string(mpi::size()) +
+              " processes were not given the same run: their cases, options, tolerance or build "
+              "of tpo differ (a different command line, config file or checkout on one host); "
+              "launch every process with the same command and files");
+    }
+  }
   std::vector<sim::Workload> ws;
   for (const auto& rc : runs) {
     sim::Workload w = sim::make_workload(rc.run.workload);
     if (o.mpi && w.tp != mpi::size()) {
-      throw InputError("--mpi", std::to_string(mpi::size()) + " processes",
-                       "TP is " + std::to_string(w.tp) +
-                           ": launch one process per rank (mpirun -np " + std::to_string(w.tp) +
-                           ")");
+      throw SameOnEveryRank(
+          "--mpi", std::to_string(mpi::size()) + (mpi::size() == 1 ? " process" : " processes"),
+          "TP is " + std::to_string(w.tp) + ": launch one process per rank (mpirun -np " +
+              std::to_string(w.tp) + ")");
     }
     if (emulated) {
       rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
@@ -701,7 +720,6 @@ ValidateReport run_validate(const ValidateOptions& o) {
   if (reporter && !o.json_path.empty() && o.json_path != "-") {
     rep.resume_path = o.json_path + ".partial";
   }
-  const std::string fingerprint = resume_fingerprint(o, tolerance, runs);
   std::map<std::size_t, nlohmann::json> done;
   if (!rep.resume_path.empty() && std::filesystem::exists(rep.resume_path)) {
     done = read_resume_log(rep.resume_path, fingerprint, runs.size());
@@ -727,10 +745,14 @@ ValidateReport run_validate(const ValidateOptions& o) {
     log << nlohmann::json{{"i", i}, {"measured", measured_json(c)}}.dump() << "\n" << std::flush;
   };
   std::size_t finished = done.size();
-  say_on_interrupt(finished, runs.size(), finished ? rep.resume_path : "");
+  if (reporter) say_on_interrupt(finished, runs.size(), finished ? rep.resume_path : "");
   struct Handler {  // restored however the cases end
     void (*previous)(int) = std::signal(SIGINT, on_validate_sigint);
-    ~Handler() { std::signal(SIGINT, previous); }
+    void (*previous_term)(int) = std::signal(SIGTERM, on_validate_sigint);
+    ~Handler() {
+      std::signal(SIGINT, previous);
+      std::signal(SIGTERM, previous_term);
+    }
   } handler;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto d = done.find(i);
@@ -755,7 +777,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
     if (!resumed) {
       if (reporter) keep(i, rep.cases.back());
       ++finished;
-      say_on_interrupt(finished, runs.size(), rep.resume_path);
+      if (reporter) say_on_interrupt(finished, runs.size(), rep.resume_path);
       // Test hook: a Ctrl-C after N cases of this run (the handler's own path).
       if (const char* stop = std::getenv("TPO_VALIDATE_STOP_AFTER");
           stop && finished - done.size() >= static_cast<std::size_t>(std::atoll(stop))) {
@@ -1225,7 +1247,10 @@ ojson validate_json(const ValidateReport& r) {
   ojson j = sim::report_header("tpo.validate/1", "predicted and measured");
   j["backend"] = r.options.backend;
   j["measured_on"] = r.measured_on;
-  j["comm"] = r.options.backend == "cuda" ? r.options.comm : "shared-memory";
+  // Under MPI: the CPU's MPI all-reduce (NCCL across processes on CUDA).
+  j["comm"] = r.options.backend == "cuda" ? r.options.comm
+              : r.options.mpi             ? "mpi"
+                                          : "shared-memory";
   if (!r.emulated_links.empty()) {
     j["emulated_links"] = r.emulated_links;
     j["emulated_allreduce"] = r.emulated_allreduce;
@@ -1248,6 +1273,7 @@ ojson validate_json(const ValidateReport& r) {
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;
   j["options"]["warmup"] = r.options.warmup;
+  j["options"]["mpi"] = r.options.mpi;
   j["tolerance"] = r.options.tolerance.value_or(0);  // set to the tolerance in force
   j["all_correct"] = r.all_correct();
   j["resumed_cases"] = r.resumed_cases();

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/error.h"
 #include "sim/plan_file.h"
 #include "sim/simulate.h"
 #include "validate/runtime.h"
@@ -46,6 +47,13 @@ struct ValidateOptions {
   int alternatives = 0;
   // Reports to write: checked before any work (on the reporting rank), written by the caller.
   std::string json_path, trace_path;
+};
+
+// Under --mpi: bad input that every process finds alike (a check made on what all of them
+// agreed to hold): one says it, and all end with exit 2 without an MPI abort.
+class SameOnEveryRank : public InputError {
+ public:
+  using InputError::InputError;
 };
 
 struct CaseResult {

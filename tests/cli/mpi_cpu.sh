@@ -28,6 +28,7 @@ for ph in "--phase decode --batch 3 --seq 40 --strategy ladder" "--seq 64 --batc
 done
 report_ok() {
   grep -q '"measured_on": ".*under MPI (2 processes)' "$TMP/v.json" &&
+    grep -q '"comm": "mpi"' "$TMP/v.json" && grep -q '"mpi": true' "$TMP/v.json" &&
     grep -q '"all_correct": true' "$TMP/v.json" && grep -q '"correct": true' "$TMP/v.json"
 }
 check "the report says MPI and is correct" report_ok
@@ -39,4 +40,22 @@ wrong_count() {  # 3 processes for TP 2: exit 2 and a message naming --mpi
   [ "$rc" = 2 ] && grep -q -- "--mpi 3 processes: TP is 2" <<< "$out"
 }
 check "mpirun -np 3 at TP 2 is refused" wrong_count
+different_runs() {  # the processes given different prompts: refused before any collective
+  local out rc=0
+  out=$("${MPIRUN[@]}" -np 1 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
+    --tp 2 --seq 128 : -np 1 "$TPO" validate --backend cpu --mpi --model "$M" \
+    --hardware cpu-host --tp 2 --seq 64 2>&1) || rc=$?
+  echo "$out"
+  [ "$rc" = 2 ] && grep -q -- "--mpi: the 2 processes were not given the same run" <<< "$out" &&
+    ! grep -q "corruption\|MPI_ABORT" <<< "$out"
+}
+check "processes given different runs are refused (exit 2), no corruption or hang" different_runs
+without_mpi() {  # mpirun without --mpi: each process would run every rank
+  local out rc=0
+  out=$("${MPIRUN[@]}" -np 2 "$TPO" validate --backend cpu --model "$M" --hardware cpu-host \
+    --tp 2 --seq 64 --json "$TMP/twice.json" 2>&1) || rc=$?
+  echo "$out"
+  [ "$rc" = 2 ] && grep -q -- "but --mpi is not given" <<< "$out" && [ ! -e "$TMP/twice.json" ]
+}
+check "mpirun without --mpi is refused" without_mpi
 finish MPI

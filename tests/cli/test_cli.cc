@@ -1547,6 +1547,15 @@ TEST_CASE("validate interrupted (Ctrl-C) says what it had run and writes nothing
                    "only when every case has run, so nothing was written") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(out.string() + ".partial"));  // nothing had finished: no resume log
+  // SIGTERM (what mpirun sends its processes on a Ctrl-C): said alike, 128 + 15.
+  const auto t =
+      tpo("validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
+          "--layers 2 --seq 256 --strategy iso --json " +
+              out.string(),
+          "timeout --preserve-status -s TERM 3");
+  CHECK(t.code == 143);
+  CHECK(t.out.find("tpo: stopped (SIGTERM): 0 of 1 cases had run") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
 }
 
 TEST_CASE("validate: a run stopped after some cases resumes where it stopped") {
