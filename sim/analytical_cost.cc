@@ -292,6 +292,20 @@ std::string allreduce_cost_line(const HardwareConfig& hw, std::int64_t tp,
           : "all-reduce: " + link(hw.intra);
   if (tp > hw.gpus_per_node && hw.inter.cls != "none") s += ", across nodes " + link(hw.inter);
   s += links_of.empty() ? " from the hardware file" : " from " + links_of + " (--emulate)";
+  // A table read instead of busbw_gbps that disagrees with it: most often a hardware file
+  // copied for another machine whose link figures were changed and whose table was kept.
+  if (table && table->points.size() >= 2) {
+    const double r = static_cast<double>(table->ranks);
+    const auto& [b1, t1] = table->points.back();
+    const double reached = 2.0 * (r - 1) / r * b1 / (t1 * 1e3);
+    if (reached > 0 && hw.intra.busbw_gbps > 0 &&
+        std::max(reached / hw.intra.busbw_gbps, hw.intra.busbw_gbps / reached) > 1.5) {
+      s += "; note: the table's largest all-reduce reaches " + fmt("%.0f", reached) +
+           " GB/s bus bandwidth, the file's busbw_gbps is " + fmt("%.0f", hw.intra.busbw_gbps) +
+           ", and at this TP the table is read instead: if it is another machine's (a copied "
+           "file), delete or replace it (docs/hardware-file.md)";
+    }
+  }
   if (!hw.intra.tables.empty() && !table) {
     std::string ranks;
     for (const auto& t : hw.intra.tables) {
@@ -385,9 +399,17 @@ double AnalyticalCostModel::overlap_slowdown(const Op& op, OpKind beside) const 
 }
 
 std::string contention_model_text(const ContentionParams& p, const std::string& from) {
+  // Its source's opening words say whether the values are fitted, measured or assumed, and on
+  // what: a block copied into another machine's file keeps them.
+  std::string says;
+  if (!p.source.empty()) {
+    says = p.source.substr(0, p.source.find_first_of(".:;"));
+    if (says.size() > 60) says = says.substr(0, says.rfind(' ', 60)) + " ...";
+    says = "; its source: '" + says + "'";
+  }
   return "the contention model, from " + from + " (a comm kernel holds " +
-         std::to_string(p.comm_ctas) + " of " + std::to_string(p.sms) +
-         " SMs; README, 'Overlap: the contention model')";
+         std::to_string(p.comm_ctas) + " of " + std::to_string(p.sms) + " SMs" + says +
+         "; README, 'Overlap: the contention model')";
 }
 
 std::string AnalyticalCostModel::overlap_model() const {

@@ -3443,3 +3443,26 @@ TEST_CASE("validate: decode ops extrapolated off a profile get a hint, prefill o
   REQUIRE(r.code == 0);
   CHECK(r.out.find("decode ops lie outside") == std::string::npos);
 }
+
+TEST_CASE(
+    "a copied hardware file: a kept all-reduce table that disagrees with busbw, and whose "
+    "contention block it is, are said") {
+  const fs::path hw = scratch() / "b200-copy.json";
+  auto j = nlohmann::json::parse(
+      slurp(std::string(TPO_TEST_DATA) + "/../../configs/hardware/h200x8.json"));
+  j["name"] = "b200-copy";
+  j["node"]["link"]["busbw_gbps"] = 950;  // the new link's figure; the H100 table kept
+  std::ofstream(hw) << j.dump();
+  const std::string note =
+      "note: the table's largest all-reduce reaches 480 GB/s bus bandwidth, "
+      "the file's busbw_gbps is 950, and at this TP the table is read instead";
+  auto r = tpo("simulate --model llama3.1-8b --tp 8 --seq 4096 --hardware " + hw.string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find(note) != std::string::npos);
+  CHECK(r.out.find("b200-copy's contention block (a comm kernel holds 16 of 132 SMs; its source: "
+                   "'FITTED on measurements") != std::string::npos);
+  // The shipped file's table and busbw agree: no note.
+  r = tpo("simulate --model llama3.1-8b --tp 8 --seq 4096 --hardware h200x8");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("note: the table's largest") == std::string::npos);
+}
