@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class Backend {
   // Host launch costs (sim/launch.h's "launch" block), measured on the smallest item of each
   // kind in `items`; null where launches cost nothing to measure apart (the CPU).
   virtual nlohmann::json measure_launch(const std::vector<Item>& /*items*/) { return nullptr; }
+  // How far ahead of the timed op its pairwise interference runs start the other op (µs), for
+  // the profile (tpo calibrate replays the pairs so); empty where that is not a time (the CPU
+  // backend's aggressor threads run throughout).
+  virtual std::optional<double> interference_head_start_us() const { return std::nullopt; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

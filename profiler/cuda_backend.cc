@@ -527,6 +527,7 @@ class CudaBackend : public Backend {
                  "one-node graph less its node (" +
                  how + ")"}};
   }
+  std::optional<double> interference_head_start_us() const override { return kHeadStartUs; }
   std::unique_ptr<Runner> prepare_alone(const Item& it) override {
     if (it.kind == ItemKind::Fragment) return std::make_unique<Fragment>(ctx_, it, fused_, false);
     if (it.kind == ItemKind::CommBesideGemm) {

@@ -181,6 +181,9 @@ double predict_pair(InterferencePair& pair, const sim::ContentionParams& params,
 std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
                                                  const sim::HardwareConfig& hw) {
   const sim::ProfileCostModel cm(p, hw, p.tp);
+  // The other op's head start as the profile says it ran; a profile without one released both
+  // together (a race for the SMs), and is replayed with the current profiler's head start.
+  const double head = p.interference_head_start_us.value_or(kHeadStartUs);
   std::vector<InterferencePair> pairs;
   for (const auto& x : p.interference) {
     if (x.alone_us <= 0 || x.beside_us <= 0 || x.workers <= 0 || x.workers >= hw.sms) continue;
@@ -205,11 +208,10 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
                                       : copy_us(p, x.workers, victim.m, victim.n);
     std::int64_t na = 1;
     if (aggressor_us > 0) {
-      na = static_cast<std::int64_t>(
-          std::clamp(std::ceil((8 * victim_batch_us + kHeadStartUs) / std::max(aggressor_us, 1e-3)),
-                     4.0, 4096.0));
+      na = static_cast<std::int64_t>(std::clamp(
+          std::ceil((8 * victim_batch_us + head) / std::max(aggressor_us, 1e-3)), 4.0, 4096.0));
     } else {
-      aggressor_us = 8 * victim_batch_us + 2 * kHeadStartUs;
+      aggressor_us = 8 * victim_batch_us + 2 * head;
     }
     InterferencePair pair;
     pair.label =
@@ -220,7 +222,7 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
     pair.measured_us = x.beside_us;
     for (std::int64_t i = 0; i < na; ++i) add_op(pair, cm, aggressor, aggressor_us);
     pair.victim_first = pair.schedule.ops.size();
-    for (std::int64_t i = 0; i < b; ++i) add_op(pair, cm, victim, x.alone_us, kHeadStartUs);
+    for (std::int64_t i = 0; i < b; ++i) add_op(pair, cm, victim, x.alone_us, head);
     pair.victim_launches = b;
     pairs.push_back(std::move(pair));
   }

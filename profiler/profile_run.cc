@@ -479,6 +479,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   const auto ms = run_sweep(*backend, items, h);
 
   sim::Profile p = assemble(ms, backend->dtype());
+  if (!p.interference.empty()) p.interference_head_start_us = backend->interference_head_start_us();
   p.launch = backend->measure_launch(items);
   if (!p.launch.is_null()) {
     const sim::LaunchCosts lc = sim::launch_from_json(p.launch, "(measured)", "launch", {});

@@ -111,6 +111,9 @@ ojson profile_to_json(const Profile& p) {
     if (x.bytes > 0) in.back()["bytes"] = x.bytes;
   }
   j["interference"] = ojson{{"points", in}};
+  if (p.interference_head_start_us) {
+    j["interference"]["head_start_us"] = *p.interference_head_start_us;
+  }
   if (!p.interference.empty()) {  // summaries of measurements; none without points
     j["interference"]["compute_slowdown_under_comm"] = p.compute_slowdown_under_comm;
     j["interference"]["comm_slowdown_under_compute"] = p.comm_slowdown_under_compute;
@@ -279,6 +282,9 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     });
     p.compute_slowdown_under_comm = in.number_or("compute_slowdown_under_comm", 1.0);
     p.comm_slowdown_under_compute = in.number_or("comm_slowdown_under_compute", 1.0);
+    if (in.has("head_start_us")) {
+      p.interference_head_start_us = in.number_or("head_start_us", 0, /*positive=*/false);
+    }
   }
   if (j.contains("fits")) {
     const JsonObject f = o.object("fits");

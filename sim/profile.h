@@ -104,6 +104,11 @@ struct Profile {
   std::vector<RowwisePoint> rowwise;
   std::vector<AllReducePoint> allreduce;
   std::vector<InterferencePoint> interference;
+  // How far ahead of the timed op the other op of each pairwise interference run started (µs):
+  // 30 in CUDA profiles made since 2026-12-05 (the profiler has started the other op 30 µs
+  // ahead since b0556b8, 2026-11-29); empty in older profiles, whose runs (the committed H200
+  // ones, made by 80be430) released both ops together, so which took the SMs first was a race.
+  std::optional<double> interference_head_start_us;
   std::vector<AlphaBeta> allreduce_fit;
   // Fitted GEMM efficiency vs M: achieved FLOP/s / best achieved, eff(m) = m / (m + m_half).
   double gemm_m_half = 0;

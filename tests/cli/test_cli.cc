@@ -2315,6 +2315,9 @@ TEST_CASE(
   CHECK(r.out.find("held out, contention model") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(out));
   CHECK(j.at("schema") == "tpo.calibration/1");
+  // The committed profiles' pairs ran with both ops released together (no head_start_us): said.
+  CHECK(r.out.find("these pairs ran with both ops released together") != std::string::npos);
+  for (const auto& m : j.at("microbenchmarks")) CHECK(m.at("released_together") == true);
   const auto& held = j.at("held_out");
   CHECK(held.at("contention").at("cases") == 14);  // llama2-70b, chunks on the 8-token grid
   // The finding this test guards: on the model kept out of the fit the contention model is

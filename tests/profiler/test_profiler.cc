@@ -232,13 +232,20 @@ TEST_CASE("profile JSON round trip") {
   p.compute_slowdown_under_comm = 1.2;
   p.attention_q_row_stride = 128;
   p.attention_softcap = 50;
+  p.interference_head_start_us = 30;
   const auto j = sim::profile_to_json(p);
   const sim::Profile q = sim::profile_from_json(nlohmann::json::parse(j.dump()), "mem.json");
   CHECK(q.model == "tiny");
   CHECK(q.attention_q_row_stride == 128);
   CHECK(q.attention_softcap == 50.0);
+  CHECK(q.interference_head_start_us == 30.0);
   p.attention_softcap.reset();  // an older profile: no record, none written
   CHECK_FALSE(sim::profile_to_json(p).contains("attention_softcap"));
+  p.interference_head_start_us.reset();  // pairs released together: no head start written
+  CHECK_FALSE(sim::profile_to_json(p).at("interference").contains("head_start_us"));
+  CHECK_FALSE(
+      sim::profile_from_json(nlohmann::json::parse(sim::profile_to_json(p).dump()), "mem.json")
+          .interference_head_start_us.has_value());
   // What the measurements belong to cannot be left out: model, TP and hardware.
   for (const char* key : {"model", "tp"}) {
     auto k = nlohmann::json::parse(j.dump());
