@@ -39,6 +39,33 @@ const Candidate* best_arch_change(const PlanPoint& p) {
   }
   return b;
 }
+// Where the plan keeps none though a large share of none's time is exposed communication: the
+// fastest candidate that was allowed, against none. It hides `hidden` of none's exposed comm
+// and runs `added` more compute (the rest of its time: chunked GEMMs, and compute slowed
+// beside the all-reduces); nullptr where none is not kept or the share is small.
+struct NoneBecause {
+  const Candidate* c = nullptr;
+  std::size_t index = 0;
+  double hidden_ns = 0, added_ns = 0;
+};
+NoneBecause none_because(const PlanPoint& p) {
+  NoneBecause w;
+  if (p.best != 0 || p.candidates.empty()) return w;
+  const Candidate& none = p.candidates.front();
+  if (none.total_ns <= 0 || none.exposed_comm_ns < none.total_ns / 10) return w;
+  for (std::size_t i = 1; i < p.candidates.size(); ++i) {
+    const Candidate& c = p.candidates[i];
+    if (c.allowed && (!w.c || c.total_ns < w.c->total_ns)) {
+      w.c = &c;
+      w.index = i;
+    }
+  }
+  if (!w.c) return w;
+  w.hidden_ns = static_cast<double>(none.exposed_comm_ns - w.c->exposed_comm_ns);
+  w.added_ns = static_cast<double>((w.c->total_ns - w.c->exposed_comm_ns) -
+                                   (none.total_ns - none.exposed_comm_ns));
+  return w;
+}
 // The model's notes at the longest point's prompt + context.
 std::vector<std::string> plan_notes(const Plan& plan) {
   std::int64_t positions = 0;  // the longest point's prompt + context
@@ -107,6 +134,29 @@ void print_plan(std::ostream& os, const Plan& plan) {
       }
     }
     os << "\n";
+  }
+  // Why none where much of its time is exposed communication.
+  bool said = false;
+  for (const auto& p : plan.points) {
+    const NoneBecause w = none_because(p);
+    if (!w.c) continue;
+    if (!said) {
+      os << "\ndon't overlap, though much of none's time is exposed communication:\n";
+      said = true;
+    }
+    os << "  " << p.seq << ": " << fmt("%.3f", to_us(p.candidates.front().exposed_comm_ns) / 1e3)
+       << " of " << fmt("%.3f", to_us(p.none_ns()) / 1e3) << " ms; the fastest overlap tried, "
+       << w.c->strategy() << " " << w.c->detail << " (" << fmt("%.3f", to_us(w.c->total_ns) / 1e3)
+       << " ms, " << fmt("%.3fx", w.c->speedup) << "), ";
+    if (w.c->speedup > 1.0) {
+      os << "beats none by less than the " << fmt("%.1f%%", 100 * plan.options.threshold)
+         << " threshold (--threshold)\n";
+    } else {
+      os << "hides " << fmt("%.3f", w.hidden_ns / 1e6) << " ms of it but runs "
+         << fmt("%.3f", w.added_ns / 1e6)
+         << " ms more compute (its cut GEMMs, and compute slowed beside the all-reduces: the "
+            "overlap line above)\n";
+    }
   }
   if (plan.cost_model != "analytical") {
     std::map<std::string, std::int64_t> total;
@@ -306,6 +356,12 @@ ojson plan_json(const Plan& plan) {
                            {"interpolation_risk", p.interpolation_risk},
                            {"best_by_prediction", p.best_by_prediction},
                            {"candidates", std::move(cands)}});
+    // Where none is kept though much of its time is exposed comm: the fastest overlap tried.
+    if (const NoneBecause w = none_because(p); w.c) {
+      points.back()["none_because"] = ojson{{"candidate", w.index},
+                                            {"hidden_comm_us", w.hidden_ns / 1e3},
+                                            {"added_compute_us", w.added_ns / 1e3}};
+    }
     // With a budget search only: what the plan picks at the default budget alone.
     if (!plan.options.comm_ctas.empty()) {
       points.back()["best_at_default_budget_us"] = to_us(p.best_at_default_budget_ns);

@@ -3469,3 +3469,31 @@ TEST_CASE(
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("note: the table's largest") == std::string::npos);
 }
+
+TEST_CASE("plan says why it keeps none where much of none's time is exposed communication") {
+  // Llama-3.1-8B at TP 8 on h200x8, 512 tokens: over half of none is exposed all-reduce, and
+  // the contention model still prices ISO slower (its cut GEMMs slowed beside the all-reduces).
+  const fs::path out = scratch() / "none-because.json";
+  auto r = tpo("plan --model llama3.1-8b --hardware h200x8 --tp 8 --seq 512,8192 --json " +
+               out.string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("don't overlap, though much of none's time is exposed communication:") !=
+        std::string::npos);
+  CHECK(r.out.find("  512: ") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(out));
+  const auto& p = j.at("points");
+  REQUIRE(p.size() == 2);
+  REQUIRE(p[0].at("overlap") == false);
+  REQUIRE(p[0].contains("none_because"));
+  const auto& w = p[0].at("none_because");
+  const auto& c = p[0].at("candidates")[w.at("candidate").get<std::size_t>()];
+  const auto& none = p[0].at("candidates")[0];
+  // What it hid and what it added make up the difference between the two totals.
+  const double hidden = w.at("hidden_comm_us").get<double>();
+  const double added = w.at("added_compute_us").get<double>();
+  CHECK(hidden > 0);
+  CHECK(c.at("total_us").get<double>() - none.at("total_us").get<double>() ==
+        doctest::Approx(added - hidden).epsilon(1e-6));
+  CHECK(p[1].at("overlap") == true);  // 8192 tokens overlap: nothing to explain
+  CHECK_FALSE(p[1].contains("none_because"));
+}
