@@ -138,6 +138,7 @@ void run_compare(const SimulateCli& c, const Workload& w, const CostModel& cm,
     row.total_ns = r.timeline.total_ns;
     row.exposed_comm_ns = r.timeline.exposed_comm_ns;
     row.overlap_efficiency = r.timeline.overlap_efficiency;
+    row.slowed = slowed_beside(r);
     rows.push_back(row);
     if (!c.json_path.empty()) {
       reports.push_back(simulate_report(wo, so, w, r, baseline_ns, cm));

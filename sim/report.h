@@ -47,11 +47,21 @@ void print_summary(std::ostream& os, const Workload& w, const SimResult& r,
                    const std::string& overlap = "", const std::string& allreduce = "",
                    const std::string& baseline_note = "");
 
+// How much longer than alone the ops of each stream ran (summed over ops, each at least 0):
+// what overlap cost the compute beside the all-reduces, and the all-reduces beside compute
+// (slowdown factors or the contention model, waits for SMs included). A comm op counted as
+// hidden may have slowed the compute beside it by this much.
+struct SlowedBeside {
+  std::int64_t compute_ns = 0, comm_ns = 0;
+};
+SlowedBeside slowed_beside(const SimResult& r);
+
 struct CompareRow {
   std::string strategy;
   std::string chunks;
   std::int64_t total_ns = 0;
   std::int64_t exposed_comm_ns = 0;
+  SlowedBeside slowed;
   double overlap_efficiency = 0;
   bool preserves_function = true;
   std::string skipped;  // why it does not apply, when it does not

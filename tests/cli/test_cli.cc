@@ -948,8 +948,9 @@ TEST_CASE("two runs write byte-identical JSON, and the report has the documented
   for (const char* key :
        {"\"schema\": \"tpo.simulate/1\"", "\"tool_version\"", "\"git_sha\"", "\"options\"",
         "\"baseline_us\"", "\"speedup\"", "\"exposed_comm_us\"", "\"overlap_efficiency\"",
-        "\"standalone_us\"", "\"start_us\"", "\"name\": \"qkv\"", "\"name\": \"o_proj\"",
-        "\"name\": \"gate_up\"", "\"name\": \"down\"", "\"kind\": \"allreduce\""}) {
+        "\"compute_slowed_us\"", "\"comm_slowed_us\"", "\"standalone_us\"", "\"start_us\"",
+        "\"name\": \"qkv\"", "\"name\": \"o_proj\"", "\"name\": \"gate_up\"", "\"name\": \"down\"",
+        "\"kind\": \"allreduce\""}) {
     CAPTURE(key);
     CHECK(ja.find(key) != std::string::npos);
   }
@@ -3496,4 +3497,33 @@ TEST_CASE("plan says why it keeps none where much of none's time is exposed comm
         doctest::Approx(added - hidden).epsilon(1e-6));
   CHECK(p[1].at("overlap") == true);  // 8192 tokens overlap: nothing to explain
   CHECK_FALSE(p[1].contains("none_because"));
+}
+
+TEST_CASE("simulate says how much longer than alone the compute ran beside the all-reduces") {
+  // ISO at 512 tokens on h200x8 (contention model): nearly all comm hidden, yet slower than
+  // none, since its compute ran longer beside the all-reduces; none overlaps nothing.
+  const fs::path out = scratch() / "slowed.json";
+  auto r = tpo("simulate --model llama3.1-8b --hardware h200x8 --tp 8 --seq 512 --compare --json " +
+               out.string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("compute_slowed_ms") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(out));
+  double none_total = 0, none_slowed = -1;
+  for (const auto& x : j.at("results")) {
+    if (x.at("strategy").at("name") == "none") {
+      none_total = x.at("total_us").get<double>();
+      none_slowed = x.at("compute_slowed_us").get<double>();
+    }
+  }
+  CHECK(none_slowed == 0.0);
+  bool iso = false;
+  for (const auto& x : j.at("results")) {
+    if (x.at("strategy").at("name") != "iso") continue;
+    iso = true;
+    CHECK(x.at("overlap_efficiency").get<double>() > 0.9);
+    CHECK(x.at("total_us").get<double>() > none_total);
+    // Its compute ran longer than none's compute by at least what it lost overall.
+    CHECK(x.at("compute_slowed_us").get<double>() > x.at("total_us").get<double>() - none_total);
+  }
+  CHECK(iso);
 }
