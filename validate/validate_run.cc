@@ -292,7 +292,7 @@ double check_options(const ValidateOptions& o, bool emulated) {
   }
   // 0 is refused: no two summation orders agree to the last bit.
   if (o.tolerance && (!(*o.tolerance > 0) || !(*o.tolerance < 1))) {  // NaN, inf too
-    throw InputError("--tolerance", std::to_string(*o.tolerance),
+    throw InputError("--tolerance", fmt("%g", *o.tolerance),
                      "must be a relative error in (0, 1) (or left out)");
   }
   if (o.repeat < 1 || o.repeat > 10000) {
@@ -1117,6 +1117,23 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
     os << "\nnote: " << r.options.repeat << " timed run" << (r.options.repeat == 1 ? "" : "s")
        << " per case (--repeat): measured times and speedups carry the noise of single runs; "
           "the default, 3, reports each case's median\n";
+  }
+  // The runs' scatter, where a case's runs spread more than 5%: speedups and errors within it
+  // are not measured differences (a new-user trial read 1.35x and 0.69x off one tiny case).
+  double spread = 0;
+  std::string widest;
+  for (const auto& c : r.cases) {
+    if (const double x = run_spread(c.measured); x > spread) {
+      spread = x;
+      widest = c.schedule.strategy + " at " + tokens_text(c.workload) + " tokens";
+    }
+  }
+  if (spread > 0.05) {
+    os << "\nnote: a case's timed runs spread up to " << fmt("%.0f%%", 100 * spread) << " ("
+       << widest
+       << "; max - min over their median, each run in --json's measured_runs_us): measured "
+          "speedups and errors within that are not measured differences; an idle machine and "
+          "more --repeat narrow it\n";
   }
   if (const auto note = unprofiled_note(r); !note.empty()) os << "\n" << note << "\n";
   if (attention_kernels(r) == "per case") {

@@ -823,6 +823,16 @@ TEST_CASE(
   validate::print_validate(os, r);
   const std::string text = os.str();
   CHECK(text.find("without their per-op timing events") != std::string::npos);
+  // The runs spread 14% (1.05 to 1.2 ms over 1.1): said, naming the case.
+  CHECK(text.find("note: a case's timed runs spread up to 14% (none at 64 tokens;") !=
+        std::string::npos);
+  {  // Runs within 5%: nothing said.
+    validate::ValidateReport tight = r;
+    for (auto& c : tight.cases) c.measured.totals_ns = {1'090'000, 1'100'000, 1'120'000};
+    std::ostringstream o2;
+    validate::print_validate(o2, tight);
+    CHECK(o2.str().find("timed runs spread") == std::string::npos);
+  }
   CHECK(text.find("1.000 ms untimed, 1.100 ms timed: the events cost +10.0%") != std::string::npos);
   // One line: the second case has none.
   CHECK(text.find("ms untimed") == text.rfind("ms untimed"));
