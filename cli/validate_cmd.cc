@@ -41,20 +41,9 @@ bool report(const validate::ValidateOptions& o, const validate::ValidateReport& 
 // Under mpirun: every process runs its rank; a failure anywhere ends all of them (the others
 // would wait in a collective forever).
 int run_under_mpi(const validate::ValidateOptions& o) {
-  bool ok = true;
-  try {
-    const auto r = validate::run_validate(o);
-    if (validate::mpi::rank() == 0) ok = report(o, r);
-  } catch (const validate::SameOnEveryRank& e) {
-    // Every process found it: rank 0 says it once, and all end cleanly with exit 2.
-    const int rank = validate::mpi::rank();
-    validate::mpi::finalize();
-    if (rank == 0) throw;
-    return 2;
-  } catch (const std::exception& e) {
-    if (!validate::mpi::initialized()) throw;
+  // One write per rank, so that the ranks' lines do not interleave.
+  const auto say = [](const std::exception& e) {
     const auto* field = dynamic_cast<const FieldError*>(&e);
-    // One write per rank, so that the ranks' lines do not interleave.
     const std::string line =
         "tpo: rank " + std::to_string(validate::mpi::rank()) + ": " +
         (field ? InputError(flag_for(field->name()), field->value(), field->problem()).what()
@@ -62,6 +51,32 @@ int run_under_mpi(const validate::ValidateOptions& o) {
         "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
+  };
+  bool ok = true;
+  try {
+    const auto r = validate::run_validate(o);
+    if (validate::mpi::rank() == 0) ok = report(o, r);
+  } catch (const validate::SameOnEveryRank& e) {
+    // Every process knows of it: the one that found it says it (rank 0 alone where all found
+    // it), and all end cleanly with exit 2, no MPI abort.
+    using Found = validate::SameOnEveryRank::Found;
+    const int rank = validate::mpi::rank();
+    if (e.found == Found::Here) {
+      try {
+        std::rethrow_exception(e.cause);
+      } catch (const std::exception& c) {
+        say(c);
+      }
+    }
+    validate::mpi::finalize();
+    if (e.found == Found::ByAll && rank == 0) {
+      if (e.cause) std::rethrow_exception(e.cause);  // as it was thrown (a field keeps its flag)
+      throw;
+    }
+    return 2;
+  } catch (const std::exception& e) {
+    if (!validate::mpi::initialized()) throw;
+    say(e);
     validate::mpi::abort(dynamic_cast<const InputError*>(&e) ? 2 : 1);
   }
   validate::mpi::finalize();

@@ -639,26 +639,79 @@ ValidateReport run_validate(const ValidateOptions& o) {
   const double tolerance = check_options(o, emulated);
   if (o.mpi) mpi::init();
   const bool reporter = !o.mpi || mpi::rank() == 0;  // checks the output and prints
-  check_distinct_outputs({{o.json_path, "--json"}, {o.trace_path, "--trace"}});
-  if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
-  if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
   ValidateReport rep;
   rep.options = o;
   rep.options.tolerance = tolerance;
   sim::PlanFile plan;
-  const auto runs = runs_of(o, emulated, &plan);  // validates every run up front
-  std::set<std::int64_t> ctas;                    // the copy kernel's CTAs (a plan's may differ)
-  for (const auto& rc : runs) {
-    ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
+  std::vector<RunCase> runs;
+  std::vector<sim::Workload> ws;
+  // Under MPI, bad input one process finds before the cases' collectives (a file missing on
+  // its host, an output folder rank 0 cannot write) is told to every process, so that all end
+  // with exit 2 instead of an MPI abort.
+  std::exception_ptr bad;
+  try {
+    check_distinct_outputs({{o.json_path, "--json"}, {o.trace_path, "--trace"}});
+    if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
+    if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
+    runs = runs_of(o, emulated, &plan);  // validates every run up front
+    std::set<std::int64_t> ctas;         // the copy kernel's CTAs (a plan's may differ)
+    for (const auto& rc : runs) {
+      ctas.insert(sim::make_workload(rc.run.workload).hardware.contention.comm_ctas);
+    }
+    // Every input is read by now (a plan's models, hardware and profiles too): an output that is
+    // one of them is refused before the run, not after it.
+    if (reporter) {
+      refuse_output_over_read_input(o.json_path, "--json");
+      refuse_output_over_read_input(o.trace_path, "--trace");
+    }
+    rep.measured_on = measured_on(
+        o, emulated, ctas.size() == 1 ? std::to_string(*ctas.begin()) : std::string("per-case"));
+    for (const auto& rc : runs) {
+      sim::Workload w = sim::make_workload(rc.run.workload);
+      if (emulated) {
+        rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
+        const std::string sized = emulated_allreduce_of(w);
+        rep.emulated_allreduce =
+            rep.emulated_allreduce.empty() || rep.emulated_allreduce == sized ? sized : "per case";
+      }
+      check_host_memory(o, w, emulated);
+      // The prediction is the hardware file's: a GPU's predicted against CPU measurements (or
+      // the reverse) would report the gap between two machines as the model's error.
+      if (w.hardware.is_cpu != (o.backend == "cpu")) {
+        const bool cpu_file = w.hardware.is_cpu;
+        const bool from_plan = !o.hardware_given && !o.plan_path.empty();
+        throw InputError(from_plan ? o.plan_path : "--hardware",
+                         from_plan ? rc.where + ".workload.hardware" : w.hardware.name,
+                         std::string(from_plan ? "'" + w.hardware.name + "' " : "") + "is " +
+                             std::string(cpu_file ? "a CPU" : "a GPU") + " ('" +
+                             w.hardware.gpu_name + "') but --backend " + o.backend + " runs on " +
+                             (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
+                             ": the report would compare one machine's prediction with another's "
+                             "measurement; give --hardware " +
+                             (o.backend == "cpu" ? "cpu-host (or a hardware file with gpu.kind "
+                                                   "\"cpu\")"
+                                                 : "the GPU that runs it (e.g. h200x8)"));
+      }
+      ws.push_back(std::move(w));
+    }
+  } catch (const InputError&) {
+    if (!o.mpi) throw;
+    bad = std::current_exception();
   }
-  // Every input is read by now (a plan's models, hardware and profiles too): an output that is
-  // one of them is refused before the run, not after it.
-  if (reporter) {
-    refuse_output_over_read_input(o.json_path, "--json");
-    refuse_output_over_read_input(o.trace_path, "--trace");
+  if (o.mpi && mpi::max(bad ? 1 : 0) > 0) {
+    const bool every = -mpi::max(bad ? -1 : 0) == 1;  // all found some: rank 0 says its own
+    if (bad) {
+      try {
+        std::rethrow_exception(bad);
+      } catch (const InputError& e) {
+        throw SameOnEveryRank(
+            e, every ? SameOnEveryRank::Found::ByAll : SameOnEveryRank::Found::Here, bad);
+      }
+    }
+    throw SameOnEveryRank("--mpi", "",
+                          "another process found bad input (its message is above); nothing ran",
+                          SameOnEveryRank::Found::Elsewhere);
   }
-  rep.measured_on = measured_on(
-      o, emulated, ctas.size() == 1 ? std::to_string(*ctas.begin()) : std::string("per-case"));
   const std::string fingerprint = resume_fingerprint(o, tolerance, runs);
   if (o.mpi) {
     // Every process must run the same cases with the same options and build: ranks given
@@ -674,40 +727,13 @@ ValidateReport run_validate(const ValidateOptions& o) {
               "launch every process with the same command and files");
     }
   }
-  std::vector<sim::Workload> ws;
-  for (const auto& rc : runs) {
-    sim::Workload w = sim::make_workload(rc.run.workload);
+  for (const auto& w : ws) {
     if (o.mpi && w.tp != mpi::size()) {
       throw SameOnEveryRank(
           "--mpi", std::to_string(mpi::size()) + (mpi::size() == 1 ? " process" : " processes"),
           "TP is " + std::to_string(w.tp) + ": launch one process per rank (mpirun -np " +
               std::to_string(w.tp) + ")");
     }
-    if (emulated) {
-      rep.emulated_links = w.links_of.empty() ? w.hardware.name : w.links_of;
-      const std::string sized = emulated_allreduce_of(w);
-      rep.emulated_allreduce =
-          rep.emulated_allreduce.empty() || rep.emulated_allreduce == sized ? sized : "per case";
-    }
-    check_host_memory(o, w, emulated);
-    // The prediction is the hardware file's: a GPU's predicted against CPU measurements (or
-    // the reverse) would report the gap between two machines as the model's error.
-    if (w.hardware.is_cpu != (o.backend == "cpu")) {
-      const bool cpu_file = w.hardware.is_cpu;
-      const bool from_plan = !o.hardware_given && !o.plan_path.empty();
-      throw InputError(from_plan ? o.plan_path : "--hardware",
-                       from_plan ? rc.where + ".workload.hardware" : w.hardware.name,
-                       std::string(from_plan ? "'" + w.hardware.name + "' " : "") + "is " +
-                           std::string(cpu_file ? "a CPU" : "a GPU") + " ('" + w.hardware.gpu_name +
-                           "') but --backend " + o.backend + " runs on " +
-                           (o.backend == "cpu" ? "this machine's CPU" : "a GPU") +
-                           ": the report would compare one machine's prediction with another's "
-                           "measurement; give --hardware " +
-                           (o.backend == "cpu" ? "cpu-host (or a hardware file with gpu.kind "
-                                                 "\"cpu\")"
-                                               : "the GPU that runs it (e.g. h200x8)"));
-    }
-    ws.push_back(std::move(w));
   }
   RunOptions ro;
   ro.repeat = o.repeat;

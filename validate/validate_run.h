@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -53,7 +54,16 @@ struct ValidateOptions {
 // agreed to hold): one says it, and all end with exit 2 without an MPI abort.
 class SameOnEveryRank : public InputError {
  public:
-  using InputError::InputError;
+  // ByAll: every process found it (rank 0 says it); Here: this process found it and says it,
+  // the others learned of it (Elsewhere) and say nothing.
+  enum class Found { ByAll, Here, Elsewhere };
+  SameOnEveryRank(std::string where, std::string field, const std::string& what,
+                  Found found = Found::ByAll)
+      : InputError(std::move(where), std::move(field), what), found(found) {}
+  SameOnEveryRank(const InputError& e, Found found, std::exception_ptr cause)
+      : InputError(e), found(found), cause(std::move(cause)) {}
+  Found found = Found::ByAll;
+  std::exception_ptr cause;  // Here: what this process threw (a FieldError keeps its field)
 };
 
 struct CaseResult {

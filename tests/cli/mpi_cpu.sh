@@ -58,4 +58,14 @@ without_mpi() {  # mpirun without --mpi: each process would run every rank
   [ "$rc" = 2 ] && grep -q -- "but --mpi is not given" <<< "$out" && [ ! -e "$TMP/twice.json" ]
 }
 check "mpirun without --mpi is refused" without_mpi
+one_lacks_a_file() {  # bad input on one process only: it says so, all end with exit 2
+  local out rc=0
+  out=$("${MPIRUN[@]}" -np 1 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
+    --tp 2 --seq 64 : -np 1 "$TPO" validate --backend cpu --mpi --model "$TMP/missing.json" \
+    --hardware cpu-host --tp 2 --seq 64 2>&1) || rc=$?
+  echo "$out"
+  [ "$rc" = 2 ] && grep -q -- "tpo: rank 1: $TMP/missing.json: cannot open file" <<< "$out" &&
+    ! grep -q "MPI_ABORT" <<< "$out"
+}
+check "a file missing on one process: exit 2, said by that rank, no MPI abort" one_lacks_a_file
 finish MPI
