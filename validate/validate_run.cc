@@ -747,12 +747,31 @@ ValidateReport run_validate(const ValidateOptions& o) {
     rep.resume_path = o.json_path + ".partial";
   }
   std::map<std::size_t, nlohmann::json> done;
+  std::exception_ptr bad_log;  // rank 0's: a log it refuses (under MPI, told to every process)
   if (!rep.resume_path.empty() && std::filesystem::exists(rep.resume_path)) {
-    done = read_resume_log(rep.resume_path, fingerprint, runs.size());
+    try {
+      done = read_resume_log(rep.resume_path, fingerprint, runs.size());
+    } catch (const InputError&) {
+      if (!o.mpi) throw;
+      bad_log = std::current_exception();
+    }
   }
-  std::vector<std::uint8_t> skip(runs.size(), 0);
+  // The cases to skip, and after them whether rank 0 refused its log.
+  std::vector<std::uint8_t> skip(runs.size() + 1, 0);
   for (const auto& d : done) skip[d.first] = 1;
+  skip.back() = bad_log ? 1 : 0;
   if (o.mpi) mpi::broadcast(skip.data(), skip.size(), 0);
+  if (skip.back()) {
+    if (bad_log) {
+      try {
+        std::rethrow_exception(bad_log);
+      } catch (const InputError& e) {
+        throw SameOnEveryRank(e, SameOnEveryRank::Found::Here, bad_log);
+      }
+    }
+    throw SameOnEveryRank("--json", "", "rank 0 refused its resume log (above); nothing ran",
+                          SameOnEveryRank::Found::Elsewhere);
+  }
   if (!done.empty()) {
     std::fprintf(stderr,
                  "resuming from %s: %zu of %zu cases measured by an earlier run of this command "

@@ -68,4 +68,18 @@ one_lacks_a_file() {  # bad input on one process only: it says so, all end with 
     ! grep -q "MPI_ABORT" <<< "$out"
 }
 check "a file missing on one process: exit 2, said by that rank, no MPI abort" one_lacks_a_file
+resumes() {  # stopped after 2 of a plan's 4 cases, then the same command: 2 read back
+  "$TPO" plan --model "$M" --hardware cpu-host --tp 2 --seq 128:256 --layers 1 \
+    --json "$TMP/rp.json" > /dev/null || return 1
+  local cmd=(validate --backend cpu --mpi --plan "$TMP/rp.json" --alternatives 1 --repeat 1
+    --warmup 0 --json "$TMP/r.json")
+  "${MPIRUN[@]}" -np 2 -x TPO_VALIDATE_STOP_AFTER=2 "$TPO" "${cmd[@]}" 2>&1
+  [ -e "$TMP/r.json.partial" ] && [ ! -e "$TMP/r.json" ] || return 1
+  local out
+  out=$("${MPIRUN[@]}" -np 2 "$TPO" "${cmd[@]}" 2>&1) || return 1
+  echo "$out"
+  grep -q "2 of 4 cases measured by an earlier run" <<< "$out" &&
+    grep -q '"resumed_cases": 2' "$TMP/r.json" && [ ! -e "$TMP/r.json.partial" ]
+}
+check "a stopped MPI run resumes where it stopped" resumes
 finish MPI
