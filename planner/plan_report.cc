@@ -148,7 +148,15 @@ void print_plan(std::ostream& os, const Plan& plan) {
        << " of " << fmt("%.3f", to_us(p.none_ns()) / 1e3) << " ms; the fastest overlap tried, "
        << w.c->strategy() << " " << w.c->detail << " (" << fmt("%.3f", to_us(w.c->total_ns) / 1e3)
        << " ms, " << fmt("%.3fx", w.c->speedup) << "), ";
-    if (w.c->speedup > 1.0) {
+    if (w.c->speedup > 1.0 + plan.options.threshold && w.c->unmeasured_gemm_rows &&
+        p.interpolation_risk > 0) {
+      // Faster by prediction, but charged for GEMM rows the profile did not measure.
+      os << "beats none by prediction, but has GEMMs at rows the profile did not measure, "
+            "counted "
+         << fmt("%.1f%%", 100 * p.interpolation_risk)
+         << " slower (--interpolation-risk), so it does not beat none by more than the "
+         << fmt("%.1f%%", 100 * plan.options.threshold) << " threshold\n";
+    } else if (w.c->speedup > 1.0) {
       os << "beats none by less than the " << fmt("%.1f%%", 100 * plan.options.threshold)
          << " threshold (--threshold)\n";
     } else {

@@ -1074,12 +1074,16 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     // Pairs of a profiler that released both ops together: who took the SMs first was a race
     // (the H200 runs of 2026-11-29: a GEMM beside the copy measured 1.006x in one, 1.23x with
     // the copy first in another), so the replay's order may not be how a pair ran.
-    micro.back()["released_together"] = !prof.interference_head_start_us.has_value();
-    if (!rows.empty() && !prof.interference_head_start_us) {
-      os << "    these pairs ran with both ops released together (no head_start_us in the "
-            "profile: made before the profiler started the other op first), so which took the "
-            "SMs first was a race; the replay starts the other op 30 us ahead, as the profiler "
-            "now does: a miss here may be the order, not the rules\n";
+    const bool unrecorded = !rows.empty() && !prof.interference_head_start_us.has_value();
+    micro.back()["head_start_recorded"] = !unrecorded;
+    if (unrecorded) {
+      os << "    this profile does not record its pairs' head start (profiles made before "
+            "2026-12-05 do not; those made before 2026-11-29's b0556b8, as the committed H200 "
+            "ones, released both ops together, so which took the SMs first was a race); the "
+            "replay starts the other op "
+         << kInterferenceHeadStartUs
+         << " us ahead, as the profiler now does: a miss here may be the order, not the "
+            "rules\n";
     }
   }
   ojson rep = sim::report_header("tpo.calibration/1", "predicted and measured");

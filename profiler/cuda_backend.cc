@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "profiler/backend.h"
+#include "profiler/interference_check.h"
 #include "sim/error.h"
 #include "sim/profile.h"
 #include "validate/kernels/cpu_kernels.h"
@@ -26,7 +27,7 @@ namespace cu = tpo::validate::cuda;
 
 constexpr double kTargetSeconds = 200e-6;
 constexpr double kHostUsPerLaunch = 40;  // host time allowed per queued op (a generous bound)
-constexpr double kHeadStartUs = 30;      // the interference aggressor starts this much earlier
+constexpr double kHeadStartUs = kInterferenceHeadStartUs;  // the other op starts this much earlier
 
 // Launches `op(set)` back to back on `stream`, rotating input sets; seconds per launch.
 class Batched : public Runner {

@@ -17,7 +17,6 @@ namespace {
 // As the CUDA backend runs a pair (profiler/cuda_backend.cc): the victim's batch of launches
 // lasts ~200 us alone (1 to 64 launches) and starts 30 us after the aggressor, whose run lasts
 // at least 8x the victim's batch alone.
-constexpr double kHeadStartUs = 30;
 constexpr double kBatchUs = 200;
 
 template <class... A>
@@ -183,7 +182,7 @@ std::vector<InterferencePair> interference_pairs(const sim::Profile& p,
   const sim::ProfileCostModel cm(p, hw, p.tp);
   // The other op's head start as the profile says it ran; a profile without one released both
   // together (a race for the SMs), and is replayed with the current profiler's head start.
-  const double head = p.interference_head_start_us.value_or(kHeadStartUs);
+  const double head = p.interference_head_start_us.value_or(kInterferenceHeadStartUs);
   std::vector<InterferencePair> pairs;
   for (const auto& x : p.interference) {
     if (x.alone_us <= 0 || x.beside_us <= 0 || x.workers <= 0 || x.workers >= hw.sms) continue;

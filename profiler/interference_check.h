@@ -19,6 +19,11 @@
 
 namespace tpo::profiler {
 
+// How far ahead of the timed op a pairwise interference run starts the other op (µs), as the
+// CUDA profiler runs it (since 2026-11-29's b0556b8; recorded in profiles since 2026-12-05):
+// the op that arrives second finds the SMs held, as in a schedule.
+inline constexpr double kInterferenceHeadStartUs = 30;
+
 // One measured pair rebuilt as a schedule (built once, predicted under many parameter sets).
 struct InterferencePair {
   std::string label;  // "gemm beside copy p16 1024x14336x4096", ...

@@ -403,8 +403,15 @@ std::string contention_model_text(const ContentionParams& p, const std::string& 
   // what: a block copied into another machine's file keeps them.
   std::string says;
   if (!p.source.empty()) {
-    says = p.source.substr(0, p.source.find_first_of(".:;"));
-    if (says.size() > 60) says = says.substr(0, says.rfind(' ', 60)) + " ...";
+    // Up to its first sentence or clause end (a punctuation mark before a space, so that a URL
+    // or a version number stays whole), at most about 60 characters.
+    std::size_t end = p.source.size();
+    for (const char* stop : {". ", ": ", "; "}) end = std::min(end, p.source.find(stop));
+    says = p.source.substr(0, end);
+    if (says.size() > 60) {
+      const std::size_t space = says.rfind(' ', 60);
+      says = says.substr(0, space == std::string::npos || space == 0 ? 60 : space) + " ...";
+    }
     says = "; its source: '" + says + "'";
   }
   return "the contention model, from " + from + " (a comm kernel holds " +

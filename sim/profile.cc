@@ -284,6 +284,9 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
     p.comm_slowdown_under_compute = in.number_or("comm_slowdown_under_compute", 1.0);
     if (in.has("head_start_us")) {
       p.interference_head_start_us = in.number_or("head_start_us", 0, /*positive=*/false);
+      if (*p.interference_head_start_us < 0) {
+        throw InputError(file, in.field("head_start_us"), "must be at least 0 (microseconds)");
+      }
     }
   }
   if (j.contains("fits")) {

@@ -522,7 +522,7 @@ namespace {
 // Ctrl-C while cases run: the report is written only when every case has run, so say what is
 // lost (which cases had run) and exit 130 at once (CUDA or NCCL teardown behind running kernels
 // can hang). The message is made before each case, the handler only writes it.
-char g_interrupt_msg[2][1024];
+char g_interrupt_msg[2][4096];
 std::atomic<int> g_interrupt_slot{-1};
 extern "C" void on_validate_sigint(int sig) {
   const int slot = g_interrupt_slot.load();
@@ -561,11 +561,23 @@ void say_on_interrupt(std::size_t done, std::size_t all, const std::string& log)
 // What must match for a resume log's cases to be taken as this command's: the build, the
 // runtime's options and every case as it will run (its workload in full, every field explicit).
 std::string resume_fingerprint(const ValidateOptions& o, double tolerance,
-                               const std::vector<RunCase>& runs) {
+                               const std::vector<RunCase>& runs,
+                               const std::vector<sim::Workload>& ws) {
   nlohmann::json cases = nlohmann::json::array();
-  for (const auto& rc : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunCase& rc = runs[i];
     cases.push_back(
         {{"run", sim::planned_run_json(rc.run)}, {"point", rc.group}, {"picked", rc.picked}});
+    // What the files said, not only their names: the same path may hold another model on
+    // another host, or since the stopped run (the folder a shipped file is in may differ).
+    if (i < ws.size()) {
+      auto model = sim::model_json(ws[i].model);
+      auto hardware = sim::hardware_json(ws[i].hardware);
+      model.erase("file");
+      hardware.erase("file");
+      cases.back()["model"] = std::move(model);
+      cases.back()["hardware"] = std::move(hardware);
+    }
   }
   return nlohmann::json{{"git_sha", git_sha()},
                         {"tool_version", tool_version()},
@@ -581,26 +593,40 @@ std::string resume_fingerprint(const ValidateOptions& o, double tolerance,
 }
 
 // The finished cases of a resume log made with the same fingerprint, by index. Lines that do not
-// parse (a line cut short by a kill) are passed over.
+// parse or do not read back as a case (a line cut short by a kill) are passed over: their cases
+// run again. A log whose first line is not a JSON object (empty, or its header cut short) is no
+// log: it is removed and started afresh.
 std::map<std::size_t, nlohmann::json> read_resume_log(const std::string& path,
                                                       const std::string& fingerprint,
                                                       std::size_t cases) {
   std::map<std::size_t, nlohmann::json> done;
   std::ifstream in(path);
   std::string line;
-  if (!std::getline(in, line)) return done;
-  const auto head = nlohmann::json::parse(line, nullptr, false);
-  if (head.is_discarded() || !head.is_object() || head.value("fingerprint", "") != fingerprint) {
+  const bool any = static_cast<bool>(std::getline(in, line));
+  const auto head = any ? nlohmann::json::parse(line, nullptr, false) : nlohmann::json();
+  if (!any || head.is_discarded() || !head.is_object()) {
+    in.close();
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    return done;
+  }
+  if (head.value("fingerprint", "") != fingerprint) {
     throw InputError(path, "fingerprint",
-                     "the resume log of a validate run with other cases, options or another "
-                     "build of tpo is here; delete it, or rerun the command that made it to "
-                     "resume");
+                     "the resume log of a validate run with other cases, options, config files "
+                     "or another build of tpo is here; delete it, or rerun the command that made "
+                     "it to resume");
   }
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("i") || !j.contains("measured") ||
         !j.at("i").is_number_unsigned() || j.at("i").get<std::size_t>() >= cases) {
       continue;
+    }
+    try {
+      CaseResult scratch;
+      read_measured(j.at("measured"), &scratch);
+    } catch (const nlohmann::json::exception&) {
+      continue;  // runs again
     }
     done[j.at("i").get<std::size_t>()] = j.at("measured");
   }
@@ -650,7 +676,11 @@ ValidateReport run_validate(const ValidateOptions& o) {
   // with exit 2 instead of an MPI abort.
   std::exception_ptr bad;
   try {
-    check_distinct_outputs({{o.json_path, "--json"}, {o.trace_path, "--trace"}});
+    check_distinct_outputs(
+        {{o.json_path.empty() || o.json_path == "-" ? "" : o.json_path + ".partial",
+          "--json's resume log"},
+         {o.json_path, "--json"},
+         {o.trace_path, "--trace"}});
     if (reporter && !o.json_path.empty()) check_writable(o.json_path, "--json");
     if (reporter && !o.trace_path.empty()) check_writable(o.trace_path, "--trace");
     runs = runs_of(o, emulated, &plan);  // validates every run up front
@@ -712,7 +742,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
                           "another process found bad input (its message is above); nothing ran",
                           SameOnEveryRank::Found::Elsewhere);
   }
-  const std::string fingerprint = resume_fingerprint(o, tolerance, runs);
+  const std::string fingerprint = resume_fingerprint(o, tolerance, runs, ws);
   if (o.mpi) {
     // Every process must run the same cases with the same options and build: ranks given
     // different ones would meet in collectives of different sizes (memory corruption, a hang).
@@ -783,7 +813,16 @@ ValidateReport run_validate(const ValidateOptions& o) {
     if (rep.resume_path.empty()) return;
     if (!log.is_open()) {
       const bool fresh = !std::filesystem::exists(rep.resume_path);
+      bool cut = false;  // its last line cut short (a kill mid-write): the next starts afresh
+      if (!fresh) {
+        std::ifstream old(rep.resume_path, std::ios::binary | std::ios::ate);
+        if (old && old.tellg() > 0) {
+          old.seekg(-1, std::ios::end);
+          cut = old.get() != '\n';
+        }
+      }
       log.open(rep.resume_path, std::ios::app);
+      if (cut) log << "\n";
       if (!log) throw InputError("--json", rep.resume_path, "cannot write the resume log");
       if (fresh) log << nlohmann::json{{"fingerprint", fingerprint}}.dump() << "\n";
     }
@@ -825,7 +864,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
       if (reporter) say_on_interrupt(finished, runs.size(), rep.resume_path);
       // Test hook: a Ctrl-C after N cases of this run (the handler's own path).
       if (const char* stop = std::getenv("TPO_VALIDATE_STOP_AFTER");
-          stop && finished - done.size() >= static_cast<std::size_t>(std::atoll(stop))) {
+          stop && std::atoll(stop) > 0 &&
+          finished - done.size() >= static_cast<std::size_t>(std::atoll(stop))) {
         std::raise(SIGINT);
       }
     }
