@@ -1,7 +1,8 @@
 // The CPU backend's all-reduce exchange (reduce-scatter then all-gather through shared memory,
 // as validate/kernels/cpu_kernels.cc's SharedAllReduce runs it) between two threads, 2 ranks x
 // 524,288 floats, each phase timed apart. The second thread is pinned to the CPU given (1: the
-// other core, 0: the same core as rank 0). Standard library only:
+// other core, 0: the same core as rank 0). The C++ standard library and Linux's
+// sched_setaffinity:
 //   g++ -std=c++20 -O2 results/cpu/exchange_check.cc -o /tmp/exchange_check -lpthread
 //   /tmp/exchange_check 1
 // Prints rank 0's median phase times over 25 exchanges (after 5 untimed).
