@@ -558,6 +558,22 @@ void say_on_interrupt(std::size_t done, std::size_t all, const std::string& log)
   g_interrupt_slot.store(slot);
 }
 
+// Under MPI, bad input some process found and every process now knows of: thrown on each as
+// SameOnEveryRank: `mine` (what this process threw, if it found it) as its own, said by it (by
+// rank 0 alone where `every` process found some); else, said by nobody here, `elsewhere`.
+[[noreturn]] void throw_on_every_rank(std::exception_ptr mine, bool every, const char* option,
+                                      const std::string& elsewhere) {
+  if (mine) {
+    try {
+      std::rethrow_exception(mine);
+    } catch (const InputError& e) {
+      throw SameOnEveryRank(e, every ? SameOnEveryRank::Found::ByAll : SameOnEveryRank::Found::Here,
+                            mine);
+    }
+  }
+  throw SameOnEveryRank(option, "", elsewhere, SameOnEveryRank::Found::Elsewhere);
+}
+
 // What must match for a resume log's cases to be taken as this command's: the build, the
 // runtime's options and every case as it will run (its workload in full, every field explicit).
 std::string resume_fingerprint(const ValidateOptions& o, double tolerance,
@@ -730,17 +746,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
   }
   if (o.mpi && mpi::max(bad ? 1 : 0) > 0) {
     const bool every = -mpi::max(bad ? -1 : 0) == 1;  // all found some: rank 0 says its own
-    if (bad) {
-      try {
-        std::rethrow_exception(bad);
-      } catch (const InputError& e) {
-        throw SameOnEveryRank(
-            e, every ? SameOnEveryRank::Found::ByAll : SameOnEveryRank::Found::Here, bad);
-      }
-    }
-    throw SameOnEveryRank("--mpi", "",
-                          "another process found bad input (its message is above); nothing ran",
-                          SameOnEveryRank::Found::Elsewhere);
+    throw_on_every_rank(bad, every, "--mpi",
+                        "another process found bad input (its message is above); nothing ran");
   }
   const std::string fingerprint = resume_fingerprint(o, tolerance, runs, ws);
   if (o.mpi) {
@@ -792,15 +799,8 @@ ValidateReport run_validate(const ValidateOptions& o) {
   skip.back() = bad_log ? 1 : 0;
   if (o.mpi) mpi::broadcast(skip.data(), skip.size(), 0);
   if (skip.back()) {
-    if (bad_log) {
-      try {
-        std::rethrow_exception(bad_log);
-      } catch (const InputError& e) {
-        throw SameOnEveryRank(e, SameOnEveryRank::Found::Here, bad_log);
-      }
-    }
-    throw SameOnEveryRank("--json", "", "rank 0 refused its resume log (above); nothing ran",
-                          SameOnEveryRank::Found::Elsewhere);
+    throw_on_every_rank(bad_log, false, "--json",
+                        "rank 0 refused its resume log (above); nothing ran");
   }
   if (!done.empty()) {
     std::fprintf(stderr,

@@ -40,16 +40,19 @@ wrong_count() {  # 3 processes for TP 2: exit 2 and a message naming --mpi
   [ "$rc" = 2 ] && grep -q -- "--mpi 3 processes: TP is 2" <<< "$out"
 }
 check "mpirun -np 3 at TP 2 is refused" wrong_count
-different_runs() {  # the processes given different prompts: refused before any collective
+# Two processes given different arguments after the shared ones (rank 0's, rank 1's): exit 2
+# with the message, and no memory corruption or MPI abort.
+mixed_refused() {  # message, rank 0's arguments, rank 1's arguments
   local out rc=0
-  out=$("${MPIRUN[@]}" -np 1 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
-    --tp 2 --seq 128 : -np 1 "$TPO" validate --backend cpu --mpi --model "$M" \
-    --hardware cpu-host --tp 2 --seq 64 2>&1) || rc=$?
+  # shellcheck disable=SC2086
+  out=$("${MPIRUN[@]}" -np 1 "$TPO" validate --backend cpu --mpi --hardware cpu-host --tp 2 $2 \
+    : -np 1 "$TPO" validate --backend cpu --mpi --hardware cpu-host --tp 2 $3 2>&1) || rc=$?
   echo "$out"
-  [ "$rc" = 2 ] && grep -q -- "--mpi: the 2 processes were not given the same run" <<< "$out" &&
-    ! grep -q "corruption\|MPI_ABORT" <<< "$out"
+  [ "$rc" = 2 ] && grep -q -- "$1" <<< "$out" && ! grep -q "corruption\|MPI_ABORT" <<< "$out"
 }
-check "processes given different runs are refused (exit 2), no corruption or hang" different_runs
+check "processes given different runs are refused (exit 2), no corruption or hang" \
+  mixed_refused "--mpi: the 2 processes were not given the same run" "--model $M --seq 128" \
+  "--model $M --seq 64"
 without_mpi() {  # mpirun without --mpi: each process would run every rank
   local out rc=0
   out=$("${MPIRUN[@]}" -np 2 "$TPO" validate --backend cpu --model "$M" --hardware cpu-host \
@@ -58,16 +61,9 @@ without_mpi() {  # mpirun without --mpi: each process would run every rank
   [ "$rc" = 2 ] && grep -q -- "but --mpi is not given" <<< "$out" && [ ! -e "$TMP/twice.json" ]
 }
 check "mpirun without --mpi is refused" without_mpi
-one_lacks_a_file() {  # bad input on one process only: it says so, all end with exit 2
-  local out rc=0
-  out=$("${MPIRUN[@]}" -np 1 "$TPO" validate --backend cpu --mpi --model "$M" --hardware cpu-host \
-    --tp 2 --seq 64 : -np 1 "$TPO" validate --backend cpu --mpi --model "$TMP/missing.json" \
-    --hardware cpu-host --tp 2 --seq 64 2>&1) || rc=$?
-  echo "$out"
-  [ "$rc" = 2 ] && grep -q -- "tpo: rank 1: $TMP/missing.json: cannot open file" <<< "$out" &&
-    ! grep -q "MPI_ABORT" <<< "$out"
-}
-check "a file missing on one process: exit 2, said by that rank, no MPI abort" one_lacks_a_file
+check "a file missing on one process: exit 2, said by that rank, no MPI abort" \
+  mixed_refused "tpo: rank 1: $TMP/missing.json: cannot open file" "--model $M --seq 64" \
+  "--model $TMP/missing.json --seq 64"
 resumes() {  # stopped after 2 of a plan's 4 cases, then the same command: 2 read back
   "$TPO" plan --model "$M" --hardware cpu-host --tp 2 --seq 128:256 --layers 1 \
     --json "$TMP/rp.json" > /dev/null || return 1

@@ -1537,23 +1537,22 @@ TEST_CASE("profile: a CPU profile of a tiny model, then simulate uses it") {
 TEST_CASE("validate interrupted (Ctrl-C) says what it had run and writes nothing") {
   const fs::path out = scratch() / "interrupted.validate.json";
   fs::remove(out);
-  // A 30-second CPU run stopped after 3 s: its one case had not finished.
-  const auto r =
-      tpo("validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
-          "--layers 2 --seq 256 --strategy iso --json " +
-              out.string(),
-          "timeout --preserve-status -s INT 3");
+  // A 30-second CPU run stopped after 3 s by a signal: its one case had not finished.
+  const auto stopped = [&](const char* signal) {
+    return tpo(
+        "validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
+        "--layers 2 --seq 256 --strategy iso --json " +
+            out.string(),
+        std::string("timeout --preserve-status -s ") + signal + " 3");
+  };
+  const auto r = stopped("INT");
   CHECK(r.code == 130);
   CHECK(r.out.find("tpo: interrupted (Ctrl-C): 0 of 1 cases had run; validate writes its report "
                    "only when every case has run, so nothing was written") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(out.string() + ".partial"));  // nothing had finished: no resume log
   // SIGTERM (what mpirun sends its processes on a Ctrl-C): said alike, 128 + 15.
-  const auto t =
-      tpo("validate --backend cpu --model llama3.1-8b --hardware cpu-host --tp 2 "
-          "--layers 2 --seq 256 --strategy iso --json " +
-              out.string(),
-          "timeout --preserve-status -s TERM 3");
+  const auto t = stopped("TERM");
   CHECK(t.code == 143);
   CHECK(t.out.find("tpo: stopped (SIGTERM): 0 of 1 cases had run") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
