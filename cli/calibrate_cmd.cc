@@ -29,18 +29,25 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "The profiles the runs were predicted with (matched by model and TP)")
       ->required()
       ->expected(1, -1);
-  sub->add_option("--fit-on", o->fit_on, "Models whose cases are fitted (the rest are held out)")
-      ->required()
+  sub->add_option("--fit-on", o->fit_on,
+                  "Models whose cases are fitted (the rest are held out); required unless "
+                  "--params-from")
       ->expected(1, -1);
+  sub->add_option("--params-from", o->params_from,
+                  "Fit nothing: check this hardware file's contention block (a name in "
+                  "configs/hardware or a path, e.g. h200x8) on the reports, with the SMs and HBM "
+                  "bandwidth of the runs' GPU; --fit-on then names the cases the block was "
+                  "fitted on (reported apart), and without it every case is held out");
   sub->add_option("--out", o->out, "Write the calibration report (tpo.calibration/1)");
   sub->add_flag("--fit-microbenchmarks", o->fit_microbenchmarks,
                 "Also fit the --fit-on models' interference microbenchmarks (pairs measured by "
                 "tpo profile); the other models' pairs are held out");
-  sub->add_option("--wave-rule", o->wave_rule,
-                  "A kernel's waves beside a comm kernel: re-quantized over the SMs left "
-                  "(requantize), one wave more (extra-wave), or chosen by the fit (auto)")
-      ->check(CLI::IsMember({"auto", "requantize", "extra-wave"}))
-      ->capture_default_str();
+  auto* wave =
+      sub->add_option("--wave-rule", o->wave_rule,
+                      "A kernel's waves beside a comm kernel: re-quantized over the SMs left "
+                      "(requantize), one wave more (extra-wave), or chosen by the fit (auto)")
+          ->check(CLI::IsMember({"auto", "requantize", "extra-wave"}))
+          ->capture_default_str();
   sub->add_flag("--ops", o->ops,
                 "Per op: each case's ops predicted by the fitted model beside their measured "
                 "starts and durations in --out, and the held-out ops it misses most printed");
@@ -70,7 +77,14 @@ std::function<int()> add_calibrate(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
-  return [o] { return profiler::run_calibrate(*o, std::cout); };
+  sub->footer(std::string(sub->get_footer()) +
+              "\nCheck the shipped block on runs of your own GPU (nothing fitted, every case held "
+              "out):\n  tpo calibrate --reports my-run/validate-*.json --profile "
+              "my-run/profile-*.json --params-from h200x8");
+  return [o, wave] {
+    o->wave_rule_given = wave->count() > 0;
+    return profiler::run_calibrate(*o, std::cout);
+  };
 }
 
 }  // namespace tpo::cli

@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/format.h"
+#include "sim/hardware.h"
 #include "sim/json_io.h"
 #include "sim/profile.h"
 #include "sim/profile_cost.h"
@@ -74,6 +75,9 @@ struct Prepared {
   sim::Schedule schedule, none;
   sim::OpCosts costs, none_costs;
   bool attention_batched_gemm = false;  // the profile's attention kernel (sim/contention.h)
+  // The comm kernels' CTAs in this case's run (--comm-ctas, else the hardware's budget): a
+  // knob of each run, not a parameter of the fit, so every parameter set keeps it.
+  std::int64_t comm_ctas = 0;
   // Some GEMM of the schedule (of none) at rows the profile did not measure, and the
   // profile's interpolation error: the planner's ranking charge (PlanOptions).
   bool unmeasured_gemm_rows = false, none_unmeasured_gemm_rows = false;
@@ -97,6 +101,7 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
     p.costs = sim::cost_schedule(p.schedule, *cm);
     p.none_costs = sim::cost_schedule(p.none, *cm);
     if (const auto* cp = cm->contention()) p.attention_batched_gemm = cp->attention_batched_gemm;
+    p.comm_ctas = w.hardware.contention.comm_ctas;
     p.unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(p.schedule, *cm);
     p.none_unmeasured_gemm_rows = sim::has_unmeasured_gemm_rows(p.none, *cm);
     p.interpolation_risk = cm->gemm_interpolation_error();
@@ -113,10 +118,13 @@ std::vector<Prepared> prepare(const std::vector<CalibrationCase>& cases,
 }
 
 void set_resources(const sim::Schedule& s, sim::OpCosts& c, sim::ContentionParams p, bool on,
-                   bool attention_batched_gemm) {
+                   bool attention_batched_gemm, std::int64_t comm_ctas) {
   c.resources.clear();
   if (!on) return;
   p.attention_batched_gemm = attention_batched_gemm;
+  // (Until 2026-12-05 every case took the first fitted case's budget: a run at --comm-ctas 4
+  // was replayed with the comm kernels on 16 SMs.)
+  if (comm_ctas > 0) p.comm_ctas = comm_ctas;
   c.contention = p;
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     c.resources.push_back(sim::op_resources(s.ops[i], c.standalone_ns[i], p));
@@ -151,8 +159,8 @@ Eval run_all(std::vector<Prepared>& prep, const sim::ContentionParams& p, bool o
   sim::Engine engine;
   for (std::size_t i : which) {
     auto& c = prep[i];
-    set_resources(c.schedule, c.costs, p, on, c.attention_batched_gemm);
-    set_resources(c.none, c.none_costs, p, on, c.attention_batched_gemm);
+    set_resources(c.schedule, c.costs, p, on, c.attention_batched_gemm, c.comm_ctas);
+    set_resources(c.none, c.none_costs, p, on, c.attention_batched_gemm, c.comm_ctas);
     const sim::Timeline& tl = engine.run(c.schedule, c.costs);
     e.predicted_us.push_back(static_cast<double>(tl.total_ns) / 1e3);
     std::array<double, 4> by{};
@@ -728,9 +736,28 @@ ojson gemm_interpolation_check(const std::vector<CalibrationCase>& cases,
 int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   if (o.reports.empty()) throw InputError("--reports", "", "give validation reports to fit on");
   if (o.profiles.empty()) throw InputError("--profile", "", "give the profiles the runs used");
-  if (o.fit_on.empty()) {
+  const bool checking = !o.params_from.empty();
+  if (o.fit_on.empty() && !checking) {
     throw InputError("--fit-on", "",
-                     "name the model(s) whose cases are fitted; the rest are held out");
+                     "name the model(s) whose cases are fitted; the rest are held out (or "
+                     "--params-from HARDWARE to check a hardware file's contention block "
+                     "on every case)");
+  }
+  if (checking) {
+    // Nothing is fitted: the options that steer a fit, or write one, have nothing to act on.
+    const std::pair<bool, const char*> fitting[] = {
+        {o.fit_microbenchmarks, "--fit-microbenchmarks"},
+        {o.fit_ops, "--fit-ops"},
+        {o.update_profiles, "--update-profiles"},
+        {o.wave_rule_given, "--wave-rule"}};
+    for (const auto& [given, name] : fitting) {
+      if (given) {
+        throw InputError(name, "",
+                         std::string("steers or writes a fit, and --params-from ") + o.params_from +
+                             " fits nothing (the block's rules are checked as "
+                             "they are); leave one of the two out");
+      }
+    }
   }
   sim::check_threshold(o.threshold, "--threshold");
   sim::check_threshold(o.chunk_gain, "--chunk-gain");
@@ -762,7 +789,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       (fit ? train : test).push_back(i);
     }
   }
-  if (train.empty()) {
+  if (train.empty() && (!checking || !o.fit_on.empty())) {
     std::set<std::string> models;
     for (const auto& c : cases) models.insert(c.model);
     std::string names;
@@ -774,14 +801,50 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   }
   std::set<std::string> fit_models;  // the fitted models' names, matched with profiles
   for (std::size_t i : train) fit_models.insert(cases[i].model);
-  const ojson copies_json =
-      o.legacy_copies == "fit" ? fit_legacy_copies(cases, prep, train, test, os) : ojson("off");
+  if (train.empty() && o.legacy_copies == "fit") {
+    // Checking on every case: the old runtime's copies would have no case to be fitted on.
+    for (const auto& c : cases) {
+      if (c.legacy_copies) {
+        throw InputError(c.file, "attention_q_in_place",
+                         "is missing: a CUDA run made before 2026-12-02, whose untimed copies "
+                         "are fitted on the --fit-on models' cases; name them with --fit-on "
+                         "(the cases the block was fitted on), or --legacy-copies off");
+      }
+    }
+  }
+  const ojson copies_json = o.legacy_copies == "fit" && !train.empty()
+                                ? fit_legacy_copies(cases, prep, train, test, os)
+                                : ojson("off");
   std::vector<std::size_t> on_grid = train;
   on_grid.insert(on_grid.end(), test.begin(), test.end());
   std::sort(on_grid.begin(), on_grid.end());
   const ojson interp_json = gemm_interpolation_check(cases, prep, on_grid, os);
-  const sim::Workload w0 = sim::make_workload(cases[train.front()].run.workload);
+  const sim::Workload w0 =
+      sim::make_workload(cases[train.empty() ? std::size_t{0} : train.front()].run.workload);
   const sim::ContentionParams base = w0.hardware.contention;
+  // --params-from: the file's block over the runs' GPU (its SMs, HBM bandwidth, comm budget).
+  sim::ContentionParams checked;
+  std::string checked_from;
+  if (checking) {
+    const sim::HardwareConfig hw = sim::load_hardware(o.params_from, "--params-from");
+    const std::string& path = hw.origin;
+    nlohmann::json j = read_json_file(path);
+    if (!j.contains("contention")) {
+      throw InputError(path, "contention",
+                       "is missing: the file has no contention block to check (h200x8's is "
+                       "the fitted one)");
+    }
+    // The runs' budget (a knob of each run, kept per case) and their GPU's HBM bandwidth, not
+    // the file's.
+    nlohmann::json block = j.at("contention");
+    if (block.is_object()) {
+      block.erase("comm_ctas");
+      block.erase("hbm_gbps");
+    }
+    checked = sim::contention_from_json(block, path, "contention", base);
+    checked.enabled = true;
+    checked_from = sim::hardware_label(hw) + " (" + hw.gpu_name + ")";
+  }
   // The fit-on models' interference microbenchmarks, when asked to fit them too.
   std::vector<InterferencePair> fit_pairs;
   if (o.fit_microbenchmarks) {
@@ -808,7 +871,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     std::vector<double> per;
     for (const auto& path : o.profiles) {
       const sim::Profile prof = sim::load_profile(path);
-      if (!fit_models.count(prof.model)) continue;
+      // (Checking on every case: every profile is this run's GPU's.)
+      if (!fit_models.empty() && !fit_models.count(prof.model)) continue;
       const double v = comm_hbm_from_profile(prof, base.comm_ctas);
       if (v <= 0) {
         throw InputError(path, "interference.points",
@@ -823,12 +887,14 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       throw InputError("--comm-hbm-per-cta", "profile", "no --profile of a --fit-on model");
     }
     fixed_per_cta = std::accumulate(per.begin(), per.end(), 0.0) / double(per.size());
-    hbm_from = "; comm HBM draw " + fmt("%.1f", fixed_per_cta) +
-               " GB/s per CTA measured in the fit-on profiles (their long copies on " +
-               std::to_string(base.comm_ctas) + " CTAs, read and written)";
-    os << "comm HBM draw per CTA, measured in the fit-on profiles: " << fmt("%.1f", fixed_per_cta)
+    const char* whose = fit_models.empty() ? "profiles" : "fit-on profiles";
+    hbm_from = "; comm HBM draw " + fmt("%.1f", fixed_per_cta) + " GB/s per CTA measured in the " +
+               whose + " (their long copies on " + std::to_string(base.comm_ctas) +
+               " CTAs, read and written)";
+    os << "comm HBM draw per CTA, measured in the " << whose << ": " << fmt("%.1f", fixed_per_cta)
        << " GB/s (the slope between the two longest copies alone on " << base.comm_ctas
-       << " CTAs, bytes read and written), held in the fit\n\n";
+       << " CTAs, bytes read and written), "
+       << (checking ? "in place of the block's" : "held in the fit") << "\n\n";
   } else if (o.comm_hbm != "fit") {
     std::size_t used = 0;
     try {
@@ -844,15 +910,22 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   }
   // The objective's best per block size: whether the schedules pin the block down.
   std::map<std::pair<std::int64_t, std::int64_t>, double> by_block;
-  sim::ContentionParams p =
-      fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops, fixed_per_cta, &by_block);
-  p.source = "fitted by tpo calibrate on " + std::to_string(train.size()) + " measured schedules" +
-             (fit_pairs.empty()
-                  ? ""
-                  : " and " + std::to_string(fit_pairs.size()) + " interference microbenchmarks") +
-             " of";
-  for (const auto& m : o.fit_on) p.source += " " + m;
-  p.source += hbm_from;
+  sim::ContentionParams p;
+  if (checking) {
+    p = checked;
+    if (fixed_per_cta >= 0) p.comm_hbm_gbps_per_cta = fixed_per_cta;
+    p.source = "the contention block of " + checked_from + ", checked, nothing fitted" + hbm_from;
+  } else {
+    p = fit(prep, cases, train, base, fit_pairs, o.wave_rule, o.fit_ops, fixed_per_cta, &by_block);
+    p.source =
+        "fitted by tpo calibrate on " + std::to_string(train.size()) + " measured schedules" +
+        (fit_pairs.empty()
+             ? ""
+             : " and " + std::to_string(fit_pairs.size()) + " interference microbenchmarks") +
+        " of";
+    for (const auto& m : o.fit_on) p.source += " " + m;
+    p.source += hbm_from;
+  }
   const Eval before = run_all(prep, base, false, all);
   const Eval after = run_all(prep, p, true, all);
   // Per op, with the fitted model (prep holds its resources since the last run_all): the
@@ -922,30 +995,52 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     for (std::size_t i : which) v.push_back(e.predicted_us[i] / cases[i].measured_us - 1.0);
     return v;
   };
-  os << "tpo calibrate — contention model fitted on " << train.size() << " cases (" << test.size()
-     << " held out; " << off_grid.size() << " with chunks off the 8-token grid reported apart)\n";
+  // The comm budgets the runs held (each case is replayed with its own).
+  std::string budgets;
+  {
+    std::set<std::int64_t> held;
+    for (const auto& c : prep) held.insert(c.comm_ctas);
+    for (auto b : held) budgets += (budgets.empty() ? "" : " or ") + std::to_string(b);
+  }
+  if (checking) {
+    os << "tpo calibrate — the contention block of " << checked_from
+       << ", nothing fitted, checked on " << cases.size() << " cases ("
+       << (train.empty() ? std::string("all held out")
+                         : std::to_string(train.size()) +
+                               " of the --fit-on models, which the block was fitted on, and " +
+                               std::to_string(test.size()) + " held out")
+       << "; " << off_grid.size() << " with chunks off the 8-token grid reported apart)\n";
+    os << "  the runs' GPU: " << p.sms << " SMs, HBM " << fmt("%.0f", p.hbm_gbps) << " GB/s ("
+       << sim::hardware_label(w0.hardware) << "'s)\n";
+  } else {
+    os << "tpo calibrate — contention model fitted on " << train.size() << " cases (" << test.size()
+       << " held out; " << off_grid.size() << " with chunks off the 8-token grid reported apart)\n";
+  }
   if (std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.on_cpu; })) {
     os << "note: some reports were measured on a CPU (validate --backend cpu): SMs, waves and "
           "HBM sharing are GPU notions; fitted to threads, the values describe no GPU\n";
   }
   os << "\n";
-  os << "  fitted: gemm_cta " << p.gemm_cta_m << "x" << p.gemm_cta_n
-     << (p.gemm_fill ? " (fills every SM)" : " (its tiles only)")
+  os << (checking ? "  checked: gemm_cta " : "  fitted: gemm_cta ") << p.gemm_cta_m << "x"
+     << p.gemm_cta_n << (p.gemm_fill ? " (fills every SM)" : " (its tiles only)")
      << (p.extra_wave ? ", one wave more beside comm"
          : p.stream_k ? ", stream-K waves"
                       : ", whole waves")
      << ", comm " << fmt("%.1f", p.comm_hbm_gbps_per_cta) << " GB/s per CTA, compute_extra "
-     << p.compute_extra << ", comm_extra " << p.comm_extra << " (comm kernels hold " << p.comm_ctas
-     << " of " << p.sms << " SMs)\n";
+     << p.compute_extra << ", comm_extra " << p.comm_extra << " (comm kernels hold " << budgets
+     << " of " << p.sms << " SMs, as each run held them)\n";
   // How firmly the fit-on cases choose the block size: each size's best objective (the rest
   // searched as usual) against the pick's.
-  const double best_obj = by_block.at({p.gemm_cta_m, p.gemm_cta_n});
-  os << "  the fit's objective by block size, each with the rest at its best (the pick = 1):";
-  for (const auto& [mn, obj] : by_block) {
-    os << " " << mn.first << "x" << mn.second << " "
-       << (best_obj > 0 ? fmt("%.2f", obj / best_obj) : std::string("-"));
+  if (!checking) {
+    const double best_obj = by_block.at({p.gemm_cta_m, p.gemm_cta_n});
+    os << "  the fit's objective by block size, each with the rest at its best (the pick = 1):";
+    for (const auto& [mn, obj] : by_block) {
+      os << " " << mn.first << "x" << mn.second << " "
+         << (best_obj > 0 ? fmt("%.2f", obj / best_obj) : std::string("-"));
+    }
+    os << "\n";
   }
-  os << "\n\n";
+  os << "\n";
   ojson rows = ojson::array();
   for (std::size_t i : all) {
     const auto& c = cases[i];
@@ -1022,8 +1117,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
       return std::fabs(a.diff_us) > std::fabs(b.diff_us);
     });
     os << "  per op (--ops): " << ops_cases << " of " << cases.size()
-       << " cases list every op under the graph's names; the held-out ops the fitted model "
-          "misses most:\n";
+       << " cases list every op under the graph's names; the held-out ops "
+       << (checking ? "the checked block" : "the fitted model") << " misses most:\n";
     for (const bool comm : {false, true}) {
       std::size_t shown = 0;
       for (const Miss& m : misses) {
@@ -1066,11 +1161,12 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     micro.push_back(
         {{"profile", path},
          {"set", fitted ? "fit" : "held-out"},
-         {"pairs", print_interference_check(rows,
-                                            "the fitted rules on " + path +
-                                                "'s interference microbenchmarks (" +
-                                                (fitted ? "fitted" : "not in the fit") + "):",
-                                            os)}});
+         {"pairs", print_interference_check(
+                       rows,
+                       std::string(checking ? "the block's rules on " : "the fitted rules on ") +
+                           path + "'s interference microbenchmarks (" +
+                           (fitted ? "fitted" : "not in the fit") + "):",
+                       os)}});
     // Pairs of a profiler that released both ops together: who took the SMs first was a race
     // (the H200 runs of 2026-11-29: a GEMM beside the copy measured 1.006x in one, 1.23x with
     // the copy first in another), so the replay's order may not be how a pair ran.
@@ -1094,6 +1190,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
                            {"held_out", dec_test},
                            {"held_out_fixed_factors", dec_test_before}};
   rep["fit_on"] = o.fit_on;
+  if (checking) rep["params_from"] = checked_from;
   rep["legacy_copies"] = copies_json;
   rep["gemm_interpolation"] = interp_json;
   rep["params"] = sim::contention_json(p);

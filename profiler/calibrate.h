@@ -92,6 +92,12 @@ struct CalibrateOptions {
   // its grid with the rest), "profile" (measured: the fit-on models' profiles' long copies on
   // the comm budget's CTAs, comm_hbm_from_profiles), or a number of GB/s held as given.
   std::string comm_hbm = "fit";
+  // Fit nothing: check this hardware file's contention block (a shipped name or a path) on the
+  // reports. --fit-on is then optional and names the cases the block was fitted on (reported
+  // apart, and the legacy copies' fit set); without it every case is held out. The SMs and HBM
+  // bandwidth are the runs' GPU's; the block's rules and values are the file's.
+  std::string params_from;
+  bool wave_rule_given = false;  // --wave-rule on the command line (refused with params_from)
 };
 
 // The HBM bandwidth a copy on `ctas` CTAs draws per CTA, read and written, in GB/s: from a

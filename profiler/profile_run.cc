@@ -423,6 +423,20 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
   so.layers = o.backend == "cpu" ? 1 : 0;
   const sim::Workload w = sim::make_workload(so);
   const sim::ShardDims d = sim::validate_workload(w);
+  if (o.backend == "cuda") {
+    // A profile of this GPU labelled as another's would be read as that GPU's measurements
+    // (an H100's timings planning an H200).
+    const std::string gpu = backend->device().value("name", std::string());
+    const std::string here = sim::gpu_model_token(gpu),
+                      file = sim::gpu_model_token(w.hardware.gpu_name);
+    if (!here.empty() && !file.empty() && here != file) {
+      throw InputError(w.hardware.origin, "gpu.name",
+                       "is '" + w.hardware.gpu_name + "', but this GPU is '" + gpu +
+                           "': the profile would be read as the file's GPU's measurements; "
+                           "name this GPU's hardware file with --hardware (a copy of the "
+                           "nearest one with this GPU's datasheet numbers)");
+    }
+  }
   // The profile is labelled with this hardware, and simulate reads it as that machine's
   // measurements: CPU timings labelled h200x8 would be used as an H200's.
   const bool cpu_file = w.hardware.is_cpu;

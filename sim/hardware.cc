@@ -1,6 +1,8 @@
 // Hardware loading with file + field error messages.
 #include "sim/hardware.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 
@@ -207,6 +209,35 @@ std::string hardware_label(const HardwareConfig& h) {
   const fs::path file(h.origin);
   if (h.origin.empty() || file.stem().string() == h.name) return h.name;
   return h.name + " (from " + file.filename().string() + ")";
+}
+
+std::string gpu_model_token(const std::string& gpu_name) {
+  std::string word;
+  auto take = [&]() -> bool {
+    std::string up;
+    for (char ch : word) up += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    word.clear();
+    const bool digit = std::any_of(
+        up.begin(), up.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+    const bool plain = std::all_of(up.begin(), up.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    });
+    if (!digit || !plain || up.ends_with("GB") || up.starts_with("SXM") || up.starts_with("HBM") ||
+        up.starts_with("PCIE")) {
+      return false;
+    }
+    word = up;
+    return true;
+  };
+  for (char ch : gpu_name) {
+    if (ch == ' ' || ch == '-' || ch == '_') {
+      if (!word.empty() && take()) return word;
+    } else {
+      word += ch;
+    }
+  }
+  if (!word.empty() && take()) return word;
+  return "";
 }
 
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {

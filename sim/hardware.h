@@ -133,4 +133,11 @@ std::vector<std::string> shipped_hardware();
 // named otherwise (a copied file keeps the name inside: "h100x8 (from my-machine.json)").
 std::string hardware_label(const HardwareConfig& h);
 
+// The model in a GPU's name, upper-cased: the first word (split at spaces, '-' and '_') of
+// letters and digits only, with a digit, that is not a memory size or a form factor ("NVIDIA H100
+// 80GB HBM3" and "NVIDIA H100 SXM5 80GB" -> "H100", "NVIDIA A100-SXM4-80GB" -> "A100", "NVIDIA
+// GeForce RTX 4090" -> "4090", "NVIDIA GH200 480GB" -> "GH200"); empty where there is none ("host
+// CPU").
+std::string gpu_model_token(const std::string& gpu_name);
+
 }  // namespace tpo::sim

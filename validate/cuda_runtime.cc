@@ -809,11 +809,13 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
                           : shared_data(w, o.seed, comm == "emulated" ? 1 : 0);
   const ModelData& m = *data;
   bool fused = false;
+  std::string device;
   try {
     // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
     // Otherwise on GPU 0, which every run uses (a previous run may have left another current).
     const int first = o.mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0;
     cu::set_device(first);
+    device = cu::device_info(first).value("name", std::string());
     fused = cu::use_fused_attention(o.attention);
     // The GPUs this process runs: its own under --mpi, one with emulated communication, else
     // one per TP rank.
@@ -836,6 +838,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   for (int i = 0; i < std::max(1, o.repeat); ++i) runs.push_back(run.run());
   RunResult r = median_of_runs(std::move(runs));
   r.attention_kernel = cu::attention_kernel_name(fused);
+  r.device = device;
   for (auto& g : run.gemm_plans()) r.gemm_kernels.push_back({g.m, g.n, g.k, std::move(g.kernel)});
   r.copy_gbps = run.copy_gbps();
   r.copy_fixed_us = run.copy_fixed_us();

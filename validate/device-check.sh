@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for a machine with a GPU (the project's lent H200, or your own): build with
+# One command for a machine with a GPU (the project's lent H200 or H100, or your own): build with
 # CUDA, run the GPU tests, profile a fixed set of shard shapes, validate planned schedules
 # with emulated communication, and print predicted against measured. Every step runs under a
 # time limit and the script goes on after a failed step, so one run shows every problem;
@@ -36,6 +36,13 @@
 #       # only for want of the GPU; a command whose arguments tpo refuses fails (run it before
 #       # spending device time)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
+#   HOST_HW=my-gpu.json validate/device-check.sh  # the hardware file of the GPU it runs on
+#       (default: by the GPU's name, an H200 SXM h200x8, an H100 SXM h100x8; any other GPU
+#       needs one: a copy of the nearest file with its datasheet numbers, docs/hardware-file.md).
+#       Profiles are labelled with it, and every prediction of this GPU's compute uses it.
+#       The contention model is h200x8's alone (fitted on an H200): on another GPU the runs are
+#       predicted with that file's fixed factors, and the calibrate steps check h200x8's block,
+#       unchanged, on this GPU's runs (held out entirely), beside fits made on them
 #   BUDGET=420 validate/device-check.sh           # seconds; a step whose limit exceeds what is
 #       left runs with what is left and, if cut there, is listed "CUT (budget ...)"; once
 #       under 20 s are left the rest are skipped; neither counts as a failure
@@ -168,7 +175,7 @@ finish() {
 # Device check $(date -u +%Y-%m-%d)
 
 - git SHA of the binaries: ${sha:-unknown} (tpo --version; also git_sha in every JSON)
-- GPU: $(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1)
+- GPU: $(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1); its hardware file: ${HOST_HW:-none}
 - command: PHASE=$PHASE BUDGET=$BUDGET SKIP="${SKIP:-}" validate/device-check.sh (ARCH=$ARCH)
 - measured: kernel correctness (gpu-tests.log, gpu-cli.log), op profiles (profile-*.json,
   kind "measured"), validation runs (validate-*.json: measured on ONE GPU with EMULATED
@@ -185,10 +192,10 @@ EOM
     notes=$(cat "$R"/*.log 2>/dev/null | grep -E 'tpo: cuDNN attention|--attention auto' | sort | uniq -c | sort -rn | head -6)
     [ -n "$notes" ] && { echo "cuDNN notes in the step logs (count, text):"; echo "$notes"; }
     python3 validate/device_check_summary.py "$R"
-    # Against the previous H200 run (the same cases): the whole comparison in its own file,
-    # its totals here.
+    # Against the previous H200 run (the same cases, on an H200 only): the whole comparison in
+    # its own file, its totals here.
     prev=results/h200/2026-11-29
-    if [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
+    if [ "$HOST_HW" = h200x8 ] && [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
       if python3 results/h200/compare_runs.py "$prev" "$R" > "$R/compare-2026-11-29.txt" 2>&1; then
         echo; echo "against $prev (compare-2026-11-29.txt):"; sed -n '/^3\./,/^$/p' "$R/compare-2026-11-29.txt"
       else
@@ -223,6 +230,21 @@ fi
 cat "$R/gpus.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
   > "$R/nvidia-smi.csv" 2>/dev/null || true
+# The hardware file of the GPU this runs on: HOST_HW, else by the GPU's name
+# (validate/host-hardware.sh); a dry run, having no GPU, takes the H200's.
+gpu_name=$(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1 | cut -d, -f1)
+if [ -z "${HOST_HW:-}" ]; then
+  HOST_HW=$(validate/host-hardware.sh "$gpu_name")
+  [ -n "${DRY_RUN:-}" ] && HOST_HW=h200x8
+fi
+# The GPU CLI test profiles with it too.
+export HOST_HW
+if [ -z "$HOST_HW" ]; then
+  echo "this GPU ('$gpu_name') has no hardware file here: set HOST_HW to one (a copy of the"
+  echo "  nearest configs/hardware file with its datasheet numbers; docs/hardware-file.md)"
+  exit 2
+fi
+echo "hardware file of this GPU: $HOST_HW (HOST_HW)" | tee "$R/host-hardware.txt"
 
 if want build && [ -z "${PREBUILT:-}" ]; then
   log "configure and build (CUDA arch $ARCH) in $BUILD"
@@ -296,10 +318,11 @@ never_run_steps() {
   local prof="$R/profile-llama3.1-8b-tp2.json" popt=() ctas ex
   [ -s "$prof" ] && popt=(--profile "$prof")
   # The comm SM budget: one case at several --comm-ctas (the copy kernel's CTAs), predicted
-  # with the contention model (h200x8's fitted block) and measured.
+  # with the host file's contention model (h200x8's fitted block; fixed factors on a GPU
+  # without one) and measured.
   for ctas in 4 8 32; do
     step "validate-ctas-$ctas" 60 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
+      --model llama3.1-8b --hardware "$HOST_HW" --emulate rtx4090x8 --tp 2 --seq 4096 "${popt[@]}" \
       --layers 2 --repeat 5 --strategy iso --split 2048,2048 --comm-ctas "$ctas" \
       --json "$R/validate-ctas-$ctas.json"
   done
@@ -308,26 +331,26 @@ never_run_steps() {
   # Named exec-*.json so calibration (fitted on queued runs) does not take them in.
   for ex in queued eager graph; do
     step "exec-$ex-decode" 60 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 \
+      --model llama3.1-8b --hardware "$HOST_HW" --tp 2 --phase decode --seq 4096 --batch 8 \
       "${popt[@]}" --layers 4 --repeat 5 --strategy none --exec "$ex" \
       --json "$R/exec-$ex-decode.json"
     step "exec-$ex-prefill" 60 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 512 "${popt[@]}" --layers 4 \
+      --model llama3.1-8b --hardware "$HOST_HW" --tp 2 --seq 512 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 256,256 --exec "$ex" --json "$R/exec-$ex-prefill.json"
   done
   # The embedding and LM head (written 2026-12-04): a decode step and a prefill with them, the
   # LM head predicted from this run's profile (which timed lm_head rows). Checked against the
   # float64 reference (ladder changes the model). Named head-*.json: out of calibration.
   step "head-decode" 60 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
-    --hardware h200x8 --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
+    --hardware "$HOST_HW" --tp 2 --phase decode --seq 4096 --batch 8 "${popt[@]}" --layers 2 \
     --repeat 5 --strategy ladder --embed-head --json "$R/head-decode.json"
   step "head-prefill" 60 "$TPO" validate --backend cuda --comm emulated --model llama3.1-8b \
-    --hardware h200x8 --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
+    --hardware "$HOST_HW" --tp 2 --seq 1024 --batch 2 "${popt[@]}" --layers 2 --repeat 5 \
     --strategy iso --split 512,512 --embed-head --json "$R/head-prefill.json"
   # A generation as `plan --scenario generate` prices it (written 2026-12-04): each strategy's
   # prefill and decode step at the middle context, both with the embedding and LM head, the
   # tokens/s speedups predicted against measured (validate --plan of the generate report).
-  step "gen-plan" 60 "$TPO" plan --scenario generate --model llama3.1-8b --hardware h200x8 \
+  step "gen-plan" 60 "$TPO" plan --scenario generate --model llama3.1-8b --hardware "$HOST_HW" \
     --tp 2 --prompt 1024 --new-tokens 64 --batch 2 "${popt[@]}" --layers 2 \
     --strategies iso,ladder --json "$R/gen-plan.json"
   step "gen-validate" 100 "$TPO" validate --backend cuda --comm emulated \
@@ -337,19 +360,19 @@ never_run_steps() {
   # timed add_rmsnorm rows). Named addnorm-*.json: calibration takes validate-*.json only.
   for an in fused separate; do
     step "addnorm-$an" 60 "$TPO" validate --backend cuda --comm emulated \
-      --model llama3.1-8b --hardware h200x8 --tp 2 --seq 4096 "${popt[@]}" --layers 4 \
+      --model llama3.1-8b --hardware "$HOST_HW" --tp 2 --seq 4096 "${popt[@]}" --layers 4 \
       --repeat 5 --strategy iso --split 2048,2048 --add-norm "$an" --json "$R/addnorm-$an.json"
   done
   # The ladder paper's generation setting (Llama-3-70B, TP 8, prompt 1024 + 512 new tokens): its
-  # generate report planned for 8xH100, run here on 2 of its 80 layers with the H200's compute
-  # and 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (h200x8's
+  # generate report planned for 8xH100, run here on 2 of its 80 layers with this GPU's compute
+  # and 8xH100 all-reduces emulated, batch 1 and 4: tokens/s speedups predicted (HOST_HW's
   # analytical model: there is no Llama-3-70B profile) against measured. The report's own speedup
   # (H100 compute) is another prediction: "-" in tpo's text, None in the summary.
   step "gen-ladder-plan" 60 "$TPO" plan --scenario generate --model llama3-70b \
     --hardware h100x8 --tp 8 --prompt 1024 --new-tokens 512 --batch 1,4 --layers 2 \
     --strategies ladder --json "$R/gen-ladder-plan.json"
   step "gen-ladder-validate" 150 "$TPO" validate --backend cuda --comm emulated \
-    --plan "$R/gen-ladder-plan.json" --hardware h200x8 --emulate h100x8 --repeat 5 \
+    --plan "$R/gen-ladder-plan.json" --hardware "$HOST_HW" --emulate h100x8 --repeat 5 \
     --json "$R/gen-ladder-validate.json"
 }
 
@@ -361,7 +384,7 @@ for shard in "${SHARDS[@]}"; do
   if want profile; then
     log "profile $model TP $tp on this GPU"
     step "profile-$model-tp$tp" 200 "$TPO" profile --backend cuda --model "$model" --tp "$tp" \
-      --hardware h200x8 --quiet --out "$prof"
+      --hardware "$HOST_HW" --quiet --out "$prof"
     # A profile cut short leaves no file: the validations below then predict with the
     # analytical model, which their reports name; say so here too.
     [ -s "$prof" ] || printf '%-52s %s\n' "  (no $(basename "$prof"))" \
@@ -377,7 +400,7 @@ for shard in "${SHARDS[@]}"; do
   if want validate; then
     log "validate $model TP $tp on this GPU with EMULATED communication"
     # Predicted with this GPU's measured profile when there is one (compute, interference),
-    # and the target machine's links for the all-reduce; else the analytical h200x8 model.
+    # and the target machine's links for the all-reduce; else HOST_HW's analytical model.
     popt=()
     [ -s "$prof" ] && popt=(--profile "$prof")
     for target in rtx4090x8 h100x8; do
@@ -386,7 +409,7 @@ for shard in "${SHARDS[@]}"; do
       step "plan-$tag" 60 "$TPO" plan --model "$model" --hardware "$target" --tp "$tp" \
         --seq 2048,4096,8192 --layers 2 --strategies iso --quiet --json "$R/plan-$tag.json"
       step "validate-$tag-plan" 150 "$TPO" validate --backend cuda --comm emulated \
-        --plan "$R/plan-$tag.json" --hardware h200x8 --emulate "$target" "${popt[@]}" \
+        --plan "$R/plan-$tag.json" --hardware "$HOST_HW" --emulate "$target" "${popt[@]}" \
         --alternatives 2 --repeat 5 --json "$R/validate-$tag-plan.json" \
         --trace "$R/trace-$tag-plan.json"
       for seq in 2048 4096 8192; do
@@ -398,7 +421,7 @@ for shard in "${SHARDS[@]}"; do
           name=$(echo "$s" | sed -e 's/--split //' -e 's/[^a-z0-9.]\+/-/g')
           # shellcheck disable=SC2086
           step "validate-$tag-$seq-$name" 150 "$TPO" validate --backend cuda --comm emulated \
-            --model "$model" --hardware h200x8 --emulate "$target" --tp "$tp" --seq "$seq" \
+            --model "$model" --hardware "$HOST_HW" --emulate "$target" --tp "$tp" --seq "$seq" \
             "${popt[@]}" --layers 2 --repeat 5 --strategy $s \
             --json "$R/validate-$tag-$seq-$name.json"
         done
@@ -437,6 +460,18 @@ if want calibrate; then
       --profile "${profs[@]}" --fit-on "$m" --fit-ops --wave-rule extra-wave \
       --comm-hbm-per-cta profile --out "$R/calibration-measured-hbm-fit-on-$m.json"
   done
+  # h200x8's shipped block, nothing fitted, on every case of this run (none was in its fit):
+  # as shipped, and with the comm kernel's HBM draw measured in this run's profiles. (The
+  # committed reports of a dry run need their untimed copies fitted: on the 8B cases, as the
+  # block was.)
+  chk=()
+  [ "$CAL_REPORTS" = "$R" ] || chk=(--fit-on llama3.1-8b)
+  step "calibrate-check-h200x8-block" 120 "$TPO" calibrate --reports "$CAL_REPORTS"/validate-*.json \
+    --profile "${profs[@]}" --params-from h200x8 "${chk[@]}" --ops \
+    --out "$R/calibration-check-h200x8-block.json"
+  step "calibrate-check-h200x8-block-measured-hbm" 120 "$TPO" calibrate \
+    --reports "$CAL_REPORTS"/validate-*.json --profile "${profs[@]}" --params-from h200x8 \
+    "${chk[@]}" --comm-hbm-per-cta profile --out "$R/calibration-check-h200x8-block-measured-hbm.json"
 fi
 
 finish

@@ -56,6 +56,7 @@ struct RunResult {
   // logits of each request's last position after it, [batch][vocab] (run_output).
   std::vector<float> output;
   std::string attention_kernel;  // CUDA: which attention kernel ran
+  std::string device;            // CUDA: the name of the GPU rank 0 ran on; empty on the CPU
   // CUDA: the cuBLASLt algorithm configuration of each GEMM shape rank 0 ran (as the
   // profile's `kernel`), to compare with the profile's at the same shape.
   struct GemmKernel {

@@ -395,6 +395,7 @@ nlohmann::json measured_json(const CaseResult& c) {
           {"totals_ns", m.totals_ns},
           {"untimed_totals_ns", m.untimed_totals_ns},
           {"attention_kernel", m.attention_kernel},
+          {"device", m.device},
           {"gemm_kernels", kernels},
           {"copy_gbps", m.copy_gbps},
           {"copy_fixed_us", m.copy_fixed_us},
@@ -414,6 +415,7 @@ void read_measured(const nlohmann::json& j, CaseResult* c) {
   j.at("totals_ns").get_to(m.totals_ns);
   j.at("untimed_totals_ns").get_to(m.untimed_totals_ns);
   j.at("attention_kernel").get_to(m.attention_kernel);
+  m.device = j.value("device", std::string());
   for (const auto& g : j.at("gemm_kernels")) {
     m.gemm_kernels.push_back({g.at(0).get<std::int64_t>(), g.at(1).get<std::int64_t>(),
                               g.at(2).get<std::int64_t>(), g.at(3).get<std::string>()});
@@ -1055,6 +1057,26 @@ std::vector<std::string> validate_notes(const ValidateReport& r) {
   for (const auto& c : r.cases) {
     for (const auto& n : sim::workload_notes(c.workload)) add(n);
   }
+  // A prediction for another GPU than the one measured: its errors would compare two GPUs.
+  std::map<std::string, std::string> profile_gpu;  // profile path -> the GPU it measured
+  for (const auto& c : r.cases) {
+    const std::string here = sim::gpu_model_token(c.measured.device),
+                      file = sim::gpu_model_token(c.workload.hardware.gpu_name);
+    if (here.empty() || file.empty() || here == file) continue;
+    const std::string& path = c.run.workload.profile;
+    if (!path.empty() && !profile_gpu.count(path)) {
+      profile_gpu[path] = sim::load_profile(path).device.value("name", std::string());
+    }
+    const bool profiled_here = !path.empty() && sim::gpu_model_token(profile_gpu[path]) == here;
+    add("measured on " + c.measured.device + ", but the hardware file predicting it, " +
+        sim::hardware_label(c.workload.hardware) + ", is another GPU's (" +
+        c.workload.hardware.gpu_name + "): " +
+        (profiled_here
+             ? "the ops the profile measured are this GPU's; what it lacks, the interference "
+               "and the launches are predicted for the file's GPU"
+             : "predicted and measured are two GPUs' times, not the model's error (give "
+               "--hardware this GPU's file, or --profile one measured on it)"));
+  }
   if (const std::size_t k = r.resumed_cases(); k > 0) {
     add(std::to_string(k) + " of " + std::to_string(r.cases.size()) +
         " cases (marked resumed) were measured by an earlier run of this command that was "
@@ -1162,6 +1184,7 @@ void print_untimed_graphs(std::ostream& os, const ValidateReport& r) {
 void print_validate(std::ostream& os, const ValidateReport& r) {
   os << "tpo validate — measured on " << r.measured_on << "; predicted by the " << r.cost_model
      << " cost model; " << r.execution.value("mode", "queued") << " execution\n";
+  if (const std::string d = measured_devices(r); !d.empty()) os << "GPU: " << d << "\n";
   if (!r.emulated_links.empty()) {
     os << "EMULATED COMMUNICATION: each all-reduce replays the predicted duration of "
        << r.emulated_links
@@ -1279,6 +1302,17 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
         "architecture's reference forward (and none's output when the function is the same)\n";
 }
 
+std::string measured_devices(const ValidateReport& r) {
+  std::string one;
+  for (const auto& c : r.cases) {
+    const std::string& d = c.measured.device;
+    if (d.empty()) continue;
+    if (one.empty()) one = d;
+    if (d != one) return "per case";
+  }
+  return one;
+}
+
 std::string attention_kernels(const ValidateReport& r) {
   std::string one;
   for (const auto& c : r.cases) {
@@ -1371,6 +1405,7 @@ ojson validate_json(const ValidateReport& r) {
   // gathered it with an untimed strided copy, which tpo calibrate adds back for older reports).
   j["attention_q_in_place"] = true;
   if (const std::string k = attention_kernels(r); !k.empty()) j["attention_kernel"] = k;
+  if (const std::string d = measured_devices(r); !d.empty()) j["device"] = d;
   j["options"] = sim::options_json(r.options.workload, r.options.strategy);
   j["options"]["plan"] = r.options.plan_path;
   j["options"]["repeat"] = r.options.repeat;
@@ -1407,6 +1442,7 @@ ojson validate_json(const ValidateReport& r) {
     k["cost_sources"] = c.cost_sources;
     k["resumed"] = c.resumed;
     if (!c.measured.attention_kernel.empty()) k["attention_kernel"] = c.measured.attention_kernel;
+    if (!c.measured.device.empty()) k["device"] = c.measured.device;
     k["measured_us"] = to_us(c.measured.total_ns);
     k["measured_runs_us"] = ojson::array();
     for (auto t : c.measured.totals_ns) k["measured_runs_us"].push_back(to_us(t));

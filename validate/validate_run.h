@@ -198,6 +198,8 @@ std::string unprofiled_note(const ValidateReport& r);
 // The attention kernel the report's cases ran: the one name, "per case" when they differ,
 // empty when none recorded one (the CPU runtime).
 std::string attention_kernels(const ValidateReport& r);
+// The GPU the cases ran on (rank 0's): its name, "per case" where they differ, empty on the CPU.
+std::string measured_devices(const ValidateReport& r);
 nlohmann::ordered_json validate_json(const ValidateReport& r);
 std::string validate_trace(const ValidateReport& r);
 

@@ -2691,6 +2691,121 @@ TEST_CASE(
   CHECK(r.out.find("tpo.validate/1") != std::string::npos);
 }
 
+TEST_CASE("calibrate --params-from: a hardware file's contention block checked, nothing fitted") {
+  const std::string src = std::string(TPO_TEST_DATA) + "/../..";
+  const std::string dir = src + "/results/h200/2026-11-29";
+  std::string reports;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const auto name = e.path().filename().string();
+    if (name.starts_with("validate-") && name.ends_with(".json"))
+      reports += " " + e.path().string();
+  }
+  const std::string profiles = " --profile " + src +
+                               "/configs/profiles/h200-llama3.1-8b-tp2.json " + src +
+                               "/configs/profiles/h200-llama2-70b-tp8.json";
+  // h200x8's block was fitted on the Llama-3.1-8B runs (its source says so): checked with the
+  // same split, it gives the fit's own figures on both sets, to the last digit.
+  const fs::path fit = scratch() / "pf-fit.json", chk = scratch() / "pf-check.json";
+  auto r = tpo("calibrate --reports" + reports + profiles +
+               " --fit-on llama3.1-8b --fit-ops --wave-rule extra-wave --comm-hbm-per-cta profile "
+               "--out " +
+               fit.string());
+  REQUIRE(r.code == 0);
+  r = tpo("calibrate --reports" + reports + profiles +
+          " --fit-on llama3.1-8b --params-from h200x8 --comm-hbm-per-cta profile --out " +
+          chk.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("the contention block of h200x8") != std::string::npos);
+  CHECK(r.out.find("nothing fitted") != std::string::npos);
+  const auto jf = nlohmann::json::parse(slurp(fit)), jc = nlohmann::json::parse(slurp(chk));
+  CHECK(jc.at("params_from").get<std::string>().starts_with("h200x8"));
+  for (const char* set : {"fit", "held_out"}) {
+    for (const char* k : {"median_abs_error", "mean_signed_error", "worst_abs_error"}) {
+      CHECK(jc.at(set).at("contention").at(k).get<double>() ==
+            doctest::Approx(jf.at(set).at("contention").at(k).get<double>()).epsilon(1e-9));
+    }
+  }
+  CHECK(jc.at("held_out").at("contention").at("cases") == 14);
+  // Without --fit-on every case is held out; these reports' untimed copies then have no case
+  // to be fitted on: refused, naming the report's missing field and the two ways out.
+  r = tpo("calibrate --reports" + reports + profiles + " --params-from h200x8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("attention_q_in_place") != std::string::npos);
+  CHECK(r.out.find("--legacy-copies off") != std::string::npos);
+  r = tpo("calibrate --reports" + reports + profiles +
+          " --params-from h200x8 --legacy-copies off --out " + chk.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("all held out") != std::string::npos);
+  const auto ja = nlohmann::json::parse(slurp(chk));
+  CHECK(ja.at("fit").at("contention").at("cases") == 0);
+  CHECK(ja.at("held_out").at("contention").at("cases") == 28);
+  // A file without a block, options that steer a fit, and neither --fit-on nor --params-from.
+  r = tpo("calibrate --reports" + reports + profiles + " --params-from h100x8 --legacy-copies off");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("h100x8.json: field 'contention': is missing") != std::string::npos);
+  for (const char* o :
+       {"--fit-ops", "--update-profiles", "--fit-microbenchmarks", "--wave-rule requantize"}) {
+    r = tpo("calibrate --reports" + reports + profiles + " --params-from h200x8 " + o);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(std::string(o).substr(0, std::string(o).find(' '))) != std::string::npos);
+    CHECK(r.out.find("fits nothing") != std::string::npos);
+  }
+  r = tpo("calibrate --reports" + reports + profiles);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--params-from") != std::string::npos);
+  // Each case is replayed on its own run's comm budget: a report at 16 CTAs and one at 4 (the
+  // 8B 4096-token ISO run, rewritten as a current report would carry it) give what `tpo
+  // simulate` predicts for each. (Until 2026-12-05 every case took the first one's budget.)
+  auto rep =
+      nlohmann::json::parse(slurp(dir + "/validate-llama3.1-8b-tp2-h100x8-4096-iso-0.5-0.5.json"));
+  rep["attention_q_in_place"] = true;
+  rep["emulated_allreduce"] = "allreduce_table";
+  std::vector<fs::path> files;
+  std::string both;
+  for (int ctas : {16, 4}) {
+    for (auto& c : rep.at("cases")) {
+      c.erase("ops");
+      c["run"] = {{"workload",
+                   {{"model", "llama3.1-8b"},
+                    {"hardware", "h200x8"},
+                    {"tp", 2},
+                    {"phase", "prefill"},
+                    {"batch", 1},
+                    {"seq", 4096},
+                    {"context", 0},
+                    {"layers", 2},
+                    {"emulate", "h100x8"},
+                    {"comm_ctas", ctas},
+                    {"rope", "none"},
+                    {"add_norm", "separate"}}},
+                  {"strategy", {{"name", "iso"}, {"chunks", {2048, 2048}}}}};
+    }
+    files.push_back(scratch() / ("pf-ctas-" + std::to_string(ctas) + ".json"));
+    std::ofstream(files.back()) << rep.dump();
+    both += " " + files.back().string();
+  }
+  const fs::path two = scratch() / "pf-two.json";
+  r = tpo("calibrate --reports" + both + " --profile " + src +
+          "/configs/profiles/h200-llama3.1-8b-tp2.json --params-from h200x8 --out " + two.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("hold 4 or 16 of 132 SMs") != std::string::npos);
+  const auto jt = nlohmann::json::parse(slurp(two));
+  REQUIRE(jt.at("cases").size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const fs::path sj = scratch() / "pf-sim.json";
+    r =
+        tpo("simulate --model llama3.1-8b --hardware h200x8 --emulate h100x8 --tp 2 --seq 4096 "
+            "--layers 2 --rope none --add-norm separate --strategy iso --split 2048,2048 "
+            "--profile " +
+            src + "/configs/profiles/h200-llama3.1-8b-tp2.json --comm-ctas " +
+            (i == 0 ? "16" : "4") + " --json " + sj.string());
+    REQUIRE(r.code == 0);
+    CHECK(jt.at("cases").at(i).at("predicted_after_us").get<double>() ==
+          doctest::Approx(nlohmann::json::parse(slurp(sj)).at("total_us").get<double>())
+              .epsilon(1e-4));
+  }
+}
+
 TEST_CASE("plan --comm-ctas searches the comm SM budget with the splits and records it") {
   const fs::path p = scratch() / "budget.plan.json";
   auto r =

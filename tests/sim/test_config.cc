@@ -245,6 +245,27 @@ TEST_CASE("error messages show control characters from files as escapes") {
   CHECK(msg == "m.json: field 'name': 'ab\\x1b[2J\\x00cd' is odd");
 }
 
+TEST_CASE(
+    "gpu_model_token: the GPU model in a name, as nvidia-smi and the hardware files give it") {
+  using tpo::sim::gpu_model_token;
+  // nvidia-smi's names of the lent GPUs, and the shipped files' gpu.name.
+  CHECK(gpu_model_token("NVIDIA H100 80GB HBM3") == "H100");
+  CHECK(gpu_model_token("NVIDIA H100 SXM5 80GB") == "H100");
+  CHECK(gpu_model_token("NVIDIA H200") == "H200");
+  CHECK(gpu_model_token("NVIDIA H200 SXM 141GB") == "H200");
+  CHECK(gpu_model_token("NVIDIA A100-SXM4-80GB") == "A100");
+  CHECK(gpu_model_token("NVIDIA GeForce RTX 4090") == "4090");
+  CHECK(gpu_model_token("NVIDIA GH200 480GB") == "GH200");  // not an H200
+  CHECK(gpu_model_token("nvidia h100 pcie") == "H100");
+  CHECK(gpu_model_token("host CPU (fp32, one core per rank)") == "");
+  CHECK(gpu_model_token("") == "");
+  // Every shipped GPU file names its model.
+  for (const auto& name : tpo::sim::shipped_hardware()) {
+    const auto h = tpo::sim::load_hardware(name);
+    CHECK_MESSAGE(h.is_cpu == gpu_model_token(h.gpu_name).empty(), name);
+  }
+}
+
 TEST_CASE("bad hardware files name the field") {
   {
     // The attention curve's half-length and the memory-bound share out of range.

@@ -755,6 +755,52 @@ TEST_CASE("the report's attention kernel: one name, 'per case' when cases differ
   CHECK(validate::attention_kernels(r) == "per case");
 }
 
+TEST_CASE("a GPU run predicted for another GPU is noted, and the report names the GPU measured") {
+  validate::ValidateReport r;
+  r.options.backend = "cuda";
+  sim::WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = "h100x8";
+  o.tp = 2;
+  o.seq = 256;
+  o.layers = 1;
+  auto on = [&](const std::string& device, const std::string& profile) {
+    validate::CaseResult c;
+    c.workload = sim::make_workload(o);
+    c.run.workload = o;
+    c.run.workload.profile = profile;
+    c.measured.device = device;
+    return c;
+  };
+  auto noted = [&](const std::string& text) {
+    for (const auto& n : validate::validate_notes(r)) {
+      if (n.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  // An H100 (nvidia-smi's name) predicted by h100x8: nothing to say.
+  r.cases = {on("NVIDIA H100 80GB HBM3", "")};
+  CHECK_FALSE(noted("another GPU's"));
+  CHECK(validate::measured_devices(r) == "NVIDIA H100 80GB HBM3");
+  // An H200 predicted by h100x8's analytical model: two GPUs' times.
+  r.cases = {on("NVIDIA H200", "")};
+  CHECK(
+      noted("measured on NVIDIA H200, but the hardware file predicting it, h100x8, is another "
+            "GPU's (NVIDIA H100 SXM5 80GB)"));
+  CHECK(noted("not the model's error"));
+  // With a profile measured on an H200, the ops it holds are this GPU's.
+  const std::string prof =
+      std::string(TPO_TEST_DATA) + "/../../configs/profiles/h200-llama3.1-8b-tp2.json";
+  r.cases = {on("NVIDIA H200", prof), on("NVIDIA H100 80GB HBM3", "")};
+  CHECK(noted("the ops the profile measured are this GPU's"));
+  CHECK_FALSE(noted("not the model's error"));
+  CHECK(validate::measured_devices(r) == "per case");
+  // The CPU runtime names no GPU: nothing.
+  r.cases = {on("", "")};
+  CHECK_FALSE(noted("another GPU's"));
+  CHECK(validate::measured_devices(r).empty());
+}
+
 TEST_CASE("a regret within the runs' spread is said to be no measured difference") {
   validate::ValidateReport r;
   const auto add = [&](StrategyKind k, std::vector<std::int64_t> runs, bool picked) {
