@@ -70,19 +70,24 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "beat the best of one fewer by more than this fraction, as tpo plan "
                   "--chunk-gain")
       ->capture_default_str();
-  sub->add_option("--comm-hbm-per-cta", o->comm_hbm,
-                  "The comm kernel's HBM draw per CTA: fit (searched with the rest), profile "
-                  "(measured: the fit-on profiles' long copies alone on the comm budget's CTAs, "
-                  "read and written), or a number of GB/s held as given")
-      ->capture_default_str();
+  auto* hbm =
+      sub->add_option(
+             "--comm-hbm-per-cta", o->comm_hbm,
+             "The comm kernel's HBM draw per CTA: fit (searched with the rest), profile "
+             "(measured: the fit-on profiles' long copies alone on the hardware file's comm "
+             "budget, 16 CTAs unless it says otherwise, read and written), or a number of GB/s "
+             "held as given; with --params-from: "
+             "the block's unless profile or a number is given")
+          ->capture_default_str();
   sub->add_flag("--update-profiles", o->update_profiles,
                 "Write the fitted parameters, with both errors, into each profile");
   sub->footer(std::string(sub->get_footer()) +
               "\nCheck the shipped block on runs of your own GPU (nothing fitted, every case held "
               "out):\n  tpo calibrate --reports my-run/validate-*.json --profile "
               "my-run/profile-*.json --params-from h200x8");
-  return [o, wave] {
+  return [o, wave, hbm] {
     o->wave_rule_given = wave->count() > 0;
+    o->comm_hbm_given = hbm->count() > 0;
     return profiler::run_calibrate(*o, std::cout);
   };
 }

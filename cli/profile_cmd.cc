@@ -313,7 +313,8 @@ std::function<int()> add_profile(CLI::App& app) {
   sub->footer(
       "Examples:\n"
       "  tpo profile --backend cpu --model llama3.1-8b --tp 2 --quick --out cpu.json\n"
-      "  tpo profile --backend cuda --model llama3-70b --tp 8 --hardware h100x8 --out prof.json\n"
+      "  tpo profile --backend cuda --model llama3-70b --tp 8 --hardware h100x8 --out prof.json"
+      "   (on an H100 SXM: --hardware names the GPU it runs on)\n"
       "Run `tpo profile SUBCOMMAND --help` for the imports and the accuracy check.");
   sub->get_option("--hardware")
       ->description(

@@ -749,7 +749,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
         {o.fit_microbenchmarks, "--fit-microbenchmarks"},
         {o.fit_ops, "--fit-ops"},
         {o.update_profiles, "--update-profiles"},
-        {o.wave_rule_given, "--wave-rule"}};
+        {o.wave_rule_given, "--wave-rule"},
+        {o.comm_hbm == "fit" && o.comm_hbm_given, "--comm-hbm-per-cta fit"}};
     for (const auto& [given, name] : fitting) {
       if (given) {
         throw InputError(name, "",
@@ -868,16 +869,23 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   double fixed_per_cta = -1;
   std::string hbm_from;
   if (o.comm_hbm == "profile") {
+    // Measured on the hardware file's comm budget (16 CTAs unless it says otherwise), whatever
+    // --comm-ctas the first case ran (until 2026-12-05 its budget: a --comm-ctas 32 run first
+    // gave the draw of a copy on 32 CTAs, 57 GB/s per CTA instead of 37.5).
+    const std::int64_t measure_ctas =
+        sim::load_hardware(
+            cases[train.empty() ? std::size_t{0} : train.front()].run.workload.hardware)
+            .contention.comm_ctas;
     std::vector<double> per;
     for (const auto& path : o.profiles) {
       const sim::Profile prof = sim::load_profile(path);
       // (Checking on every case: every profile is this run's GPU's.)
       if (!fit_models.empty() && !fit_models.count(prof.model)) continue;
-      const double v = comm_hbm_from_profile(prof, base.comm_ctas);
+      const double v = comm_hbm_from_profile(prof, measure_ctas);
       if (v <= 0) {
         throw InputError(path, "interference.points",
                          "has no copy timed alone with its bytes on " +
-                             std::to_string(base.comm_ctas) +
+                             std::to_string(measure_ctas) +
                              " CTAs (--comm-hbm-per-cta profile needs one; profiles made before "
                              "2026-12-04 lack the bytes)");
       }
@@ -889,10 +897,10 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     fixed_per_cta = std::accumulate(per.begin(), per.end(), 0.0) / double(per.size());
     const char* whose = fit_models.empty() ? "profiles" : "fit-on profiles";
     hbm_from = "; comm HBM draw " + fmt("%.1f", fixed_per_cta) + " GB/s per CTA measured in the " +
-               whose + " (their long copies on " + std::to_string(base.comm_ctas) +
+               whose + " (their long copies on " + std::to_string(measure_ctas) +
                " CTAs, read and written)";
     os << "comm HBM draw per CTA, measured in the " << whose << ": " << fmt("%.1f", fixed_per_cta)
-       << " GB/s (the slope between the two longest copies alone on " << base.comm_ctas
+       << " GB/s (the slope between the two longest copies alone on " << measure_ctas
        << " CTAs, bytes read and written), "
        << (checking ? "in place of the block's" : "held in the fit") << "\n\n";
   } else if (o.comm_hbm != "fit") {

@@ -98,6 +98,7 @@ struct CalibrateOptions {
   // bandwidth are the runs' GPU's; the block's rules and values are the file's.
   std::string params_from;
   bool wave_rule_given = false;  // --wave-rule on the command line (refused with params_from)
+  bool comm_hbm_given = false;   // --comm-hbm-per-cta on the command line ("fit" refused with it)
 };
 
 // The HBM bandwidth a copy on `ctas` CTAs draws per CTA, read and written, in GB/s: from a

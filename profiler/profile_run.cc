@@ -427,9 +427,7 @@ int run_profile(const ProfileOptions& o, std::ostream& os) {
     // A profile of this GPU labelled as another's would be read as that GPU's measurements
     // (an H100's timings planning an H200).
     const std::string gpu = backend->device().value("name", std::string());
-    const std::string here = sim::gpu_model_token(gpu),
-                      file = sim::gpu_model_token(w.hardware.gpu_name);
-    if (!here.empty() && !file.empty() && here != file) {
+    if (!sim::same_gpu_model(gpu, w.hardware.gpu_name)) {
       throw InputError(w.hardware.origin, "gpu.name",
                        "is '" + w.hardware.gpu_name + "', but this GPU is '" + gpu +
                            "': the profile would be read as the file's GPU's measurements; "

@@ -211,33 +211,67 @@ std::string hardware_label(const HardwareConfig& h) {
   return h.name + " (from " + file.filename().string() + ")";
 }
 
+namespace {
+
+std::string upper(const std::string& s) {
+  std::string up;
+  for (char ch : s) up += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return up;
+}
+
+bool digit(char ch) {
+  return std::isdigit(static_cast<unsigned char>(ch)) != 0;
+}
+
+// A word of a GPU's name as its model, or empty where it is not one.
+std::string model_word(const std::string& word) {
+  std::string up = upper(word);
+  const bool plain = !up.empty() && std::all_of(up.begin(), up.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) != 0;
+  });
+  if (!plain || std::none_of(up.begin(), up.end(), digit) || up.ends_with("GB") ||
+      up.starts_with("SXM") || up.starts_with("HBM") || up.starts_with("PCIE")) {
+    return "";
+  }
+  // A count ("8x H100"), not a model.
+  if (up.back() == 'X' && std::all_of(up.begin(), up.end() - 1, digit)) return "";
+  // Written together: "RTX4090", "H100SXM5", "H100PCIE", "H200NVL".
+  if (up.starts_with("RTX") && up.size() > 3 && digit(up[3])) up.erase(0, 3);
+  for (const char* form : {"SXM", "PCIE", "NVL"}) {
+    const auto at = up.find(form);
+    if (at != std::string::npos && at > 0 && digit(up[at - 1])) up.erase(at);
+  }
+  return up;
+}
+
+// The part's form factor where its name says it: "pcie", "nvl", or "" (SXM, or not said).
+std::string gpu_form_factor(const std::string& gpu_name) {
+  const std::string up = upper(gpu_name);
+  if (up.find("NVL") != std::string::npos) return "nvl";
+  if (up.find("PCIE") != std::string::npos) return "pcie";
+  return "";
+}
+
+}  // namespace
+
 std::string gpu_model_token(const std::string& gpu_name) {
   std::string word;
-  auto take = [&]() -> bool {
-    std::string up;
-    for (char ch : word) up += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    word.clear();
-    const bool digit = std::any_of(
-        up.begin(), up.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
-    const bool plain = std::all_of(up.begin(), up.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) != 0;
-    });
-    if (!digit || !plain || up.ends_with("GB") || up.starts_with("SXM") || up.starts_with("HBM") ||
-        up.starts_with("PCIE")) {
-      return false;
-    }
-    word = up;
-    return true;
-  };
-  for (char ch : gpu_name) {
+  for (std::size_t i = 0; i <= gpu_name.size(); ++i) {
+    const char ch = i < gpu_name.size() ? gpu_name[i] : ' ';
     if (ch == ' ' || ch == '-' || ch == '_') {
-      if (!word.empty() && take()) return word;
+      if (std::string m = model_word(word); !m.empty()) return m;
+      word.clear();
     } else {
       word += ch;
     }
   }
-  if (!word.empty() && take()) return word;
   return "";
+}
+
+bool same_gpu_model(const std::string& a, const std::string& b) {
+  const std::string ta = gpu_model_token(a), tb = gpu_model_token(b);
+  if (ta.empty() || tb.empty()) return true;  // one of them names no model: nothing to tell
+  return ta == tb && gpu_form_factor(a) == gpu_form_factor(b);
 }
 
 HardwareConfig load_hardware(const std::string& spec, const std::string& field) {

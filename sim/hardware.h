@@ -136,8 +136,12 @@ std::string hardware_label(const HardwareConfig& h);
 // The model in a GPU's name, upper-cased: the first word (split at spaces, '-' and '_') of
 // letters and digits only, with a digit, that is not a memory size or a form factor ("NVIDIA H100
 // 80GB HBM3" and "NVIDIA H100 SXM5 80GB" -> "H100", "NVIDIA A100-SXM4-80GB" -> "A100", "NVIDIA
-// GeForce RTX 4090" -> "4090", "NVIDIA GH200 480GB" -> "GH200"); empty where there is none ("host
-// CPU").
+// GeForce RTX 4090" -> "4090", "NVIDIA GH200 480GB" -> "GH200"); a count ("8x") is not a model,
+// and a model written with its form factor or "RTX" reads as the model ("H100SXM5" -> "H100",
+// "RTX4090" -> "4090"); empty where there is none ("host CPU").
 std::string gpu_model_token(const std::string& gpu_name);
+// Whether two GPU names (nvidia-smi's, a hardware file's gpu.name) may be one part: the same
+// model and the same form factor (PCIe, NVL, else SXM), or a name of no model (nothing to tell).
+bool same_gpu_model(const std::string& a, const std::string& b);
 
 }  // namespace tpo::sim

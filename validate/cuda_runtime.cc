@@ -793,6 +793,16 @@ bool fused_plans_for(const ModelData& m, const sim::Schedule& s, const std::vect
 
 }  // namespace
 
+std::string cuda_device_name(bool mpi) {
+  const int n = cu::device_count();
+  if (n == 0) return "";
+  try {
+    return cu::device_info(mpi ? mpi::local_rank() % n : 0).value("name", std::string());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas) {

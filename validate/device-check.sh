@@ -37,8 +37,9 @@
 #       # spending device time)
 #   ARCH=80 validate/device-check.sh              # another GPU architecture
 #   HOST_HW=my-gpu.json validate/device-check.sh  # the hardware file of the GPU it runs on
-#       (default: by the GPU's name, an H200 SXM h200x8, an H100 SXM h100x8; any other GPU
-#       needs one: a copy of the nearest file with its datasheet numbers, docs/hardware-file.md).
+#       (default: by the GPU's name, validate/host-hardware.sh: an H200 SXM h200x8, an H100 SXM
+#       h100x8, A100/A800 SXM4 80GB and RTX 4090 theirs; any other GPU needs one: a copy of the
+#       nearest file with its datasheet numbers, docs/hardware-file.md).
 #       Profiles are labelled with it, and every prediction of this GPU's compute uses it.
 #       The contention model is h200x8's alone (fitted on an H200): on another GPU the runs are
 #       predicted with that file's fixed factors, and the calibrate steps check h200x8's block,
@@ -195,7 +196,7 @@ EOM
     # Against the previous H200 run (the same cases, on an H200 only): the whole comparison in
     # its own file, its totals here.
     prev=results/h200/2026-11-29
-    if [ "$HOST_HW" = h200x8 ] && [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
+    if [ "$(basename "$HOST_HW" .json)" = h200x8 ] && [ -d "$prev" ] && ls "$R"/validate-*.json > /dev/null 2>&1; then
       if python3 results/h200/compare_runs.py "$prev" "$R" > "$R/compare-2026-11-29.txt" 2>&1; then
         echo; echo "against $prev (compare-2026-11-29.txt):"; sed -n '/^3\./,/^$/p' "$R/compare-2026-11-29.txt"
       else
@@ -235,14 +236,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 gpu_name=$(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1 | cut -d, -f1)
 if [ -z "${HOST_HW:-}" ]; then
   HOST_HW=$(validate/host-hardware.sh "$gpu_name")
-  [ -n "${DRY_RUN:-}" ] && HOST_HW=h200x8
+  [ -z "$HOST_HW" ] && [ -n "${DRY_RUN:-}" ] && HOST_HW=h200x8
 fi
 # The GPU CLI test profiles with it too.
 export HOST_HW
 if [ -z "$HOST_HW" ]; then
   echo "this GPU ('$gpu_name') has no hardware file here: set HOST_HW to one (a copy of the"
-  echo "  nearest configs/hardware file with its datasheet numbers; docs/hardware-file.md)"
-  exit 2
+  echo "  nearest configs/hardware file with its datasheet numbers; docs/hardware-file.md)" \
+    | tee "$R/host-hardware.txt"
+  FAILED=1; finish; exit 2
 fi
 echo "hardware file of this GPU: $HOST_HW (HOST_HW)" | tee "$R/host-hardware.txt"
 
@@ -295,6 +297,12 @@ if [ -n "$missing" ]; then
   FAILED=1; finish; exit 1
 fi
 
+# HOST_HW must load (a mistyped name or a broken copy would fail every step after the build).
+if ! "$TPO" simulate --model llama3.1-8b --hardware "$HOST_HW" --tp 2 --seq 256 --layers 1 \
+  > "$R/host-hardware-check.log" 2>&1; then
+  echo "HOST_HW=$HOST_HW does not load:"; tail -3 "$R/host-hardware-check.log"
+  FAILED=1; finish; exit 2
+fi
 # A build with cuDNN must run it: the GPU test then fails instead of skipping the fused checks.
 grep -q cudnn "$R/version.txt" && export TPO_REQUIRE_CUDNN=1
 # cudnn-frontend opens the CUDA runtime itself: the one tpo-gpu links, not another one found first.
@@ -436,7 +444,14 @@ if want calibrate; then
   log "calibrate the contention model on this run's measured schedules"
   profs=()
   for p in "$R"/profile-*.json; do [ -s "$p" ] && profs+=("$p"); done
-  [ "${#profs[@]}" = 0 ] && profs=(configs/profiles/h200-llama3.1-8b-tp2.json configs/profiles/h200-llama2-70b-tp8.json)
+  # Without this run's profiles only a dry run or an H200 run can take the committed H200 ones
+  # (another GPU's runs replayed with an H200's op times would test nothing).
+  if [ "${#profs[@]}" = 0 ] && { [ -n "${DRY_RUN:-}" ] || [ "$(basename "$HOST_HW" .json)" = h200x8 ]; }; then
+    profs=(configs/profiles/h200-llama3.1-8b-tp2.json configs/profiles/h200-llama2-70b-tp8.json)
+  fi
+  [ "${#profs[@]}" = 0 ] && SKIP="${SKIP:-} calibrate-" &&
+    echo "no profile of this run (and this GPU is no H200): the calibrate steps are skipped" \
+      | tee -a "$R/steps.txt"
   # A dry run has no reports of its own: its calibrate steps read the committed 2026-11-29 ones,
   # so that their options are parsed and run for real.
   CAL_REPORTS=$R

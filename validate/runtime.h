@@ -88,6 +88,10 @@ std::vector<float> reference_forward(const sim::Workload& w, const sim::Strategy
 // per rank in this process, NCCL all-reduces. comm "emulated": rank 0 alone on GPU 0, each
 // all-reduce replaced by the SM-limited copy kernel sized to last `allreduce_target_ns[i]`
 // (the target machine's all-reduce time for op i); the output then sums rank 0 only.
+// The name of the GPU a CUDA run of this process would use first (under --mpi, its local
+// rank's); empty where the build has no CUDA or the machine no usable GPU.
+std::string cuda_device_name(bool mpi);
+
 RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOptions& o,
                    const std::string& comm, const std::vector<std::int64_t>& allreduce_target_ns,
                    int comm_ctas = 16);

@@ -630,9 +630,9 @@ std::map<std::size_t, nlohmann::json> read_resume_log(const std::string& path,
   }
   if (head.value("fingerprint", "") != fingerprint) {
     throw InputError(path, "fingerprint",
-                     "the resume log of a validate run with other cases, options, config files "
-                     "or another build of tpo is here; delete it, or rerun the command that made "
-                     "it to resume");
+                     "the resume log of a validate run with other cases, options, config files, "
+                     "another build of tpo or another GPU is here; delete it, or rerun the "
+                     "command that made it (where it ran) to resume");
   }
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -785,11 +785,16 @@ ValidateReport run_validate(const ValidateOptions& o) {
   if (reporter && !o.json_path.empty() && o.json_path != "-") {
     rep.resume_path = o.json_path + ".partial";
   }
+  // The log's fingerprint holds the GPU too: a run stopped on one GPU and resumed on another
+  // would mix two GPUs' times in one report. (Not the processes' agreement above: under MPI each
+  // rank has its own GPU.)
+  const std::string log_fingerprint =
+      fingerprint + (o.backend == "cuda" ? "\n" + cuda_device_name(o.mpi) : std::string());
   std::map<std::size_t, nlohmann::json> done;
   std::exception_ptr bad_log;  // rank 0's: a log it refuses (under MPI, told to every process)
   if (!rep.resume_path.empty() && std::filesystem::exists(rep.resume_path)) {
     try {
-      done = read_resume_log(rep.resume_path, fingerprint, runs.size());
+      done = read_resume_log(rep.resume_path, log_fingerprint, runs.size());
     } catch (const InputError&) {
       if (!o.mpi) throw;
       bad_log = std::current_exception();
@@ -826,7 +831,7 @@ ValidateReport run_validate(const ValidateOptions& o) {
       log.open(rep.resume_path, std::ios::app);
       if (cut) log << "\n";
       if (!log) throw InputError("--json", rep.resume_path, "cannot write the resume log");
-      if (fresh) log << nlohmann::json{{"fingerprint", fingerprint}}.dump() << "\n";
+      if (fresh) log << nlohmann::json{{"fingerprint", log_fingerprint}}.dump() << "\n";
     }
     log << nlohmann::json{{"i", i}, {"measured", measured_json(c)}}.dump() << "\n" << std::flush;
   };
@@ -1060,14 +1065,18 @@ std::vector<std::string> validate_notes(const ValidateReport& r) {
   // A prediction for another GPU than the one measured: its errors would compare two GPUs.
   std::map<std::string, std::string> profile_gpu;  // profile path -> the GPU it measured
   for (const auto& c : r.cases) {
-    const std::string here = sim::gpu_model_token(c.measured.device),
-                      file = sim::gpu_model_token(c.workload.hardware.gpu_name);
-    if (here.empty() || file.empty() || here == file) continue;
+    const std::string& here = c.measured.device;
+    if (here.empty() || sim::same_gpu_model(here, c.workload.hardware.gpu_name)) continue;
     const std::string& path = c.run.workload.profile;
     if (!path.empty() && !profile_gpu.count(path)) {
-      profile_gpu[path] = sim::load_profile(path).device.value("name", std::string());
+      try {
+        profile_gpu[path] = sim::load_profile(path).device.value("name", std::string());
+      } catch (const std::exception&) {
+        profile_gpu[path] = "";  // gone since the run: the note then does not credit it
+      }
     }
-    const bool profiled_here = !path.empty() && sim::gpu_model_token(profile_gpu[path]) == here;
+    const bool profiled_here = !path.empty() && !sim::gpu_model_token(profile_gpu[path]).empty() &&
+                               sim::same_gpu_model(profile_gpu[path], here);
     add("measured on " + c.measured.device + ", but the hardware file predicting it, " +
         sim::hardware_label(c.workload.hardware) + ", is another GPU's (" +
         c.workload.hardware.gpu_name + "): " +

@@ -2789,6 +2789,20 @@ TEST_CASE("calibrate --params-from: a hardware file's contention block checked, 
           "/configs/profiles/h200-llama3.1-8b-tp2.json --params-from h200x8 --out " + two.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("hold 4 or 16 of 132 SMs") != std::string::npos);
+  // The comm kernel's draw is measured on the hardware file's budget (16), whichever case comes
+  // first (the 4-CTA one first was refused: no copy timed on 4 CTAs).
+  r = tpo("calibrate --reports " + files[1].string() + " " + files[0].string() + " --profile " +
+          src +
+          "/configs/profiles/h200-llama3.1-8b-tp2.json --params-from h200x8 "
+          "--comm-hbm-per-cta profile");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("measured in the profiles: 37.5 GB/s (the slope between the two longest "
+                   "copies alone on 16 CTAs") != std::string::npos);
+  r = tpo(
+      "calibrate --reports" + both + " --profile " + src +
+      "/configs/profiles/h200-llama3.1-8b-tp2.json --params-from h200x8 --comm-hbm-per-cta fit");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("fits nothing") != std::string::npos);
   const auto jt = nlohmann::json::parse(slurp(two));
   REQUIRE(jt.at("cases").size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {

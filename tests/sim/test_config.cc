@@ -259,6 +259,22 @@ TEST_CASE(
   CHECK(gpu_model_token("nvidia h100 pcie") == "H100");
   CHECK(gpu_model_token("host CPU (fp32, one core per rank)") == "");
   CHECK(gpu_model_token("") == "");
+  // Copied files' names: a count is not the model; a model written with its form factor is it.
+  CHECK(gpu_model_token("8x H100 SXM5") == "H100");
+  CHECK(gpu_model_token("2x NVIDIA GeForce RTX 4090") == "4090");
+  CHECK(gpu_model_token("RTX4090") == "4090");
+  CHECK(gpu_model_token("H100SXM5") == "H100");
+  // One part, or two: the model and the form factor (PCIe, NVL, else SXM) both count.
+  using tpo::sim::same_gpu_model;
+  CHECK(same_gpu_model("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM5 80GB"));
+  CHECK(same_gpu_model("NVIDIA H200", "NVIDIA H200 SXM 141GB"));
+  CHECK(same_gpu_model("NVIDIA GeForce RTX 4090", "2x RTX4090"));
+  CHECK_FALSE(same_gpu_model("NVIDIA H200", "NVIDIA H100 SXM5 80GB"));
+  CHECK_FALSE(same_gpu_model("NVIDIA GH200 480GB", "NVIDIA H200 SXM 141GB"));
+  CHECK_FALSE(same_gpu_model("NVIDIA H200 NVL", "NVIDIA H200 SXM 141GB"));
+  CHECK_FALSE(same_gpu_model("NVIDIA H100 PCIe", "NVIDIA H100 SXM5 80GB"));
+  CHECK_FALSE(same_gpu_model("NVIDIA A100-PCIE-40GB", "NVIDIA A100-SXM4-80GB"));
+  CHECK(same_gpu_model("my accelerator", "NVIDIA H100 SXM5 80GB"));  // no model: nothing to tell
   // Every shipped GPU file names its model.
   for (const auto& name : tpo::sim::shipped_hardware()) {
     const auto h = tpo::sim::load_hardware(name);
