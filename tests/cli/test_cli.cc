@@ -1585,7 +1585,8 @@ TEST_CASE("validate: a run stopped after some cases resumes where it stopped") {
           " --alternatives 1 --repeat 2 --warmup 0 --json " + out.string());
   CHECK(r.code == 2);
   CHECK(r.out.find(log + ": field 'fingerprint'") != std::string::npos);
-  CHECK(r.out.find("delete it, or rerun the command that made it (where it ran) to resume") != std::string::npos);
+  CHECK(r.out.find("delete it, or rerun the command that made it (where it ran) to resume") !=
+        std::string::npos);
   CHECK_FALSE(fs::exists(out));
   // The resume log is not a --trace to write.
   r = tpo(cmd + " --trace " + log);
