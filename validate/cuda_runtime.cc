@@ -276,9 +276,11 @@ class CudaRun {
     const auto& d = m.d;
     const std::int64_t T = m.tokens, H = d.hidden, qd = d.q_heads * d.head_dim,
                        kvd = d.kv_heads * d.head_dim;
+    // The cuBLAS attention's scores and probabilities (q x keys per head): only where it runs
+    // (cuDNN's fused kernel needs none, and at 16k tokens and 64 heads this is ~100 GB).
     std::size_t scratch = 1;
     for (const auto& op : s.ops) {
-      if (op.kind != sim::OpKind::Attention) continue;
+      if (fused_ || op.kind != sim::OpKind::Attention) continue;
       cu::AttentionShape a;
       a.requests = op.req_end - op.req_begin;  // a chunk of every request: one call
       a.q_tokens = op.seq_end - op.seq_begin;
