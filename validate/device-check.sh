@@ -25,6 +25,8 @@
 #              partial.tar.gz are copied to $OUT, so a command cut at the tool's limit still
 #              returns what was measured; carried binaries that lack a library there are
 #              rebuilt there, in build-device-check)
+#       The same command on an H100 (the kind a plain `run` gets) or an H200: the script finds
+#       the GPU's hardware file (HOST_HW below).
 #       Order: GPU tests, the 8B profile, the steps that run code never run on a GPU, the
 #       attention benchmark, then the 8B validations; a step cut or skipped for the budget is
 #       listed as such, not as a failure.
