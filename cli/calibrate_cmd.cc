@@ -34,10 +34,11 @@ std::function<int()> add_calibrate(CLI::App& app) {
                   "--params-from")
       ->expected(1, -1);
   sub->add_option("--params-from", o->params_from,
-                  "Fit nothing: check this hardware file's contention block (a name in "
-                  "configs/hardware or a path, e.g. h200x8) on the reports, with the SMs and HBM "
-                  "bandwidth of the runs' GPU; --fit-on then names the cases the block was "
-                  "fitted on (reported apart), and without it every case is held out");
+                  "Fit no contention parameter: check this hardware file's contention block (a "
+                  "name in configs/hardware or a path, e.g. h200x8) on the reports, with the SMs "
+                  "and HBM bandwidth the runs' hardware file gives; --fit-on then names the "
+                  "models whose cases are reported as the fit set (those the block was fitted "
+                  "on), and without it every case is held out");
   sub->add_option("--out", o->out, "Write the calibration report (tpo.calibration/1)");
   sub->add_flag("--fit-microbenchmarks", o->fit_microbenchmarks,
                 "Also fit the --fit-on models' interference microbenchmarks (pairs measured by "
@@ -74,7 +75,8 @@ std::function<int()> add_calibrate(CLI::App& app) {
       sub->add_option(
              "--comm-hbm-per-cta", o->comm_hbm,
              "The comm kernel's HBM draw per CTA: fit (searched with the rest), profile "
-             "(measured: the fit-on profiles' long copies alone on the hardware file's comm "
+             "(measured: the fit-on profiles' (with --params-from and no --fit-on, every "
+             "profile's) long copies alone on the hardware file's comm "
              "budget, 16 CTAs unless it says otherwise, read and written), or a number of GB/s "
              "held as given; with --params-from: "
              "the block's unless profile or a number is given")

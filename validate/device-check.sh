@@ -26,7 +26,7 @@
 #              returns what was measured; carried binaries that lack a library there are
 #              rebuilt there, in build-device-check)
 #       The same command on an H100 (the kind a plain `run` gets) or an H200: the script finds
-#       the GPU's hardware file (HOST_HW below).
+#       the GPU's hardware file (HOST_HW below; the H100 path dry-run only, with HOST_HW=h100x8).
 #       Order: GPU tests, the 8B profile, the steps that run code never run on a GPU, the
 #       attention benchmark, then the 8B validations; a step cut or skipped for the budget is
 #       listed as such, not as a failure.
@@ -42,10 +42,13 @@
 #       (default: by the GPU's name, validate/host-hardware.sh: an H200 SXM h200x8, an H100 SXM
 #       h100x8, A100/A800 SXM4 80GB and RTX 4090 theirs; any other GPU needs one: a copy of the
 #       nearest file with its datasheet numbers, docs/hardware-file.md).
-#       Profiles are labelled with it, and every prediction of this GPU's compute uses it.
+#       Profiles are labelled with it, and the validations predicted with it (the profile's
+#       time where this run's profile measured an op, the file's model for the rest).
 #       The contention model is h200x8's alone (fitted on an H200): on another GPU the runs are
-#       predicted with that file's fixed factors, and the calibrate steps check h200x8's block,
-#       unchanged, on this GPU's runs (held out entirely), beside fits made on them
+#       predicted with the slowdown factors this run's profile measured (without one, the
+#       file's fixed factors), and the calibrate steps check h200x8's block on this GPU's runs
+#       (held out entirely; as shipped and with the comm draw measured here), beside fits made
+#       on them; without this run's profiles they are skipped there
 #   BUDGET=420 validate/device-check.sh           # seconds; a step whose limit exceeds what is
 #       left runs with what is left and, if cut there, is listed "CUT (budget ...)"; once
 #       under 20 s are left the rest are skipped; neither counts as a failure

@@ -11,8 +11,8 @@ case "$name" in
   *GH200* | *"H200 NVL"* | *"H100 PCIe"* | *"H100 NVL"* | *"A100-PCIE"* | *"A100 PCIe"*) exit 1 ;;
   *H200*) echo h200x8 ;;
   *"H100 80GB HBM3"* | *"H100 SXM"*) echo h100x8 ;;
-  *A100-SXM4-80GB*) echo a100x8 ;;
+  *A100-SXM4-80GB*) echo a100x8 ;;  # (an A100 40GB is another file's)
   *A800-SXM4-80GB*) echo a800x8 ;;
-  *"RTX 4090"*) echo rtx4090x8 ;;
+  "NVIDIA GeForce RTX 4090") echo rtx4090x8 ;;  # exactly: a 4090 D has fewer SMs
   *) exit 1 ;;
 esac

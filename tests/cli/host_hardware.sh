@@ -24,6 +24,8 @@ expect "NVIDIA H100 80GB HBM3" h100x8
 expect "NVIDIA A100-SXM4-80GB" a100x8
 expect "NVIDIA A800-SXM4-80GB" a800x8
 expect "NVIDIA GeForce RTX 4090" rtx4090x8
+expect "NVIDIA GeForce RTX 4090 D" ""
+expect "NVIDIA A100-SXM4-40GB" ""
 expect "NVIDIA H200 NVL" ""
 expect "NVIDIA GH200 480GB" ""
 expect "NVIDIA H100 PCIe" ""
