@@ -176,6 +176,7 @@ save_partial() {
 
 finish() {
   local sha
+  [ -n "${CLOCKS_PID:-}" ] && kill "$CLOCKS_PID" 2>/dev/null
   sha=$("$TPO" --version 2>/dev/null | sed -n "s/^[^(]*(\([^)]*\)).*/\1/p")
   cat > "$R/README.md" <<EOM
 # Device check $(date -u +%Y-%m-%d)
@@ -198,6 +199,11 @@ EOM
     notes=$(cat "$R"/*.log 2>/dev/null | grep -E 'tpo: cuDNN attention|--attention auto' | sort | uniq -c | sort -rn | head -6)
     [ -n "$notes" ] && { echo "cuDNN notes in the step logs (count, text):"; echo "$notes"; }
     python3 validate/device_check_summary.py "$R"
+    # The SM clock while the GPU was busy (utilization >= 50%), from clocks.csv.
+    if [ -s "$R/clocks.csv" ]; then
+      awk -F', *' '$6 + 0 >= 50 { print $2 }' "$R/clocks.csv" | sort -n | awk '
+        { v[NR] = $1 } END { if (NR) printf "\nSM clock while busy (clocks.csv, %d samples): median %d MHz, range %d-%d MHz\n", NR, v[int((NR + 1) / 2)], v[1], v[NR] }'
+    fi
     # Against the previous H200 run (the same cases, on an H200 only): the whole comparison in
     # its own file, its totals here.
     prev=results/h200/2026-11-29
@@ -236,6 +242,15 @@ fi
 cat "$R/gpus.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
   > "$R/nvidia-smi.csv" 2>/dev/null || true
+# The SM clock, power and temperature once a second for the whole run (clocks.csv): which clock
+# the profiles' kernels ran at, which no profile records (results/independent/README.md, first
+# section: whether a fitted GEMM efficiency holds some boost clock). Stopped in finish.
+CLOCKS_PID=""
+if [ -z "${DRY_RUN:-}" ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+    --format=csv,noheader,nounits -lms 1000 > "$R/clocks.csv" 2>/dev/null &
+  CLOCKS_PID=$!
+fi
 # The hardware file of the GPU this runs on: HOST_HW, else by the GPU's name
 # (validate/host-hardware.sh); a dry run, having no GPU, takes the H200's.
 gpu_name=$(tail -n +2 "$R/nvidia-smi.csv" 2>/dev/null | head -1 | cut -d, -f1)
