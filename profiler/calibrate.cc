@@ -820,8 +820,9 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
   on_grid.insert(on_grid.end(), test.begin(), test.end());
   std::sort(on_grid.begin(), on_grid.end());
   const ojson interp_json = gemm_interpolation_check(cases, prep, on_grid, os);
-  const sim::Workload w0 =
-      sim::make_workload(cases[train.empty() ? std::size_t{0} : train.front()].run.workload);
+  // The case whose hardware file stands for the runs' GPU: the first fitted, else the first.
+  const CalibrationCase& first = cases[train.empty() ? std::size_t{0} : train.front()];
+  const sim::Workload w0 = sim::make_workload(first.run.workload);
   const sim::ContentionParams base = w0.hardware.contention;
   // --params-from: the file's block over the runs' GPU (its SMs, HBM bandwidth, comm budget).
   sim::ContentionParams checked;
@@ -873,9 +874,7 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& os) {
     // --comm-ctas the first case ran (until 2026-12-05 its budget: a --comm-ctas 32 run first
     // gave the draw of a copy on 32 CTAs, 57 GB/s per CTA instead of 37.5).
     const std::int64_t measure_ctas =
-        sim::load_hardware(
-            cases[train.empty() ? std::size_t{0} : train.front()].run.workload.hardware)
-            .contention.comm_ctas;
+        sim::load_hardware(first.run.workload.hardware).contention.comm_ctas;
     std::vector<double> per;
     for (const auto& path : o.profiles) {
       const sim::Profile prof = sim::load_profile(path);

@@ -771,6 +771,11 @@ class AttentionShapes final : public RankKernels {
 // run on each GPU in `devices` (plans are per GPU); one it cannot build makes the whole run use
 // the cuBLAS attention (said on stderr), so that a run never mixes kernels and never fails half
 // way for a shape cuDNN refuses. Leaves devices.front() current.
+// The GPU a run of this process uses first: under --mpi its local rank's, else GPU 0.
+int first_device(bool mpi) {
+  return mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0;
+}
+
 bool fused_plans_for(const ModelData& m, const sim::Schedule& s, const std::vector<int>& devices) {
   AttentionShapes collect(m);
   const RowLayout layout = row_layout(m, s);
@@ -796,10 +801,9 @@ bool fused_plans_for(const ModelData& m, const sim::Schedule& s, const std::vect
 }  // namespace
 
 std::string cuda_device_name(bool mpi) {
-  const int n = cu::device_count();
-  if (n == 0) return "";
+  if (cu::device_count() == 0) return "";
   try {
-    return cu::device_info(mpi ? mpi::local_rank() % n : 0).value("name", std::string());
+    return cu::device_info(first_device(mpi)).value("name", std::string());
   } catch (const std::exception&) {
     return "";
   }
@@ -825,7 +829,7 @@ RunResult run_cuda(const sim::Workload& w, const sim::Schedule& s, const RunOpti
   try {
     // cuDNN is probed on the current GPU: under --mpi this rank's, as CudaRun will pick it.
     // Otherwise on GPU 0, which every run uses (a previous run may have left another current).
-    const int first = o.mpi ? mpi::local_rank() % std::max(cu::device_count(), 1) : 0;
+    const int first = first_device(o.mpi);
     cu::set_device(first);
     device = cu::device_info(first).value("name", std::string());
     fused = cu::use_fused_attention(o.attention);

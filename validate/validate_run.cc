@@ -1311,26 +1311,29 @@ void print_validate(std::ostream& os, const ValidateReport& r) {
         "architecture's reference forward (and none's output when the function is the same)\n";
 }
 
-std::string measured_devices(const ValidateReport& r) {
+namespace {
+
+// A text every case's measurement names (`field` of its RunResult): the one value, "per case"
+// where cases differ, empty where none names one (the CPU runtime's).
+std::string one_or_per_case(const ValidateReport& r, std::string RunResult::*field) {
   std::string one;
   for (const auto& c : r.cases) {
-    const std::string& d = c.measured.device;
-    if (d.empty()) continue;
-    if (one.empty()) one = d;
-    if (d != one) return "per case";
+    const std::string& v = c.measured.*field;
+    if (v.empty()) continue;
+    if (one.empty()) one = v;
+    if (v != one) return "per case";
   }
   return one;
 }
 
+}  // namespace
+
+std::string measured_devices(const ValidateReport& r) {
+  return one_or_per_case(r, &RunResult::device);
+}
+
 std::string attention_kernels(const ValidateReport& r) {
-  std::string one;
-  for (const auto& c : r.cases) {
-    const std::string& k = c.measured.attention_kernel;
-    if (k.empty()) continue;
-    if (one.empty()) one = k;
-    if (k != one) return "per case";
-  }
-  return one;
+  return one_or_per_case(r, &RunResult::attention_kernel);
 }
 
 std::string unprofiled_note(const ValidateReport& r) {

@@ -714,20 +714,31 @@ TEST_CASE("a first op that starts much later than predicted is noted, with its s
   CHECK(note.find("before the first kernel started") != std::string::npos);
 }
 
+namespace {
+
+// A case of Llama-3.1-8B at TP 2, one layer, on `hardware`, predicted with `profile` (none: "").
+validate::CaseResult case_of_8b(const std::string& hardware, std::int64_t seq,
+                                const std::string& profile) {
+  sim::WorkloadOptions o;
+  o.model = "llama3.1-8b";
+  o.hardware = hardware;
+  o.tp = 2;
+  o.seq = seq;
+  o.layers = 1;
+  validate::CaseResult c;
+  c.workload = sim::make_workload(o);
+  c.run.workload = o;
+  c.run.workload.profile = profile;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("predictions far off without a profile: a note says how to profile the machine") {
   validate::ValidateReport r;
   r.options.backend = "cpu";
-  sim::WorkloadOptions o;
-  o.model = "llama3.1-8b";
-  o.hardware = "cpu-host";
-  o.tp = 2;
-  o.seq = 64;
-  o.layers = 1;
   auto with_totals = [&](std::int64_t predicted, std::int64_t measured, std::string profile) {
-    validate::CaseResult c;
-    c.workload = sim::make_workload(o);
-    c.run.workload = o;
-    c.run.workload.profile = std::move(profile);
+    validate::CaseResult c = case_of_8b("cpu-host", 64, profile);
     c.predicted.total_ns = predicted;
     c.measured.total_ns = measured;
     return c;
@@ -758,17 +769,8 @@ TEST_CASE("the report's attention kernel: one name, 'per case' when cases differ
 TEST_CASE("a GPU run predicted for another GPU is noted, and the report names the GPU measured") {
   validate::ValidateReport r;
   r.options.backend = "cuda";
-  sim::WorkloadOptions o;
-  o.model = "llama3.1-8b";
-  o.hardware = "h100x8";
-  o.tp = 2;
-  o.seq = 256;
-  o.layers = 1;
   auto on = [&](const std::string& device, const std::string& profile) {
-    validate::CaseResult c;
-    c.workload = sim::make_workload(o);
-    c.run.workload = o;
-    c.run.workload.profile = profile;
+    validate::CaseResult c = case_of_8b("h100x8", 256, profile);
     c.measured.device = device;
     return c;
   };
